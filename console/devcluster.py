@@ -1,0 +1,239 @@
+"""A local Apache Kafka cluster in KRaft mode, run from the jars the pom in kafka/ pinned.
+
+Nodes 1-3 are combined broker+controller nodes (the quorum voters); nodes 4 and up are
+broker-only nodes that join as quorum observers. Node N listens on base_port + 2(N-1) for
+clients and the next port for the controller protocol, has rack r1..r3, and keeps its data,
+logs and pid file under <root>/node<N>/.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import signal
+import subprocess
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+KAFKA_DIR = REPO / "kafka"
+VOTERS = (1, 2, 3)
+
+
+class DevClusterError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class NodeStatus:
+    node_id: int
+    pid: int | None
+    running: bool
+    broker_port: int
+    controller_port: int | None
+    roles: str
+
+
+class DevCluster:
+    def __init__(self, root: Path, base_port: int, heap: str = "512m") -> None:
+        self.root = root
+        self.base_port = base_port
+        self.heap = heap
+
+    # Layout -------------------------------------------------------------------------------
+    def broker_port(self, node: int) -> int:
+        return self.base_port + 2 * (node - 1)
+
+    def controller_port(self, node: int) -> int:
+        return self.base_port + 2 * (node - 1) + 1
+
+    def node_dir(self, node: int) -> Path:
+        return self.root / f"node{node}"
+
+    def nodes(self) -> list[int]:
+        found = {int(p.name[4:]) for p in self.root.glob("node*") if p.name[4:].isdigit()}
+        return sorted(found | set(VOTERS))
+
+    def bootstrap_servers(self, nodes: list[int] | None = None) -> str:
+        return ",".join(f"127.0.0.1:{self.broker_port(n)}" for n in (nodes or list(VOTERS)))
+
+    def cluster_id(self) -> str:
+        path = self.root / "cluster_id"
+        if not path.exists():
+            self.root.mkdir(parents=True, exist_ok=True)
+            raw = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+            path.write_text(raw)
+        return path.read_text().strip()
+
+    def properties(self, node: int) -> str:
+        voters = ",".join(f"{v}@127.0.0.1:{self.controller_port(v)}" for v in VOTERS)
+        combined = node in VOTERS
+        listeners = f"PLAINTEXT://127.0.0.1:{self.broker_port(node)}"
+        if combined:
+            listeners += f",CONTROLLER://127.0.0.1:{self.controller_port(node)}"
+        lines = {
+            "process.roles": "broker,controller" if combined else "broker",
+            "node.id": str(node),
+            "controller.quorum.voters": voters,
+            "listeners": listeners,
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.broker_port(node)}",
+            "controller.listener.names": "CONTROLLER",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "broker.rack": f"r{(node - 1) % 3 + 1}",
+            "log.dirs": str(self.node_dir(node) / "data"),
+            "auto.create.topics.enable": "false",
+            "num.partitions": "1",
+            "default.replication.factor": "3",
+            "offsets.topic.replication.factor": "3",
+            "offsets.topic.num.partitions": "10",
+            "transaction.state.log.replication.factor": "3",
+            "transaction.state.log.min.isr": "2",
+            "share.coordinator.state.topic.replication.factor": "3",
+            "share.coordinator.state.topic.min.isr": "2",
+            "group.initial.rebalance.delay.ms": "0",
+            # Sized for a 2-core machine running several nodes.
+            "num.network.threads": "2",
+            "num.io.threads": "2",
+            "background.threads": "2",
+            "num.replica.fetchers": "1",
+            "log.cleaner.threads": "1",
+            "num.recovery.threads.per.data.dir": "1",
+            # Fence a silent broker after 6 s (Kafka's default is 9 s) so faults show sooner.
+            "broker.heartbeat.interval.ms": "1000",
+            "broker.session.timeout.ms": "6000",
+            "log.retention.hours": "24",
+            "log.segment.bytes": str(64 * 1024 * 1024),
+        }
+        return "".join(f"{k}={v}\n" for k, v in lines.items())
+
+    # Processes ------------------------------------------------------------------------------
+    def _pid(self, node: int) -> int | None:
+        path = self.node_dir(node) / "pid"
+        try:
+            pid = int(path.read_text().strip())
+        except (OSError, ValueError):
+            return None
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            return None
+        if b"kafka.Kafka" not in cmdline or str(self.node_dir(node)).encode() not in cmdline:
+            return None
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0]
+        except (OSError, IndexError):
+            return None
+        return None if state == "Z" else pid
+
+    def status(self) -> list[NodeStatus]:
+        result = []
+        for node in self.nodes():
+            pid = self._pid(node)
+            result.append(
+                NodeStatus(
+                    node_id=node,
+                    pid=pid,
+                    running=pid is not None,
+                    broker_port=self.broker_port(node),
+                    controller_port=self.controller_port(node) if node in VOTERS else None,
+                    roles="broker,controller" if node in VOTERS else "broker",
+                )
+            )
+        return result
+
+    def _format(self, node: int) -> None:
+        ndir = self.node_dir(node)
+        if (ndir / "data" / "meta.properties").exists():
+            return
+        (ndir / "data").mkdir(parents=True, exist_ok=True)
+        cmd = [str(KAFKA_DIR / "bin" / "kafka-storage"), "format", "-t", self.cluster_id(), "-c", str(ndir / "server.properties")]
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        if done.returncode != 0:
+            raise DevClusterError(f"formatting node {node} failed: {done.stderr.strip() or done.stdout.strip()}")
+
+    def start(self, node: int) -> int:
+        if not (KAFKA_DIR / "lib").is_dir():
+            raise DevClusterError("kafka/lib is missing: run 'make kafka-jars' (or 'make run') first")
+        pid = self._pid(node)
+        if pid is not None:
+            return pid
+        ndir = self.node_dir(node)
+        ndir.mkdir(parents=True, exist_ok=True)
+        (ndir / "server.properties").write_text(self.properties(node))
+        self._format(node)
+        log = open(ndir / "server.log", "ab")  # noqa: SIM115 - handed to the child process
+        cmd = [
+            "java",
+            f"-Xmx{self.heap}",
+            "-Xms128m",
+            "-XX:+UseSerialGC",
+            "-Djava.awt.headless=true",
+            f"-Dlog4j2.configurationFile={KAFKA_DIR / 'log4j2.properties'}",
+            f"-Dkafka.root.level={os.environ.get('DEVCLUSTER_LOG_LEVEL', 'WARN')}",
+            "-cp",
+            str(KAFKA_DIR / "lib" / "*"),
+            "kafka.Kafka",
+            str(ndir / "server.properties"),
+        ]
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        log.close()
+        (ndir / "pid").write_text(str(proc.pid))
+        return proc.pid
+
+    def kill(self, node: int) -> bool:
+        """SIGKILL one node, as a crash would."""
+        pid = self._pid(node)
+        if pid is None:
+            return False
+        os.kill(pid, signal.SIGKILL)
+        self._wait_gone(pid, 10)
+        return True
+
+    def stop(self, node: int, timeout: float = 30) -> None:
+        pid = self._pid(node)
+        if pid is None:
+            return
+        os.kill(pid, signal.SIGTERM)
+        if not self._wait_gone(pid, timeout):
+            os.kill(pid, signal.SIGKILL)
+            self._wait_gone(pid, 10)
+
+    def _wait_gone(self, pid: int, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                # Reap it if it is our child; otherwise just look.
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+            if not Path(f"/proc/{pid}").exists():
+                return True
+            try:
+                state = Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0]
+                if state == "Z":
+                    return True
+            except (OSError, IndexError):
+                return True
+            time.sleep(0.1)
+        return False
+
+    def up(self, nodes: list[int] | None = None) -> None:
+        for node in nodes or self.nodes():
+            self.start(node)
+
+    def down(self) -> None:
+        # Brokers first, then the controllers, so shutdown does not wait on a lost quorum.
+        for node in sorted(self.nodes(), reverse=True):
+            pid = self._pid(node)
+            if pid is not None:
+                os.kill(pid, signal.SIGTERM)
+        for node in self.nodes():
+            self.stop(node, timeout=30)
+
+    def add_node(self) -> int:
+        node = max(self.nodes()) + 1
+        self.start(node)
+        return node

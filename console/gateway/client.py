@@ -1,0 +1,319 @@
+"""Kafka clients, cached per cluster, behind methods that return the product's dataclasses.
+
+confluent-kafka (librdkafka) does metadata, offsets, configs, topics, producing and consuming.
+kafka-python fills what librdkafka lacks (the KRaft quorum).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any, TypeVar
+
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, OffsetSpec
+from kafka import errors as kp_errors
+from kafka.admin import KafkaAdminClient
+
+from console.gateway.config import ClusterConfig
+from console.gateway.errors import (
+    ClusterUnavailable,
+    GatewayError,
+    InvalidRequest,
+    NotAuthorized,
+    NotFound,
+    PolicyViolation,
+)
+from console.gateway.types import (
+    INTERNAL_TOPICS,
+    Broker,
+    ClusterMetadata,
+    Partition,
+    Quorum,
+    QuorumReplica,
+    Topic,
+)
+
+log = logging.getLogger(__name__)
+logging.getLogger("kafka").setLevel(logging.CRITICAL)  # kafka-python logs every failed connect
+
+T = TypeVar("T")
+
+_UNAVAILABLE = {
+    "_TRANSPORT",
+    "_ALL_BROKERS_DOWN",
+    "_TIMED_OUT",
+    "_MSG_TIMED_OUT",
+    "_RESOLVE",
+    "_DESTROY",
+    "REQUEST_TIMED_OUT",
+    "NOT_CONTROLLER",
+    "BROKER_NOT_AVAILABLE",
+    "LEADER_NOT_AVAILABLE",
+    "NOT_LEADER_FOR_PARTITION",
+    "NOT_LEADER_OR_FOLLOWER",
+    "COORDINATOR_NOT_AVAILABLE",
+    "NOT_COORDINATOR",
+    "NETWORK_EXCEPTION",
+}
+_NOT_FOUND = {"UNKNOWN_TOPIC_OR_PART", "_UNKNOWN_TOPIC", "_UNKNOWN_PARTITION", "GROUP_ID_NOT_FOUND", "RESOURCE_NOT_FOUND"}
+_NOT_AUTHORIZED = {
+    "TOPIC_AUTHORIZATION_FAILED",
+    "GROUP_AUTHORIZATION_FAILED",
+    "CLUSTER_AUTHORIZATION_FAILED",
+    "SASL_AUTHENTICATION_FAILED",
+    "_AUTHENTICATION",
+    "DELEGATION_TOKEN_AUTHORIZATION_FAILED",
+    "TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
+}
+
+
+def translate(exc: BaseException, cluster: str, action: str) -> GatewayError:
+    """Turn a client library's error into a GatewayError with a sentence."""
+    if isinstance(exc, GatewayError):
+        return exc
+    if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
+        err: KafkaError = exc.args[0]
+        return translate_error(err.name(), err.str(), cluster, action)
+    if isinstance(exc, KafkaError):
+        return translate_error(exc.name(), exc.str(), cluster, action)
+    if isinstance(exc, (FutureTimeout, TimeoutError, kp_errors.KafkaTimeoutError)):
+        return ClusterUnavailable(f"Cluster '{cluster}' did not answer in time while trying to {action}.")
+    if isinstance(exc, (kp_errors.KafkaConnectionError, kp_errors.NodeNotReadyError, ConnectionError)):
+        return ClusterUnavailable(f"Cluster '{cluster}' is unreachable: no broker accepted a connection ({action}).")
+    if isinstance(exc, kp_errors.BrokerResponseError):
+        name = type(exc).__name__
+        upper = "".join("_" + c if c.isupper() else c for c in name).upper().lstrip("_")
+        return translate_error(upper.removesuffix("_ERROR"), str(exc), cluster, action)
+    log.exception("unexpected error from a Kafka client while trying to %s", action)
+    return GatewayError(f"Kafka client failed while trying to {action}: {exc}")
+
+
+def translate_error(name: str, detail: str, cluster: str, action: str) -> GatewayError:
+    if name in _UNAVAILABLE:
+        return ClusterUnavailable(f"Cluster '{cluster}' is unavailable: could not {action} ({detail}).")
+    if name in _NOT_FOUND:
+        return NotFound(f"Could not {action}: not found on cluster '{cluster}' ({detail}).")
+    if name in _NOT_AUTHORIZED:
+        return NotAuthorized(f"Not authorized to {action} on cluster '{cluster}' ({detail}).")
+    if name == "POLICY_VIOLATION":
+        return PolicyViolation(f"Cluster '{cluster}' refused to {action} by policy: {detail}.")
+    if name == "TOPIC_ALREADY_EXISTS":
+        return InvalidRequest(f"Could not {action}: the topic already exists.")
+    if name.startswith("INVALID_") or name in {"UNSUPPORTED_VERSION", "_INVALID_ARG", "UNKNOWN_TOPIC_ID"}:
+        return InvalidRequest(f"Could not {action}: {detail}.")
+    return GatewayError(f"Could not {action} on cluster '{cluster}': {detail} ({name}).")
+
+
+class ClusterGateway:
+    """All Kafka calls for one cluster. Thread-safe; one instance per cluster per process."""
+
+    def __init__(self, config: ClusterConfig, timeout: float) -> None:
+        self.config = config
+        self.name = config.name
+        self.timeout = timeout
+        self._lock = threading.Lock()
+        self._admin: AdminClient | None = None
+        self._kp_admin: KafkaAdminClient | None = None
+
+    # Clients ---------------------------------------------------------------------------------
+    def _admin_client(self) -> AdminClient:
+        with self._lock:
+            if self._admin is None:
+                conf: dict[str, Any] = {
+                    **self.config.librdkafka(),
+                    "client.id": "kafka-console",
+                    "socket.connection.setup.timeout.ms": int(self.timeout * 1000),
+                    "reconnect.backoff.max.ms": 1000,
+                    "log_level": 2,  # connection failures are reported as errors instead
+                }
+                self._admin = AdminClient(conf)
+            return self._admin
+
+    def _kafka_python_admin(self) -> KafkaAdminClient:
+        with self._lock:
+            if self._kp_admin is None:
+                self._kp_admin = KafkaAdminClient(
+                    **self.config.kafka_python(),
+                    client_id="kafka-console",
+                    request_timeout_ms=int(self.timeout * 1000),
+                    reconnect_backoff_max_ms=1000,
+                )
+            return self._kp_admin
+
+    def _drop_kafka_python_admin(self) -> None:
+        with self._lock:
+            client, self._kp_admin = self._kp_admin, None
+        if client is not None:
+            try:
+                client.close()
+            except Exception:  # noqa: BLE001 - closing a broken client may fail in many ways
+                log.debug("closing kafka-python admin client failed", exc_info=True)
+
+    def _call(self, action: str, fn: Callable[[], T]) -> T:
+        try:
+            return fn()
+        except Exception as exc:  # noqa: BLE001 - every library error becomes a GatewayError
+            raise translate(exc, self.name, action) from exc
+
+    def _result(self, future: Future[T]) -> T:
+        return future.result(timeout=self.timeout + 1)
+
+    # Metadata ----------------------------------------------------------------------------------
+    def metadata(self) -> ClusterMetadata:
+        """Live brokers, every topic and partition with leader, replicas and ISR."""
+
+        def run() -> ClusterMetadata:
+            md = self._admin_client().list_topics(timeout=self.timeout)
+            brokers = tuple(
+                sorted(
+                    (Broker(id=b.id, host=b.host, port=b.port, rack=getattr(b, "rack", None)) for b in md.brokers.values()),
+                    key=lambda b: b.id,
+                )
+            )
+            topics = []
+            for name, tm in md.topics.items():
+                parts = tuple(
+                    sorted(
+                        (
+                            Partition(
+                                topic=name,
+                                partition=pm.id,
+                                leader=pm.leader,
+                                replicas=tuple(pm.replicas),
+                                isr=tuple(pm.isrs),
+                                error=pm.error.str() if pm.error is not None and pm.error.code() != 0 else None,
+                            )
+                            for pm in tm.partitions.values()
+                        ),
+                        key=lambda p: p.partition,
+                    )
+                )
+                error = tm.error.str() if tm.error is not None and tm.error.code() != 0 else None
+                topics.append(Topic(name=name, internal=name in INTERNAL_TOPICS, partitions=parts, error=error))
+            topics.sort(key=lambda t: t.name)
+            return ClusterMetadata(cluster_id=md.cluster_id, brokers=brokers, topics=tuple(topics))
+
+        return self._call("read the cluster metadata", run)
+
+    def broker_racks(self) -> dict[int, str | None]:
+        """Rack of every live broker (librdkafka's metadata does not carry racks)."""
+
+        def run() -> dict[int, str | None]:
+            desc = self._result(self._admin_client().describe_cluster(request_timeout=self.timeout))
+            return {node.id: node.rack for node in desc.nodes}
+
+        return self._call("describe the cluster", run)
+
+    def quorum(self) -> Quorum:
+        """The KRaft metadata quorum: leader (the active controller), voters and observers."""
+
+        def run() -> Quorum:
+            try:
+                raw = self._kafka_python_admin().describe_metadata_quorum()
+            except Exception:
+                self._drop_kafka_python_admin()
+                raise
+            part = raw["topics"][0]["partitions"][0]
+            if part.get("error"):
+                raise ClusterUnavailable(f"Cluster '{self.name}' could not describe its quorum: {part['error']}")
+
+            def replicas(items: Iterable[dict[str, Any]]) -> tuple[QuorumReplica, ...]:
+                return tuple(
+                    sorted(
+                        (
+                            QuorumReplica(
+                                replica_id=r["replica_id"],
+                                log_end_offset=r["log_end_offset"],
+                                last_fetch_timestamp=r.get("last_fetch_timestamp", -1),
+                                last_caught_up_timestamp=r.get("last_caught_up_timestamp", -1),
+                            )
+                            for r in items
+                        ),
+                        key=lambda r: r.replica_id,
+                    )
+                )
+
+            return Quorum(
+                leader_id=part["leader_id"],
+                leader_epoch=part["leader_epoch"],
+                high_watermark=part["high_watermark"],
+                voters=replicas(part["current_voters"]),
+                observers=replicas(part["observers"]),
+            )
+
+        return self._call("describe the KRaft quorum", run)
+
+    # Offsets ---------------------------------------------------------------------------------
+    def list_offsets(self, partitions: Iterable[tuple[str, int]], which: str) -> dict[tuple[str, int], int]:
+        """Earliest or latest offset of each partition; librdkafka batches them per leader.
+
+        Partitions whose leader cannot answer are left out rather than failing the whole call.
+        """
+        spec = OffsetSpec.latest() if which == "latest" else OffsetSpec.earliest()
+        request = {TopicPartition(t, p): spec for t, p in partitions}
+        if not request:
+            return {}
+
+        def run() -> dict[tuple[str, int], int]:
+            futures = self._admin_client().list_offsets(request, request_timeout=self.timeout)
+            result: dict[tuple[str, int], int] = {}
+            failures = 0
+            for tp, fut in futures.items():
+                try:
+                    result[(tp.topic, tp.partition)] = self._result(fut).offset
+                except KafkaException:
+                    failures += 1
+            if failures and not result:
+                raise ClusterUnavailable(f"Cluster '{self.name}' returned no offsets ({failures} partitions failed).")
+            return result
+
+        return self._call(f"list {which} offsets", run)
+
+    # Configs -----------------------------------------------------------------------------------
+    def topic_configs(self, topics: Iterable[str], keys: frozenset[str] | None = None) -> dict[str, dict[str, str]]:
+        """Effective configs of topics, optionally only the given keys."""
+        names = list(topics)
+        if not names:
+            return {}
+
+        def run() -> dict[str, dict[str, str]]:
+            result: dict[str, dict[str, str]] = {}
+            for start in range(0, len(names), 500):
+                resources = [ConfigResource(ConfigResource.Type.TOPIC, n) for n in names[start : start + 500]]
+                futures = self._admin_client().describe_configs(resources, request_timeout=self.timeout)
+                for res, fut in futures.items():
+                    try:
+                        entries = self._result(fut)
+                    except KafkaException:
+                        continue  # deleted meanwhile
+                    result[res.name] = {
+                        k: e.value for k, e in entries.items() if (keys is None or k in keys) and e.value is not None
+                    }
+            return result
+
+        return self._call("describe topic configs", run)
+
+    # Topics ------------------------------------------------------------------------------------
+    def create_topic(self, name: str, partitions: int, replication_factor: int, configs: dict[str, str] | None = None) -> None:
+        def run() -> None:
+            new = NewTopic(name, num_partitions=partitions, replication_factor=replication_factor, config=configs or {})
+            futures = self._admin_client().create_topics([new], request_timeout=self.timeout, operation_timeout=self.timeout)
+            self._result(futures[name])
+
+        self._call(f"create topic '{name}'", run)
+
+    def delete_topic(self, name: str) -> None:
+        def run() -> None:
+            futures = self._admin_client().delete_topics([name], request_timeout=self.timeout, operation_timeout=self.timeout)
+            self._result(futures[name])
+
+        self._call(f"delete topic '{name}'", run)
+
+    def close(self) -> None:
+        self._drop_kafka_python_admin()
+        with self._lock:
+            self._admin = None

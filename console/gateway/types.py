@@ -1,0 +1,60 @@
+"""The product's own view of Kafka: frozen dataclasses the gateway returns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+TopicPartition = tuple[str, int]
+
+# Kafka marks these topics internal; the metadata librdkafka returns has no flag for it.
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
+
+
+@dataclass(frozen=True)
+class Broker:
+    id: int
+    host: str
+    port: int
+    rack: str | None
+
+
+@dataclass(frozen=True)
+class Partition:
+    topic: str
+    partition: int
+    leader: int  # -1 when the partition has no leader
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Topic:
+    name: str
+    internal: bool
+    partitions: tuple[Partition, ...]
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class ClusterMetadata:
+    cluster_id: str | None
+    brokers: tuple[Broker, ...]  # live (registered, unfenced) brokers only
+    topics: tuple[Topic, ...]
+
+
+@dataclass(frozen=True)
+class QuorumReplica:
+    replica_id: int
+    log_end_offset: int
+    last_fetch_timestamp: int  # ms since the epoch, -1 when unknown
+    last_caught_up_timestamp: int
+
+
+@dataclass(frozen=True)
+class Quorum:
+    leader_id: int
+    leader_epoch: int
+    high_watermark: int
+    voters: tuple[QuorumReplica, ...]
+    observers: tuple[QuorumReplica, ...]

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class TopicsAppConfig(AppConfig):
+    name = "topics_app"
+    verbose_name = "Topics"
