@@ -9,7 +9,7 @@ from django.contrib.auth.views import redirect_to_login
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 
-from console.gateway.errors import GatewayError
+from console.errors import ConsoleError
 
 # Paths anyone may open. The API answers 401 itself (DRF), so it is not redirected here.
 _PUBLIC_PREFIXES = ("/login/", "/healthz", "/static/", "/api/", "/metrics")
@@ -25,7 +25,7 @@ class LoginRequiredMiddleware:
         return self.get_response(request)
 
 
-class GatewayErrorMiddleware:
+class ConsoleErrorMiddleware:
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
@@ -33,7 +33,7 @@ class GatewayErrorMiddleware:
         return self.get_response(request)
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
-        if not isinstance(exception, GatewayError):
+        if not isinstance(exception, ConsoleError):
             return None
         if request.path.startswith("/api/"):
             return JsonResponse({"detail": exception.message}, status=exception.http_status)

@@ -61,7 +61,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "console.middleware.LoginRequiredMiddleware",
-    "console.middleware.GatewayErrorMiddleware",
+    "console.middleware.ConsoleErrorMiddleware",
 ]
 
 ROOT_URLCONF = "console.urls"

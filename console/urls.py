@@ -1,3 +1,56 @@
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
 from django.urls import path
+from drf_spectacular.views import SpectacularAPIView
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
 
-urlpatterns: list = []
+from brokers_app import api as brokers_api
+from brokers_app import views as brokers_views
+from console import views
+from console.auth import IsAdminRole
+from console.models import AuditEntry
+from topics_app import api as topics_api
+from topics_app import views as topics_views
+
+
+class AuditList(APIView):
+    permission_classes = [IsAdminRole]
+
+    def get(self, request: Request) -> Response:
+        entries = AuditEntry.objects.all()[:500]
+        return Response(
+            {
+                "entries": [
+                    {"at": e.at.isoformat(), "user": e.username, "cluster": e.cluster, "action": e.action,
+                     "target": e.target, "details": e.details, "outcome": e.outcome}
+                    for e in entries
+                ]
+            }
+        )
+
+
+api = "api/v1/clusters/"
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("healthz", views.healthz, name="healthz"),
+    path("audit/", views.audit, name="audit"),
+    path("admin/", admin.site.urls),
+    path("clusters/<str:cluster>/", brokers_views.overview, name="overview"),
+    path("clusters/<str:cluster>/layout/", topics_views.layout, name="layout"),
+    path("clusters/<str:cluster>/at-risk/", topics_views.at_risk, name="at_risk"),
+    path("clusters/<str:cluster>/events/", brokers_views.events, name="events"),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/v1/audit/", AuditList.as_view()),
+    path(api, brokers_api.ClusterList.as_view()),
+    path(api + "<str:cluster>/", brokers_api.ClusterDetail.as_view()),
+    path(api + "<str:cluster>/brokers/", brokers_api.BrokerList.as_view()),
+    path(api + "<str:cluster>/events/", brokers_api.EventList.as_view()),
+    path(api + "<str:cluster>/topics/<str:topic>/partitions/", topics_api.PartitionList.as_view()),
+]
+
+handler404 = "console.handlers.not_found"
+handler500 = "console.handlers.server_error"

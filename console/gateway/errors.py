@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
+from console.errors import ConsoleError
 
-class GatewayError(Exception):
+
+class GatewayError(ConsoleError):
     """Base of every error the gateway raises; `str(error)` is the sentence to show."""
 
     permanent = True
     http_status = 502
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
 
 
 class ClusterUnavailable(GatewayError):

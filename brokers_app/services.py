@@ -1,0 +1,92 @@
+"""Use cases of the cluster overview and the events timeline; they read the snapshot, not Kafka."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import QuerySet
+
+from brokers_app.models import Event
+from console import gateway
+from console.watcher import store
+from console.watcher.snapshot import Snapshot
+
+
+@dataclass
+class Live:
+    """A cluster's latest snapshot and what the page should warn about."""
+
+    cluster: str
+    snapshot: Snapshot | None
+    store_error: str | None = None
+
+    @property
+    def age(self) -> float | None:
+        if self.snapshot is None or self.snapshot.taken_at is None:
+            return None
+        return max(0.0, time.time() - self.snapshot.taken_at)
+
+    @property
+    def status(self) -> dict[str, Any]:
+        snap = self.snapshot
+        return {
+            "cluster": self.cluster,
+            "reachable": bool(snap and snap.reachable),
+            "error": snap.error if snap else None,
+            "taken_at": snap.taken_at if snap else None,
+            "checked_at": snap.checked_at if snap else None,
+            "age_seconds": None if self.age is None else round(self.age, 1),
+            "store_error": self.store_error,
+            "version": snap.version if snap else None,
+        }
+
+
+def live(cluster: str) -> Live:
+    """The snapshot of a configured cluster (UnknownCluster otherwise); Redis down serves the last copy."""
+    gateway.cluster_config(cluster)
+    try:
+        return Live(cluster, store.load(cluster))
+    except store.StoreUnavailable as exc:
+        return Live(cluster, store.cached(cluster), store_error=f"{exc}; live updates are paused.")
+
+
+def overview(snap: Snapshot) -> dict[str, Any]:
+    quorum = snap.quorum
+    return {
+        "cluster_id": snap.cluster_id,
+        "controller_id": snap.controller_id,
+        "counts": snap.counts(),
+        "brokers": snap.broker_rows(),
+        "quorum": None
+        if quorum is None
+        else {
+            "leader_id": quorum.leader_id,
+            "leader_epoch": quorum.leader_epoch,
+            "high_watermark": quorum.high_watermark,
+            "voters": [vars(m) for m in quorum.voters],
+            "observers": [vars(m) for m in quorum.observers],
+        },
+        "quorum_error": snap.quorum_error,
+    }
+
+
+def events(cluster: str, *, kind: str | None = None, topic: str | None = None, broker: int | None = None,
+           before: int | None = None, limit: int = 100) -> list[Event]:
+    qs: QuerySet[Event] = Event.objects.filter(cluster=cluster)
+    if kind:
+        qs = qs.filter(kind=kind)
+    if topic:
+        qs = qs.filter(topic=topic)
+    if broker is not None:
+        qs = qs.filter(broker=broker)
+    if before is not None:
+        qs = qs.filter(id__lt=before)
+    return list(qs.order_by("-id")[:limit])
+
+
+def event_matches(event: dict[str, Any], kind: str | None, topic: str | None, broker: int | None) -> bool:
+    return (not kind or event["kind"] == kind) and (not topic or event["topic"] == topic) and (
+        broker is None or event["broker"] == broker
+    )

@@ -1,0 +1,335 @@
+"""The watcher: polls each cluster, keeps the latest snapshot, records and broadcasts changes.
+
+One thread per cluster, so a cluster that times out cannot delay another. Kafka sees the same
+few requests per cycle however many browsers are watching.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.conf import settings
+from django.db import close_old_connections
+
+from brokers_app.models import Event
+from console import gateway
+from console.gateway.client import ClusterGateway
+from console.gateway.errors import GatewayError
+from console.gateway.types import ClusterMetadata, Quorum
+from console.realtime import cluster_group
+from console.watcher import store
+from console.watcher.diff import Change, diff
+from console.watcher.snapshot import (
+    BrokerState,
+    PartitionState,
+    QuorumMember,
+    QuorumState,
+    Snapshot,
+    TopicState,
+)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class CycleStats:
+    """Kafka requests made by the last cycle, for the benchmarks."""
+
+    requests: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def count(self, name: str) -> None:
+        self.requests[name] = self.requests.get(name, 0) + 1
+
+
+def build_snapshot(
+    cluster: str,
+    previous: Snapshot | None,
+    md: ClusterMetadata,
+    quorum: Quorum | None,
+    quorum_error: str | None,
+    racks: dict[int, str | None],
+    min_isr: dict[str, int],
+    now: float,
+) -> Snapshot:
+    """A new snapshot from what Kafka answered, carrying forward what this cycle did not read."""
+    live = {b.id: b for b in md.brokers}
+    brokers: dict[int, BrokerState] = {}
+    # Brokers once seen stay listed (as down) so a dead broker does not just vanish.
+    if previous is not None:
+        for bid, old in previous.brokers.items():
+            brokers[bid] = BrokerState(bid, old.host, old.port, old.rack, up=False)
+    for bid, b in live.items():
+        brokers[bid] = BrokerState(bid, b.host, b.port, racks.get(bid, b.rack), up=True)
+    referenced = {r for t in md.topics for p in t.partitions for r in p.replicas}
+    if quorum is not None:
+        referenced |= {v.replica_id for v in quorum.voters}
+    for bid in referenced - brokers.keys():
+        brokers[bid] = BrokerState(bid, "?", 0, None, up=False)
+
+    topics: dict[str, TopicState] = {}
+    for t in md.topics:
+        old_topic = previous.topics.get(t.name) if previous else None
+        old_parts = {p.partition: p for p in old_topic.partitions} if old_topic else {}
+        parts = []
+        for p in t.partitions:
+            old = old_parts.get(p.partition)
+            parts.append(
+                PartitionState(
+                    partition=p.partition,
+                    leader=p.leader,
+                    replicas=list(p.replicas),
+                    isr=list(p.isr),
+                    offline_replicas=[r for r in p.replicas if r not in live],
+                    start_offset=old.start_offset if old else None,
+                    end_offset=old.end_offset if old else None,
+                )
+            )
+        topics[t.name] = TopicState(
+            name=t.name,
+            internal=t.internal,
+            partitions=parts,
+            min_isr=min_isr.get(t.name, old_topic.min_isr if old_topic else None),
+        )
+
+    quorum_state = None
+    if quorum is not None:
+        leader_leo = next((v.log_end_offset for v in quorum.voters if v.replica_id == quorum.leader_id), None)
+
+        def member(r: object) -> QuorumMember:
+            assert hasattr(r, "replica_id")
+            leo = r.log_end_offset  # type: ignore[attr-defined]
+            return QuorumMember(
+                id=r.replica_id,
+                log_end_offset=leo,
+                lag=None if leader_leo is None or leo < 0 else max(0, leader_leo - leo),
+                last_fetch_ms=r.last_fetch_timestamp,  # type: ignore[attr-defined]
+                last_caught_up_ms=r.last_caught_up_timestamp,  # type: ignore[attr-defined]
+            )
+
+        quorum_state = QuorumState(
+            leader_id=quorum.leader_id,
+            leader_epoch=quorum.leader_epoch,
+            high_watermark=quorum.high_watermark,
+            voters=[member(v) for v in quorum.voters],
+            observers=[member(o) for o in quorum.observers],
+        )
+    elif previous is not None:
+        quorum_state = previous.quorum
+
+    return Snapshot(
+        cluster=cluster,
+        version=previous.version if previous else 0,
+        taken_at=now,
+        checked_at=now,
+        reachable=True,
+        error=None,
+        cluster_id=md.cluster_id,
+        # In KRaft the active controller is the quorum leader; brokers' metadata names a random broker.
+        controller_id=quorum_state.leader_id if quorum_state else None,
+        brokers=brokers,
+        quorum=quorum_state,
+        quorum_error=quorum_error,
+        topics=topics,
+        offsets_at=previous.offsets_at if previous else None,
+    )
+
+
+class ClusterWatcher:
+    def __init__(self, cluster: str, owner: str) -> None:
+        self.cluster = cluster
+        self.owner = owner
+        self.gateway: ClusterGateway = gateway.for_cluster(cluster)
+        self.previous: Snapshot | None = None
+        self.racks: dict[int, str | None] = {}
+        self.next_offsets = 0.0
+        self.next_configs = 0.0
+        self.stats = CycleStats()
+        self.redis_ok = True
+        self._new_events: list[Event] = []
+
+    def load_previous(self) -> None:
+        try:
+            self.previous = store.load(self.cluster)
+        except store.StoreUnavailable:
+            self.previous = None
+
+    def poll(self, now: float) -> Snapshot:
+        """Ask Kafka for what changed; an unreachable cluster keeps the last known state."""
+        stats = CycleStats()
+        previous = self.previous
+        try:
+            stats.count("metadata")
+            md = self.gateway.metadata()
+        except GatewayError as exc:
+            self.stats = stats
+            if previous is None:
+                return Snapshot(cluster=self.cluster, checked_at=now, reachable=False, error=exc.message)
+            down = Snapshot.from_dict({**_asdict(previous)})
+            down.reachable = False
+            down.error = exc.message
+            down.checked_at = now
+            for b in down.brokers.values():
+                b.up = False
+            return down
+
+        quorum: Quorum | None = None
+        quorum_error: str | None = None
+        try:
+            stats.count("describe_quorum")
+            quorum = self.gateway.quorum()
+        except GatewayError as exc:
+            quorum_error = exc.message
+
+        live_ids = {b.id for b in md.brokers}
+        if not live_ids <= self.racks.keys() or now >= self.next_configs:
+            try:
+                stats.count("describe_cluster")
+                self.racks.update(self.gateway.broker_racks())
+            except GatewayError:
+                log.info("could not read broker racks of %s", self.cluster)
+
+        known = previous.topics if previous else {}
+        names = [t.name for t in md.topics]
+        wanted = names if now >= self.next_configs else [n for n in names if known.get(n) is None or known[n].min_isr is None]
+        min_isr: dict[str, int] = {}
+        if wanted:
+            try:
+                stats.count("describe_configs")
+                configs = self.gateway.topic_configs(wanted, frozenset({"min.insync.replicas"}))
+                min_isr = {t: int(c["min.insync.replicas"]) for t, c in configs.items() if "min.insync.replicas" in c}
+                if now >= self.next_configs:
+                    self.next_configs = now + settings.WATCHER_CONFIGS_INTERVAL
+            except GatewayError:
+                log.info("could not read topic configs of %s", self.cluster)
+
+        snap = build_snapshot(self.cluster, previous, md, quorum, quorum_error, self.racks, min_isr, now)
+        if now >= self.next_offsets:
+            self._offsets(snap, stats)
+            snap.offsets_at = now
+            self.next_offsets = now + settings.WATCHER_OFFSETS_INTERVAL
+        self.stats = stats
+        return snap
+
+    def _offsets(self, snap: Snapshot, stats: CycleStats) -> None:
+        partitions = [(t.name, p.partition) for t in snap.topics.values() for p in t.partitions if not p.offline]
+        for which, attr in (("latest", "end_offset"), ("earliest", "start_offset")):
+            try:
+                stats.count(f"list_offsets_{which}")
+                offsets = self.gateway.list_offsets(partitions, which)
+            except GatewayError:
+                continue
+            for t in snap.topics.values():
+                for p in t.partitions:
+                    value = offsets.get((t.name, p.partition))
+                    if value is not None:
+                        setattr(p, attr, value)
+
+    def cycle(self) -> tuple[Snapshot, list[Change]]:
+        now = time.time()
+        started = time.monotonic()
+        snap = self.poll(now)
+        changes = diff(self.previous, snap)
+        previous_key = self.previous.content_key() if self.previous else None
+        changed = previous_key != snap.content_key()
+        if changed:
+            snap.version = (self.previous.version if self.previous else 0) + 1
+        self.stats.seconds = time.monotonic() - started
+        self._record(snap, changes)
+        self._publish(snap, changes, changed)
+        self.previous = snap
+        return snap, changes
+
+    def _record(self, snap: Snapshot, changes: list[Change]) -> None:
+        if not changes:
+            return
+        at = datetime.fromtimestamp(snap.checked_at or time.time(), tz=UTC)
+        rows = [
+            Event(cluster=self.cluster, at=at, kind=c.kind, severity=c.severity, message=c.message,
+                  topic=c.topic, partition=c.partition, broker=c.broker, details=c.details)
+            for c in changes
+        ]
+        close_old_connections()
+        Event.objects.bulk_create(rows, batch_size=500)
+        self._new_events = rows
+
+    def _publish(self, snap: Snapshot, changes: list[Change], changed: bool) -> None:
+        try:
+            store.save(snap)
+            if not self.redis_ok:
+                log.warning("Redis is reachable again")
+            self.redis_ok = True
+        except store.StoreUnavailable as exc:
+            if self.redis_ok:
+                log.warning("cannot save the snapshot of %s: %s", self.cluster, exc)
+            self.redis_ok = False
+            return
+        events = [e.as_dict() for e in self._new_events[:200]]
+        self._new_events = []
+        message = {
+            "type": "cluster.update",
+            "cluster": self.cluster,
+            "version": snap.version,
+            "changed": changed,
+            "taken_at": snap.taken_at,
+            "checked_at": snap.checked_at,
+            "reachable": snap.reachable,
+            "error": snap.error,
+            "events": events,
+        }
+        try:
+            async_to_sync(get_channel_layer().group_send)(cluster_group(self.cluster), message)
+        except Exception:  # noqa: BLE001 - a broadcast failure must not stop the watcher
+            log.warning("broadcast to %s failed", self.cluster, exc_info=True)
+
+
+def _asdict(snapshot: Snapshot) -> dict[str, object]:
+    from dataclasses import asdict
+
+    return asdict(snapshot)
+
+
+def run_cluster(cluster: str, stop: threading.Event, lease_ttl: float = 10.0) -> None:
+    owner = f"{socket.gethostname()}:{os.getpid()}"
+    watcher = ClusterWatcher(cluster, owner)
+    watcher.load_previous()
+    active = False
+    while not stop.is_set():
+        started = time.monotonic()
+        try:
+            leased = store.acquire_lease(cluster, owner, lease_ttl)
+        except Exception:  # noqa: BLE001 - Redis down: keep watching, nobody else can take over
+            leased = True
+        if leased:
+            if not active:
+                log.info("watching cluster %s as %s", cluster, owner)
+                watcher.load_previous()
+                active = True
+            try:
+                watcher.cycle()
+            except Exception:
+                log.exception("watcher cycle for %s failed", cluster)
+        elif active:
+            log.info("another watcher holds the lease of %s; standing by", cluster)
+            active = False
+        elapsed = time.monotonic() - started
+        stop.wait(max(0.05, settings.WATCHER_METADATA_INTERVAL - elapsed))
+
+
+def run(stop: threading.Event) -> None:
+    threads = [
+        threading.Thread(target=run_cluster, args=(c.name, stop), name=f"watch-{c.name}", daemon=True)
+        for c in gateway.cluster_configs()
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()

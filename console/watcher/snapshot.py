@@ -1,0 +1,216 @@
+"""The latest known state of one cluster, as the watcher saw it; pure data, no I/O.
+
+Pages and the API read a Snapshot instead of asking Kafka, so a page costs Kafka nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class BrokerState:
+    id: int
+    host: str
+    port: int
+    rack: str | None
+    up: bool
+
+
+@dataclass
+class PartitionState:
+    partition: int
+    leader: int
+    replicas: list[int]
+    isr: list[int]
+    offline_replicas: list[int]
+    start_offset: int | None = None
+    end_offset: int | None = None
+
+    @property
+    def offline(self) -> bool:
+        return self.leader < 0
+
+    @property
+    def under_replicated(self) -> bool:
+        return len(self.isr) < len(self.replicas)
+
+    @property
+    def preferred_leader(self) -> int | None:
+        return self.replicas[0] if self.replicas else None
+
+    def under_min_isr(self, min_isr: int | None) -> bool:
+        return min_isr is not None and len(self.isr) < min_isr
+
+
+@dataclass
+class TopicState:
+    name: str
+    internal: bool
+    partitions: list[PartitionState]
+    min_isr: int | None = None  # None until the watcher has read the topic's config
+
+    @property
+    def replication_factor(self) -> int:
+        return max((len(p.replicas) for p in self.partitions), default=0)
+
+    def partition(self, number: int) -> PartitionState | None:
+        for p in self.partitions:
+            if p.partition == number:
+                return p
+        return None
+
+
+@dataclass
+class QuorumMember:
+    id: int
+    log_end_offset: int
+    lag: int | None
+    last_fetch_ms: int
+    last_caught_up_ms: int
+
+
+@dataclass
+class QuorumState:
+    leader_id: int
+    leader_epoch: int
+    high_watermark: int
+    voters: list[QuorumMember]
+    observers: list[QuorumMember]
+
+
+@dataclass
+class Snapshot:
+    cluster: str
+    version: int = 0
+    taken_at: float | None = None  # when Kafka last answered, seconds since the epoch
+    checked_at: float | None = None  # when the watcher last tried
+    reachable: bool = False
+    error: str | None = None
+    cluster_id: str | None = None
+    controller_id: int | None = None
+    brokers: dict[int, BrokerState] = field(default_factory=dict)
+    quorum: QuorumState | None = None
+    quorum_error: str | None = None
+    topics: dict[str, TopicState] = field(default_factory=dict)
+    offsets_at: float | None = None
+
+    # Serialisation -----------------------------------------------------------------------------
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), separators=(",", ":"))
+
+    def content_key(self) -> str:
+        """Everything but the timestamps and version: equal keys mean nothing changed."""
+        data = asdict(self)
+        for name in ("version", "taken_at", "checked_at", "offsets_at"):
+            data.pop(name)
+        return json.dumps(data, separators=(",", ":"), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> Snapshot:
+        return cls.from_dict(json.loads(text))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Snapshot:
+        quorum = data.get("quorum")
+        return cls(
+            cluster=data["cluster"],
+            version=data.get("version", 0),
+            taken_at=data.get("taken_at"),
+            checked_at=data.get("checked_at"),
+            reachable=data.get("reachable", False),
+            error=data.get("error"),
+            cluster_id=data.get("cluster_id"),
+            controller_id=data.get("controller_id"),
+            brokers={int(k): BrokerState(**v) for k, v in data.get("brokers", {}).items()},
+            quorum=QuorumState(
+                leader_id=quorum["leader_id"],
+                leader_epoch=quorum["leader_epoch"],
+                high_watermark=quorum["high_watermark"],
+                voters=[QuorumMember(**m) for m in quorum["voters"]],
+                observers=[QuorumMember(**m) for m in quorum["observers"]],
+            )
+            if quorum
+            else None,
+            quorum_error=data.get("quorum_error"),
+            topics={
+                name: TopicState(
+                    name=t["name"],
+                    internal=t["internal"],
+                    partitions=[PartitionState(**p) for p in t["partitions"]],
+                    min_isr=t.get("min_isr"),
+                )
+                for name, t in data.get("topics", {}).items()
+            },
+            offsets_at=data.get("offsets_at"),
+        )
+
+    # Derived views -------------------------------------------------------------------------------
+    def live_broker_ids(self) -> set[int]:
+        return {b.id for b in self.brokers.values() if b.up}
+
+    def counts(self) -> dict[str, int]:
+        partitions = urp = offline = under_min = 0
+        for topic in self.topics.values():
+            for p in topic.partitions:
+                partitions += 1
+                urp += p.under_replicated
+                offline += p.offline
+                under_min += p.under_min_isr(topic.min_isr)
+        return {
+            "brokers": len(self.brokers),
+            "brokers_up": len(self.live_broker_ids()),
+            "topics": len(self.topics),
+            "partitions": partitions,
+            "under_replicated": urp,
+            "offline": offline,
+            "under_min_isr": under_min,
+        }
+
+    def broker_rows(self) -> list[dict[str, Any]]:
+        """Per broker: partitions led, replicas hosted, and under-replicated partitions it leads
+        (the same thing Kafka's UnderReplicatedPartitions metric counts per broker)."""
+        led = dict.fromkeys(self.brokers, 0)
+        hosted = dict.fromkeys(self.brokers, 0)
+        urp = dict.fromkeys(self.brokers, 0)
+        for topic in self.topics.values():
+            for p in topic.partitions:
+                if p.leader in led:
+                    led[p.leader] += 1
+                    urp[p.leader] += p.under_replicated
+                for r in p.replicas:
+                    if r in hosted:
+                        hosted[r] += 1
+        return [
+            {
+                "id": b.id,
+                "host": b.host,
+                "port": b.port,
+                "rack": b.rack,
+                "up": b.up,
+                "controller": b.id == self.controller_id,
+                "leader_count": led[b.id],
+                "replica_count": hosted[b.id],
+                "under_replicated": urp[b.id],
+            }
+            for b in sorted(self.brokers.values(), key=lambda b: b.id)
+        ]
+
+    def at_risk(self, broker_id: int) -> dict[str, list[dict[str, Any]]]:
+        """Partitions that would go offline, or under min ISR, if `broker_id` died now."""
+        offline: list[dict[str, Any]] = []
+        under_min: list[dict[str, Any]] = []
+        for topic in sorted(self.topics.values(), key=lambda t: t.name):
+            for p in topic.partitions:
+                if broker_id not in p.replicas or p.offline:
+                    continue
+                remaining = [r for r in p.isr if r != broker_id]
+                row = {"topic": topic.name, "partition": p.partition, "leader": p.leader, "replicas": p.replicas,
+                       "isr": p.isr, "remaining_isr": remaining, "min_isr": topic.min_isr}
+                if not remaining:
+                    offline.append(row)
+                elif p.under_min_isr(topic.min_isr) is False and topic.min_isr is not None and len(remaining) < topic.min_isr:
+                    under_min.append(row)
+        return {"offline": offline, "under_min_isr": under_min}

@@ -1,0 +1,107 @@
+"""Snapshots, the watcher's heartbeat and lease in Redis; parsed snapshots cached per process."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+import redis
+from django.conf import settings
+
+from console.watcher.snapshot import Snapshot
+
+log = logging.getLogger(__name__)
+
+HEARTBEAT_KEY = "console:watcher:heartbeat"
+CELERY_HEARTBEAT_KEY = "console:celery:heartbeat"
+
+
+def _snapshot_key(cluster: str) -> str:
+    return f"console:snapshot:{cluster}"
+
+
+def _version_key(cluster: str) -> str:
+    return f"console:snapshot:{cluster}:version"
+
+
+_client: redis.Redis | None = None
+_client_lock = threading.Lock()
+
+
+def client() -> redis.Redis:
+    global _client
+    with _client_lock:
+        if _client is None:
+            _client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=1.0, socket_connect_timeout=1.0)
+        return _client
+
+
+class StoreUnavailable(Exception):
+    """Redis could not be reached."""
+
+
+_cache: dict[str, Snapshot] = {}
+_cache_lock = threading.Lock()
+
+
+def save(snapshot: Snapshot) -> None:
+    try:
+        pipe = client().pipeline()
+        pipe.set(_snapshot_key(snapshot.cluster), snapshot.to_json())
+        pipe.set(_version_key(snapshot.cluster), f"{snapshot.version}:{snapshot.taken_at}:{snapshot.checked_at}")
+        pipe.set(HEARTBEAT_KEY, str(time.time()))
+        pipe.execute()
+    except redis.RedisError as exc:
+        raise StoreUnavailable(f"Redis is unreachable ({exc})") from exc
+
+
+def load(cluster: str) -> Snapshot | None:
+    """The latest snapshot of a cluster; parsed once per change, then served from memory.
+
+    Raises StoreUnavailable when Redis is down; `cached()` then still has the last one seen.
+    """
+    try:
+        stamp = client().get(_version_key(cluster))
+        with _cache_lock:
+            cached = _cache.get(cluster)
+        if stamp is None:
+            return None
+        version, taken, checked = stamp.decode().split(":")
+        if cached is not None and cached.version == int(version):
+            # Same content: only the timestamps moved on.
+            cached.taken_at = None if taken == "None" else float(taken)
+            cached.checked_at = None if checked == "None" else float(checked)
+            return cached
+        raw = client().get(_snapshot_key(cluster))
+    except redis.RedisError as exc:
+        raise StoreUnavailable(f"Redis is unreachable ({exc})") from exc
+    if raw is None:
+        return None
+    snapshot = Snapshot.from_json(raw.decode())
+    with _cache_lock:
+        _cache[cluster] = snapshot
+    return snapshot
+
+
+def cached(cluster: str) -> Snapshot | None:
+    with _cache_lock:
+        return _cache.get(cluster)
+
+
+def heartbeat_age(key: str = HEARTBEAT_KEY) -> float | None:
+    raw = client().get(key)
+    return None if raw is None else max(0.0, time.time() - float(raw))
+
+
+def acquire_lease(cluster: str, owner: str, ttl: float) -> bool:
+    """Hold or take the lease that makes one watcher active per cluster."""
+    key = f"console:watcher:lease:{cluster}"
+    r = client()
+    if r.set(key, owner, nx=True, px=int(ttl * 1000)):
+        return True
+    current = r.get(key)
+    if current is not None and current.decode() == owner:
+        r.pexpire(key, int(ttl * 1000))
+        return True
+    return False

@@ -1,0 +1,82 @@
+// Live updates: one websocket per page; the server sends status and rendered fragments.
+(function () {
+  "use strict";
+  var bar = document.getElementById("live-status");
+  window.toggleTheme = function () {
+    var root = document.documentElement;
+    var dark = root.getAttribute("data-theme") === "dark" ||
+      (root.getAttribute("data-theme") === "auto" && matchMedia("(prefers-color-scheme: dark)").matches);
+    var next = dark ? "light" : "dark";
+    root.setAttribute("data-theme", next);
+    localStorage.setItem("theme", next);
+  };
+  function relTimes(scope) {
+    (scope || document).querySelectorAll("[data-epoch-ms]").forEach(function (el) {
+      var ms = Number(el.getAttribute("data-epoch-ms"));
+      if (ms > 0) el.textContent = Math.max(0, Math.round((Date.now() - ms) / 1000)) + " s ago";
+    });
+  }
+  relTimes();
+  if (!bar) return;
+  var takenAt = Number(bar.dataset.takenAt) || null;
+  var ageEl = document.getElementById("snapshot-age");
+  var stateEl = document.getElementById("live-state");
+  var dot = document.getElementById("live-dot");
+  var banner = document.getElementById("banner");
+  var socketUp = false;
+
+  function showAge() {
+    if (takenAt) {
+      var age = Math.max(0, Date.now() / 1000 - takenAt);
+      ageEl.textContent = age < 120 ? Math.round(age) + " s" : Math.round(age / 60) + " min";
+      bar.classList.toggle("stale", age > 10);
+    }
+    relTimes();
+  }
+  setInterval(showAge, 1000);
+  showAge();
+
+  function setBanner(text) {
+    if (text) { banner.textContent = text; banner.classList.remove("hidden"); }
+    else { banner.classList.add("hidden"); }
+  }
+
+  function connect(delay) {
+    var proto = location.protocol === "https:" ? "wss://" : "ws://";
+    var params = new URLSearchParams(location.search);
+    params.set("view", bar.dataset.view);
+    var ws = new WebSocket(proto + location.host + "/ws/clusters/" + encodeURIComponent(bar.dataset.cluster) + "/live/?" + params.toString());
+    ws.onopen = function () {
+      socketUp = true; delay = 1000;
+      stateEl.textContent = "live"; dot.className = "dot live";
+    };
+    ws.onmessage = function (ev) {
+      var msg = JSON.parse(ev.data);
+      if (msg.type === "status") {
+        if (msg.taken_at) takenAt = msg.taken_at;
+        bar.dataset.reachable = msg.reachable ? "1" : "0";
+        setBanner(msg.reachable ? "" : "Cluster " + bar.dataset.cluster + " is unreachable: " + (msg.error || "no broker answered") + " Showing the last known state.");
+        showAge();
+      } else if (msg.type === "fragment") {
+        var target = document.getElementById(msg.target);
+        if (target) { target.innerHTML = msg.html; relTimes(target); }
+      } else if (msg.type === "prepend") {
+        var rows = document.getElementById(msg.target);
+        if (rows) {
+          rows.insertAdjacentHTML("afterbegin", msg.html);
+          var none = document.getElementById("no-events");
+          if (none) none.remove();
+          Array.prototype.slice.call(rows.children, 0, msg.count).forEach(function (r) { r.classList.add("fresh"); });
+        }
+      } else if (msg.type === "notice") {
+        setBanner(msg.message);
+      }
+    };
+    ws.onclose = function () {
+      socketUp = false;
+      stateEl.textContent = "reconnecting…"; dot.className = "dot down";
+      setTimeout(function () { connect(Math.min(delay * 2, 10000)); }, delay);
+    };
+  }
+  connect(1000);
+})();
