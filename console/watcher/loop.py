@@ -150,11 +150,15 @@ class ClusterWatcher:
         self.gateway: ClusterGateway = gateway.for_cluster(cluster)
         self.previous: Snapshot | None = None
         self.racks: dict[int, str | None] = {}
-        self.next_offsets = 0.0
         self.next_configs = 0.0
         self.stats = CycleStats()
         self.redis_ok = True
         self._new_events: list[Event] = []
+        self._offsets_lock = threading.Lock()
+        self._starts: dict[tuple[str, int], int] = {}
+        self._ends: dict[tuple[str, int], int] = {}
+        self._offsets_at: float | None = None
+        self.offset_requests = 0
 
     def load_previous(self) -> None:
         try:
@@ -212,26 +216,43 @@ class ClusterWatcher:
                 log.info("could not read topic configs of %s", self.cluster)
 
         snap = build_snapshot(self.cluster, previous, md, quorum, quorum_error, self.racks, min_isr, now)
-        if now >= self.next_offsets:
-            self._offsets(snap, stats)
-            snap.offsets_at = now
-            self.next_offsets = now + settings.WATCHER_OFFSETS_INTERVAL
+        self._apply_offsets(snap)
         self.stats = stats
         return snap
 
-    def _offsets(self, snap: Snapshot, stats: CycleStats) -> None:
+    def _apply_offsets(self, snap: Snapshot) -> None:
+        with self._offsets_lock:
+            starts, ends, at = self._starts, self._ends, self._offsets_at
+        if at is None:
+            return
+        for t in snap.topics.values():
+            for p in t.partitions:
+                key = (t.name, p.partition)
+                if key in ends:
+                    p.end_offset = ends[key]
+                if key in starts:
+                    p.start_offset = starts[key]
+        snap.offsets_at = at
+
+    def sample_offsets(self) -> None:
+        """Start and end offsets of every partition: two batched calls (librdkafka groups them per
+        leader). Runs in its own thread: a partition whose leader just died can hold a call for
+        the whole request timeout, and that must not delay the metadata cycle."""
+        snap = self.previous
+        if snap is None or not snap.reachable:
+            return
         partitions = [(t.name, p.partition) for t in snap.topics.values() for p in t.partitions if not p.offline]
-        for which, attr in (("latest", "end_offset"), ("earliest", "start_offset")):
+        results: dict[str, dict[tuple[str, int], int]] = {}
+        for which in ("latest", "earliest"):
             try:
-                stats.count(f"list_offsets_{which}")
-                offsets = self.gateway.list_offsets(partitions, which)
+                self.offset_requests += 1
+                results[which] = self.gateway.list_offsets(partitions, which)
             except GatewayError:
-                continue
-            for t in snap.topics.values():
-                for p in t.partitions:
-                    value = offsets.get((t.name, p.partition))
-                    if value is not None:
-                        setattr(p, attr, value)
+                results[which] = {}
+        with self._offsets_lock:
+            self._ends = {**self._ends, **results["latest"]}
+            self._starts = {**self._starts, **results["earliest"]}
+            self._offsets_at = time.time()
 
     def cycle(self) -> tuple[Snapshot, list[Change]]:
         now = time.time()
@@ -297,11 +318,24 @@ def _asdict(snapshot: Snapshot) -> dict[str, object]:
     return asdict(snapshot)
 
 
+def run_offsets(watcher: ClusterWatcher, stop: threading.Event, active: threading.Event) -> None:
+    while not stop.is_set():
+        started = time.monotonic()
+        if active.is_set():
+            try:
+                watcher.sample_offsets()
+            except Exception:
+                log.exception("offset sampling for %s failed", watcher.cluster)
+        stop.wait(max(0.1, settings.WATCHER_OFFSETS_INTERVAL - (time.monotonic() - started)))
+
+
 def run_cluster(cluster: str, stop: threading.Event, lease_ttl: float = 10.0) -> None:
     owner = f"{socket.gethostname()}:{os.getpid()}"
     watcher = ClusterWatcher(cluster, owner)
     watcher.load_previous()
     active = False
+    sampling = threading.Event()
+    threading.Thread(target=run_offsets, args=(watcher, stop, sampling), name=f"offsets-{cluster}", daemon=True).start()
     while not stop.is_set():
         started = time.monotonic()
         try:
@@ -313,6 +347,7 @@ def run_cluster(cluster: str, stop: threading.Event, lease_ttl: float = 10.0) ->
                 log.info("watching cluster %s as %s", cluster, owner)
                 watcher.load_previous()
                 active = True
+                sampling.set()
             try:
                 watcher.cycle()
             except Exception:
@@ -320,6 +355,7 @@ def run_cluster(cluster: str, stop: threading.Event, lease_ttl: float = 10.0) ->
         elif active:
             log.info("another watcher holds the lease of %s; standing by", cluster)
             active = False
+            sampling.clear()
         elapsed = time.monotonic() - started
         stop.wait(max(0.05, settings.WATCHER_METADATA_INTERVAL - elapsed))
 
