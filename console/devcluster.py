@@ -9,6 +9,7 @@ logs and pid file under <root>/node<N>/.
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import signal
 import subprocess
@@ -204,11 +205,8 @@ class DevCluster:
     def _wait_gone(self, pid: int, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            try:
-                # Reap it if it is our child; otherwise just look.
-                os.waitpid(pid, os.WNOHANG)
-            except ChildProcessError:
-                pass
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)  # reap it if it is our child
             if not Path(f"/proc/{pid}").exists():
                 return True
             try:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import dj_database_url
 
-from console.gateway.config import load_clusters
 from console.env import env_bool, env_float, env_int, env_list, env_str
+from console.gateway.config import load_clusters
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("CONSOLE_VAR_DIR", str(BASE_DIR / "var")))
@@ -112,7 +112,7 @@ STATIC_ROOT = VAR_DIR / "staticfiles"
 WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
 
-REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
+REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6380/0")
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",

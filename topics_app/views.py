@@ -9,7 +9,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.template.loader import render_to_string
 
-from brokers_app.services import Live, live as live_snapshot
+from brokers_app.services import Live
+from brokers_app.services import live as live_snapshot
 from console.errors import BadParameter
 from console.params import bool_param, int_param
 from topics_app import services

@@ -13,9 +13,9 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, TypeVar
 
+import kafka.errors as kp_errors
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, OffsetSpec
-from kafka import errors as kp_errors
 from kafka.admin import KafkaAdminClient
 
 from console.gateway.config import ClusterConfig
@@ -170,7 +170,7 @@ class ClusterGateway:
             md = self._admin_client().list_topics(timeout=self.timeout)
             brokers = tuple(
                 sorted(
-                    (Broker(id=b.id, host=b.host, port=b.port, rack=getattr(b, "rack", None)) for b in md.brokers.values()),
+                    (Broker(id=b.id, host=str(b.host), port=int(b.port), rack=getattr(b, "rack", None)) for b in md.brokers.values()),
                     key=lambda b: b.id,
                 )
             )

@@ -65,8 +65,8 @@ def build_snapshot(
     brokers: dict[int, BrokerState] = {}
     # Brokers once seen stay listed (as down) so a dead broker does not just vanish.
     if previous is not None:
-        for bid, old in previous.brokers.items():
-            brokers[bid] = BrokerState(bid, old.host, old.port, old.rack, up=False)
+        for bid, seen in previous.brokers.items():
+            brokers[bid] = BrokerState(bid, seen.host, seen.port, seen.rack, up=False)
     for bid, b in live.items():
         brokers[bid] = BrokerState(bid, b.host, b.port, racks.get(bid, b.rack), up=True)
     referenced = {r for t in md.topics for p in t.partitions for r in p.replicas}

@@ -1,0 +1,71 @@
+# Two commands: `make run` (console on the local demo cluster) and `make test` (the whole suite).
+# Both install what is missing first; every step is idempotent.
+
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+PORT ?= 8000
+REDIS_PORT ?= 6380
+export REDIS_URL ?= redis://127.0.0.1:$(REDIS_PORT)/0
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+APT_RUN := redis-server default-jdk-headless maven python3-venv
+APT_TEST := chromium
+
+.PHONY: run test setup system-deps test-deps venv kafka-jars lint migrate clean stop bench
+
+setup: system-deps venv kafka-jars
+
+system-deps:
+	@missing=""; \
+	command -v redis-server >/dev/null || missing="$$missing redis-server"; \
+	command -v java >/dev/null || missing="$$missing default-jdk-headless"; \
+	command -v mvn >/dev/null || missing="$$missing maven"; \
+	$(shell command -v python3) -c 'import venv, ensurepip' 2>/dev/null || missing="$$missing python3-venv"; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+test-deps: system-deps
+	@command -v chromium >/dev/null || { echo "installing Debian chromium"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; }
+
+venv: $(VENV)/.installed
+$(VENV)/.installed: requirements.txt
+	@test -x $(PY) || python3 -m venv $(VENV)
+	@$(PY) -m pip install -q --upgrade pip
+	@$(PY) -m pip install -q -r requirements.txt
+	@touch $@
+
+kafka-jars: kafka/lib/.installed
+kafka/lib/.installed: kafka/pom.xml
+	@echo "fetching Apache Kafka jars from Maven Central (kafka/pom.xml)"
+	@rm -rf kafka/lib
+	@cd kafka && mvn -q -B dependency:copy-dependencies -DoutputDirectory=lib -DincludeScope=runtime
+	@touch $@
+
+migrate: setup
+	@$(PY) manage.py migrate -v0
+	@$(PY) manage.py collectstatic --noinput -v0
+
+run: migrate
+	@$(PY) manage.py ensureuser admin --role admin --password-file var/admin_password | sed 's/^/login: /'
+	@echo "console: http://127.0.0.1:$(PORT)  (user admin, password in var/admin_password)"
+	@PATH="$(CURDIR)/$(VENV)/bin:$$PATH" CONSOLE_PORT=$(PORT) REDIS_PORT=$(REDIS_PORT) \
+	  $(VENV)/bin/honcho start $(if $(KAFKA_BOOTSTRAP_SERVERS)$(KAFKA_CLUSTERS_FILE),redis web watcher worker beat,)
+
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy .
+
+test: test-deps setup lint
+	$(PY) -m pytest
+
+bench: setup test-deps
+	$(PY) -m bench.run
+
+stop:
+	-$(PY) manage.py devcluster down
+
+clean: stop
+	rm -rf var
