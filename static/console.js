@@ -55,7 +55,7 @@
       if (msg.type === "status") {
         if (msg.taken_at) takenAt = msg.taken_at;
         bar.dataset.reachable = msg.reachable ? "1" : "0";
-        setBanner(msg.reachable ? "" : "Cluster " + bar.dataset.cluster + " is unreachable: " + (msg.error || "no broker answered") + " Showing the last known state.");
+        setBanner(msg.reachable ? "" : (msg.error || "Cluster " + bar.dataset.cluster + " is unreachable.") + " Showing the last known state.");
         showAge();
       } else if (msg.type === "fragment") {
         var target = document.getElementById(msg.target);

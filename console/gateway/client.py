@@ -94,7 +94,7 @@ def translate(exc: BaseException, cluster: str, action: str) -> GatewayError:
 
 def translate_error(name: str, detail: str, cluster: str, action: str) -> GatewayError:
     if name in _UNAVAILABLE:
-        return ClusterUnavailable(f"Cluster '{cluster}' is unavailable: could not {action} ({detail}).")
+        return ClusterUnavailable(f"Cluster '{cluster}' is unreachable: could not {action} ({detail}).")
     if name in _NOT_FOUND:
         return NotFound(f"Could not {action}: not found on cluster '{cluster}' ({detail}).")
     if name in _NOT_AUTHORIZED:

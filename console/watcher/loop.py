@@ -177,12 +177,11 @@ class ClusterWatcher:
             self.stats = stats
             if previous is None:
                 return Snapshot(cluster=self.cluster, checked_at=now, reachable=False, error=exc.message)
-            down = Snapshot.from_dict({**_asdict(previous)})
+            # Keep the last known state, marked unreachable: the pages say how old it is.
+            down = Snapshot.from_dict(_asdict(previous))
             down.reachable = False
             down.error = exc.message
             down.checked_at = now
-            for b in down.brokers.values():
-                b.up = False
             return down
 
         quorum: Quorum | None = None

@@ -1,0 +1,110 @@
+"""A killed broker, and a killed cluster: the API and the overview page follow, without a reload."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.conftest import OUTPUT, Stack, unique, wait_for
+from tests.integration.oracle import topic_layout
+
+pytestmark = [pytest.mark.cluster, pytest.mark.browser]
+
+SESSION_TIMEOUT_S = 6  # broker.session.timeout.ms of the local cluster
+
+
+def broker_up(stack: Stack, broker: int) -> bool:
+    rows = stack.get("/api/v1/clusters/local/brokers/").json()["brokers"]
+    return next(b["up"] for b in rows if b["id"] == broker)
+
+
+def events(stack: Stack, **filters: Any) -> list[dict]:
+    return stack.get("/api/v1/clusters/local/events/", params={"limit": 1000, **filters}).json()["events"]
+
+
+def partitions(stack: Stack, topic: str) -> list[dict]:
+    return stack.get(f"/api/v1/clusters/local/topics/{topic}/partitions/").json()["partitions"]
+
+
+def test_sigkill_of_a_broker_shows_it_down_moves_leaders_shrinks_isr_and_records_each_change(stack: Stack, logged_in_page: Any) -> None:
+    topic = unique("fault-rf3")
+    stack.cluster.tool("kafka-topics", "--create", "--topic", topic, "--partitions", "6", "--replication-factor", "3")
+    wait_for(lambda: len(partitions(stack, topic)) == 6 and all(len(p["isr"]) == 3 for p in partitions(stack, topic)), 20,
+             what="the new topic fully replicated")
+    quorum_leader = stack.get("/api/v1/clusters/local/").json()["quorum"]["leader_id"]
+    victim = next(b for b in (3, 2, 1) if b != quorum_leader)  # keep the controller: one change at a time
+    before = {p["partition"]: p for p in partitions(stack, topic)}
+    led_by_victim = [n for n, p in before.items() if p["leader"] == victim]
+    assert led_by_victim, "the victim should lead some partitions of a 6-partition RF3 topic"
+    last_id = max((e["id"] for e in events(stack)), default=0)
+
+    page = logged_in_page
+    page.wait_for_selector(f'tr[data-broker="{victim}"] [data-state="up"]')
+    page.evaluate("window.__noReload = true")
+    stack.cluster.kill(victim)
+
+    # The page updates by itself (no reload: the marker survives) within the session timeout plus a margin.
+    page.wait_for_selector(f'tr[data-broker="{victim}"] [data-state="down"]', timeout=(SESSION_TIMEOUT_S + 10) * 1000)
+    assert page.evaluate("window.__noReload") is True
+    page.screenshot(path=str(OUTPUT / "overview-broker-down.png"), full_page=True)
+    assert not broker_up(stack, victim)
+
+    def settled() -> bool:
+        now = {p["partition"]: p for p in partitions(stack, topic)}
+        return all(victim not in p["isr"] and p["leader"] not in (victim, None) for p in now.values())
+
+    wait_for(settled, 15, what="new leaders and shrunken ISR for every partition")
+    expected = topic_layout(stack.cluster.tool("kafka-topics", "--describe", "--topic", topic))
+    now = {p["partition"]: {"leader": p["leader"], "replicas": p["replicas"], "isr": p["isr"]} for p in partitions(stack, topic)}
+    assert now == expected
+    assert all(p["offline_replicas"] == [victim] for p in partitions(stack, topic))
+
+    def recorded(kind: str, partition: int | None = None) -> bool:
+        return any(e["id"] > last_id and e["kind"] == kind and (partition is None or e["partition"] == partition)
+                   for e in events(stack, topic=topic) + (events(stack, kind=kind) if partition is None else []))
+
+    wait_for(lambda: recorded("broker_down"), 10, what="a broker_down event")
+    for n in range(6):
+        wait_for(lambda n=n: recorded("isr_shrink", n), 10, what=f"an isr_shrink event for partition {n}")
+        wait_for(lambda n=n: recorded("under_replicated", n), 10, what=f"an under_replicated event for partition {n}")
+    for n in led_by_victim:
+        assert recorded("leader_change", n), f"no leader_change event for partition {n}"
+
+    # Restart it: ISR expands back and the console records it.
+    stack.cluster.start(victim)
+    wait_for(lambda: broker_up(stack, victim), 30, what="the broker back up in the API")
+    page.wait_for_selector(f'tr[data-broker="{victim}"] [data-state="up"]', timeout=30_000)
+    wait_for(lambda: all(victim in p["isr"] for p in partitions(stack, topic)), 60, what="ISR expanded back")
+    wait_for(lambda: recorded("broker_up"), 10, what="a broker_up event")
+    for n in range(6):
+        wait_for(lambda n=n: recorded("isr_expand", n), 10, what=f"an isr_expand event for partition {n}")
+    assert page.evaluate("window.__noReload") is True
+
+
+def test_whole_cluster_down_shows_the_banner_and_the_last_state_then_recovers_by_itself(stack: Stack, logged_in_page: Any) -> None:
+    page = logged_in_page
+    page.wait_for_selector("#brokers-table")
+    assert page.locator("#banner").is_hidden()
+    for node in (1, 2, 3):
+        stack.cluster.kill(node)
+    page.wait_for_selector("#banner:not(.hidden)", timeout=30_000)
+    assert "unreachable" in page.inner_text("#banner")
+    page.wait_for_function("parseInt(document.getElementById('snapshot-age').textContent) >= 3", timeout=20_000)
+    page.screenshot(path=str(OUTPUT / "overview-cluster-down.png"), full_page=True)
+
+    # Pages and API keep working from the last snapshot.
+    for path in ("/clusters/local/", "/clusters/local/layout/", "/clusters/local/events/", "/clusters/local/at-risk/"):
+        response = page.request.get(stack.base_url + path)
+        assert response.status == 200, path
+        assert "unreachable" in response.text()
+    status = stack.get("/api/v1/clusters/local/").json()["status"]
+    assert status["reachable"] is False and status["error"]
+    assert status["age_seconds"] >= 3
+
+    stack.cluster.run("up")  # starts every stopped node and waits until all have registered
+    page.wait_for_selector("#banner.hidden", state="attached", timeout=90_000)
+    wait_for(lambda: stack.get("/api/v1/clusters/local/").json()["status"]["reachable"], 30, what="reachable again")
+    wait_for(lambda: all(broker_up(stack, b) for b in (1, 2, 3)), 60, what="all brokers up again")
+    kinds = {e["kind"] for e in events(stack)}
+    assert {"cluster_unreachable", "cluster_reachable"} <= kinds

@@ -1,0 +1,313 @@
+"""console.watcher.snapshot: derived views, serialisation and the change key."""
+
+from __future__ import annotations
+
+from copy import deepcopy
+
+import pytest
+
+from console.watcher.snapshot import PartitionState, QuorumMember, QuorumState, Snapshot, TopicState
+
+from ._build import broker, part, snapshot, topic
+
+# PartitionState / TopicState ---------------------------------------------------------------------
+
+
+def test_partition_without_leader_is_offline():
+    assert part(leader=-1).offline
+    assert not part(leader=0).offline
+
+
+def test_partition_with_fewer_isr_than_replicas_is_under_replicated():
+    assert part(isr=[1, 2]).under_replicated
+    assert not part(isr=[1, 2, 3]).under_replicated
+
+
+def test_partition_is_under_min_isr_only_when_min_isr_is_known_and_isr_is_smaller():
+    p = part(isr=[1])
+    assert p.under_min_isr(2)
+    assert not p.under_min_isr(1)
+    assert not p.under_min_isr(None)
+
+
+def test_preferred_leader_is_the_first_replica_or_none_without_replicas():
+    assert part(replicas=(3, 1, 2)).preferred_leader == 3
+    assert part(replicas=()).preferred_leader is None
+
+
+def test_replication_factor_is_the_largest_replica_count_and_zero_without_partitions():
+    t = topic("t", part(0, replicas=(1, 2)), part(1, replicas=(1, 2, 3)))
+    assert t.replication_factor == 3
+    assert TopicState(name="empty", internal=False, partitions=[]).replication_factor == 0
+
+
+def test_topic_finds_a_partition_by_number_or_returns_none():
+    t = topic("t", part(0), part(5))
+    assert t.partition(5).partition == 5
+    assert t.partition(1) is None
+
+
+# counts() ---------------------------------------------------------------------------------------
+
+
+def test_counts_of_a_healthy_cluster_show_no_problems():
+    assert snapshot().counts() == {
+        "brokers": 3,
+        "brokers_up": 3,
+        "topics": 1,
+        "partitions": 3,
+        "under_replicated": 0,
+        "offline": 0,
+        "under_min_isr": 0,
+    }
+
+
+def test_counts_tally_down_brokers_under_replicated_offline_and_under_min_isr_partitions():
+    snap = snapshot(
+        topic(
+            "orders",
+            part(0, leader=1, isr=[1, 2, 3]),
+            part(1, leader=1, isr=[1, 2]),  # under-replicated only
+            part(2, leader=1, isr=[1]),  # under-replicated and under min ISR
+            part(3, leader=-1, isr=[3]),  # offline, under-replicated and under min ISR
+            min_isr=2,
+        ),
+        topic("logs", part(0, replicas=(1,), leader=1), min_isr=1),
+        brokers=[broker(1), broker(2, up=False), broker(3, up=False)],
+    )
+    counts = snap.counts()
+    assert counts["brokers"] == 3
+    assert counts["brokers_up"] == 1
+    assert counts["topics"] == 2
+    assert counts["partitions"] == 5
+    assert counts["under_replicated"] == 3
+    assert counts["offline"] == 1
+    assert counts["under_min_isr"] == 2
+
+
+def test_counts_ignore_min_isr_for_topics_whose_min_isr_is_unknown():
+    snap = snapshot(topic("orders", part(0, isr=[1]), min_isr=None))
+    assert snap.counts()["under_min_isr"] == 0
+    assert snap.counts()["under_replicated"] == 1
+
+
+# broker_rows() ----------------------------------------------------------------------------------
+
+
+def rows_by_id(snap: Snapshot) -> dict[int, dict]:
+    return {r["id"]: r for r in snap.broker_rows()}
+
+
+def test_broker_rows_are_sorted_by_id_and_carry_address_rack_and_state():
+    snap = snapshot(brokers=[broker(3, rack="c"), broker(1, rack="a"), broker(2, up=False)])
+    rows = snap.broker_rows()
+    assert [r["id"] for r in rows] == [1, 2, 3]
+    assert rows[0]["host"] == "kafka-1.example" and rows[0]["port"] == 9091 and rows[0]["rack"] == "a"
+    assert [r["up"] for r in rows] == [True, False, True]
+
+
+def test_broker_rows_flag_only_the_controller():
+    rows = rows_by_id(snapshot(controller_id=2))
+    assert [rows[b]["controller"] for b in (1, 2, 3)] == [False, True, False]
+
+
+def test_broker_rows_flag_no_controller_when_it_is_unknown():
+    assert not any(r["controller"] for r in snapshot(controller_id=None).broker_rows())
+
+
+def test_broker_rows_count_partitions_led_and_replicas_hosted():
+    snap = snapshot(
+        topic("a", part(0, leader=1, replicas=(1, 2)), part(1, leader=1, replicas=(1, 3)), part(2, leader=2, replicas=(2, 3))),
+        topic("b", part(0, leader=3, replicas=(3,))),
+    )
+    rows = rows_by_id(snap)
+    assert {b: rows[b]["leader_count"] for b in rows} == {1: 2, 2: 1, 3: 1}
+    assert {b: rows[b]["replica_count"] for b in rows} == {1: 2, 2: 2, 3: 3}
+
+
+def test_broker_rows_count_under_replicated_partitions_against_their_leader_only():
+    snap = snapshot(
+        topic(
+            "a",
+            part(0, leader=1, replicas=(1, 2, 3), isr=[1, 3]),
+            part(1, leader=1, replicas=(1, 2, 3), isr=[1]),
+            part(2, leader=2, replicas=(2, 3, 1), isr=[2, 3, 1]),
+        )
+    )
+    rows = rows_by_id(snap)
+    assert {b: rows[b]["under_replicated"] for b in rows} == {1: 2, 2: 0, 3: 0}
+
+
+def test_broker_rows_count_offline_partitions_as_hosted_but_led_by_nobody():
+    snap = snapshot(topic("a", part(0, leader=-1, replicas=(1, 2), isr=[1])))
+    rows = rows_by_id(snap)
+    assert sum(r["leader_count"] for r in rows.values()) == 0
+    assert sum(r["under_replicated"] for r in rows.values()) == 0
+    assert rows[1]["replica_count"] == 1 and rows[2]["replica_count"] == 1
+
+
+def test_broker_rows_ignore_replicas_on_unknown_brokers():
+    snap = snapshot(topic("a", part(0, leader=7, replicas=(7, 1))))
+    rows = rows_by_id(snap)
+    assert set(rows) == {1, 2, 3}
+    assert rows[1]["replica_count"] == 1
+
+
+# at_risk() --------------------------------------------------------------------------------------
+
+
+def at_risk_names(snap: Snapshot, broker_id: int) -> dict[str, list[tuple[str, int]]]:
+    risk = snap.at_risk(broker_id)
+    return {k: [(r["topic"], r["partition"]) for r in v] for k, v in risk.items()}
+
+
+def test_partition_whose_only_isr_member_is_the_broker_would_go_offline():
+    snap = snapshot(topic("orders", part(0, leader=2, isr=[2]), min_isr=2))
+    assert at_risk_names(snap, 2) == {"offline": [("orders", 0)], "under_min_isr": []}
+
+
+def test_at_risk_row_describes_the_partition_and_what_would_remain():
+    snap = snapshot(topic("orders", part(4, leader=1, replicas=(1, 2, 3), isr=[1, 2]), min_isr=2))
+    row = snap.at_risk(2)["under_min_isr"][0]
+    assert row == {
+        "topic": "orders",
+        "partition": 4,
+        "leader": 1,
+        "replicas": [1, 2, 3],
+        "isr": [1, 2],
+        "remaining_isr": [1],
+        "min_isr": 2,
+    }
+
+
+def test_partition_left_below_min_isr_by_the_broker_is_at_risk_of_under_min_isr():
+    snap = snapshot(topic("orders", part(0, leader=1, isr=[1, 2]), min_isr=2))
+    assert at_risk_names(snap, 1) == {"offline": [], "under_min_isr": [("orders", 0)]}
+
+
+def test_partition_still_at_min_isr_without_the_broker_is_not_at_risk():
+    snap = snapshot(topic("orders", part(0, leader=1, isr=[1, 2, 3]), min_isr=2))
+    assert at_risk_names(snap, 1) == {"offline": [], "under_min_isr": []}
+
+
+def test_partition_with_unknown_min_isr_is_only_at_risk_of_going_offline():
+    snap = snapshot(topic("orders", part(0, leader=1, isr=[1, 2]), part(1, leader=1, isr=[1]), min_isr=None))
+    assert at_risk_names(snap, 1) == {"offline": [("orders", 1)], "under_min_isr": []}
+
+
+def test_partitions_not_hosted_on_the_broker_are_not_at_risk():
+    snap = snapshot(topic("orders", part(0, leader=1, replicas=(1, 2), isr=[1]), min_isr=2))
+    assert at_risk_names(snap, 3) == {"offline": [], "under_min_isr": []}
+
+
+def test_partitions_already_offline_are_not_at_risk():
+    snap = snapshot(topic("orders", part(0, leader=-1, isr=[2]), min_isr=2))
+    assert at_risk_names(snap, 2) == {"offline": [], "under_min_isr": []}
+
+
+def test_partitions_already_under_min_isr_are_not_listed_again():
+    snap = snapshot(topic("orders", part(0, leader=1, isr=[1, 2]), min_isr=3))
+    assert at_risk_names(snap, 1) == {"offline": [], "under_min_isr": []}
+
+
+def test_out_of_sync_replica_dying_puts_nothing_at_risk():
+    snap = snapshot(topic("orders", part(0, leader=1, isr=[1, 2]), min_isr=2))
+    assert at_risk_names(snap, 3) == {"offline": [], "under_min_isr": []}
+
+
+def test_at_risk_lists_topics_in_name_order():
+    snap = snapshot(topic("zeta", part(0, leader=1, isr=[1])), topic("alpha", part(0, leader=1, isr=[1])))
+    assert at_risk_names(snap, 1)["offline"] == [("alpha", 0), ("zeta", 0)]
+
+
+# Serialisation ----------------------------------------------------------------------------------
+
+
+def full_snapshot() -> Snapshot:
+    return snapshot(
+        topic("orders", part(0, leader=1, start_offset=3, end_offset=90), part(1, leader=-1, isr=[], offline_replicas=[2]),
+              min_isr=2),
+        topic("__consumer_offsets", part(0), internal=True),
+        brokers=[broker(1, rack="r1"), broker(2, up=False), broker(3)],
+        version=12,
+        error=None,
+        quorum=QuorumState(
+            leader_id=1,
+            leader_epoch=4,
+            high_watermark=500,
+            voters=[QuorumMember(1, 500, 0, 1000, 1000), QuorumMember(2, 480, 20, 900, 800)],
+            observers=[QuorumMember(3, -1, None, -1, -1)],
+        ),
+        quorum_error="partial",
+        offsets_at=1234.5,
+    )
+
+
+def test_snapshot_survives_a_json_round_trip_unchanged():
+    snap = full_snapshot()
+    back = Snapshot.from_json(snap.to_json())
+    assert back == snap
+    assert set(back.brokers) == {1, 2, 3}  # integer keys, not JSON's strings
+    assert isinstance(back.topics["orders"].partitions[0], PartitionState)
+
+
+def test_snapshot_without_quorum_or_topics_survives_a_json_round_trip():
+    snap = Snapshot(cluster="main", reachable=False, error="refused", checked_at=5.0)
+    assert Snapshot.from_json(snap.to_json()) == snap
+
+
+def test_from_dict_fills_defaults_for_missing_fields():
+    snap = Snapshot.from_dict({"cluster": "main"})
+    assert snap == Snapshot(cluster="main")
+
+
+def test_to_json_is_compact():
+    assert ", " not in snapshot().to_json() and ": " not in snapshot().to_json()
+
+
+# content_key() ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("field", "value"), [("version", 99), ("taken_at", 1.0), ("checked_at", 2.0), ("offsets_at", 3.0)])
+def test_content_key_ignores_version_and_timestamps(field, value):
+    snap = full_snapshot()
+    other = deepcopy(snap)
+    setattr(other, field, value)
+    assert other.content_key() == snap.content_key()
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        pytest.param(lambda s: setattr(s, "reachable", False), id="reachability"),
+        pytest.param(lambda s: setattr(s, "error", "boom"), id="error"),
+        pytest.param(lambda s: setattr(s, "controller_id", 3), id="controller"),
+        pytest.param(lambda s: setattr(s.brokers[3], "up", False), id="broker-state"),
+        pytest.param(lambda s: setattr(s.topics["orders"].partitions[0], "leader", 3), id="leader"),
+        pytest.param(lambda s: setattr(s.topics["orders"].partitions[0], "isr", [1]), id="isr"),
+        pytest.param(lambda s: setattr(s.topics["orders"].partitions[0], "end_offset", 91), id="end-offset"),
+        pytest.param(lambda s: setattr(s.topics["orders"], "min_isr", 1), id="min-isr"),
+        pytest.param(lambda s: s.topics.pop("__consumer_offsets"), id="topic-deleted"),
+        pytest.param(lambda s: setattr(s.quorum, "high_watermark", 501), id="quorum"),
+        pytest.param(lambda s: setattr(s, "quorum_error", None), id="quorum-error"),
+    ],
+)
+def test_content_key_changes_when_anything_else_changes(change):
+    snap = full_snapshot()
+    other = deepcopy(snap)
+    change(other)
+    assert other.content_key() != snap.content_key()
+
+
+def test_content_key_does_not_depend_on_topic_insertion_order():
+    snap = full_snapshot()
+    other = deepcopy(snap)
+    other.topics = dict(reversed(list(other.topics.items())))
+    assert other.content_key() == snap.content_key()
+
+
+# live_broker_ids() ------------------------------------------------------------------------------
+
+
+def test_live_broker_ids_are_the_brokers_that_are_up():
+    assert snapshot(brokers=[broker(1), broker(2, up=False), broker(5)]).live_broker_ids() == {1, 5}
