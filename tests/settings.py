@@ -12,3 +12,6 @@ os.environ.setdefault("DEVCLUSTER_DIR", str(TEST_VAR / "cluster"))
 os.environ.setdefault("CONSOLE_SECRET_KEY", "test-only-secret-key-that-is-long-enough-for-django-0123456789")
 
 from console.settings import *  # noqa: E402,F403
+
+# Fast hashing: the suite creates many users.
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
