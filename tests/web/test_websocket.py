@@ -1,0 +1,108 @@
+"""The live websocket: only for logged-in users; turns the watcher's broadcasts into fragments."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
+from channels.routing import URLRouter
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth.models import AnonymousUser, User
+
+from console.realtime import cluster_group
+from console.routing import websocket_urlpatterns
+from console.watcher import store
+from tests.web.conftest import sample_snapshot
+
+pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
+
+
+def communicator(path: str, user: Any) -> WebsocketCommunicator:
+    comm = WebsocketCommunicator(URLRouter(websocket_urlpatterns), path)
+    comm.scope["user"] = user
+    return comm
+
+
+def update(version: int, changed: bool = True, events: list[dict] | None = None, reachable: bool = True) -> dict:
+    return {"type": "cluster.update", "cluster": "local", "version": version, "changed": changed, "taken_at": time.time(),
+            "checked_at": time.time(), "reachable": reachable, "error": None if reachable else "Cluster 'local' is unreachable.",
+            "events": events or []}
+
+
+@database_sync_to_async
+def a_user() -> User:
+    return User.objects.create_user(f"ws-{time.monotonic_ns()}", password="x")
+
+
+async def test_anonymous_socket_is_refused(redis_server: str) -> None:
+    comm = communicator("/ws/clusters/local/live/?view=overview", AnonymousUser())
+    connected, code = await comm.connect()
+    assert not connected and code == 4401
+
+
+async def test_socket_for_an_unknown_cluster_is_refused(redis_server: str) -> None:
+    comm = communicator("/ws/clusters/nope/live/?view=overview", await a_user())
+    connected, code = await comm.connect()
+    assert not connected and code == 4404
+
+
+async def test_socket_for_an_unknown_view_is_refused(redis_server: str) -> None:
+    comm = communicator("/ws/clusters/local/live/?view=secrets", await a_user())
+    connected, code = await comm.connect()
+    assert not connected and code == 4404
+
+
+async def test_changed_snapshot_is_pushed_as_a_rendered_overview_fragment(redis_server: str) -> None:
+    snap = sample_snapshot(version=int(time.time() * 1000))
+    store.save(snap)
+    comm = communicator("/ws/clusters/local/live/?view=overview", await a_user())
+    connected, _ = await comm.connect()
+    assert connected
+    await get_channel_layer().group_send(cluster_group("local"), update(snap.version))
+    status = await comm.receive_json_from(timeout=5)
+    assert status["type"] == "status" and status["reachable"] is True and status["version"] == snap.version
+    fragment = await comm.receive_json_from(timeout=5)
+    assert fragment["type"] == "fragment" and fragment["target"] == "live-overview"
+    assert '<tr data-broker="3" class="row-down">' in fragment["html"]
+    await comm.disconnect()
+
+
+async def test_unchanged_snapshot_sends_only_the_status(redis_server: str) -> None:
+    comm = communicator("/ws/clusters/local/live/?view=layout", await a_user())
+    assert (await comm.connect())[0]
+    await get_channel_layer().group_send(cluster_group("local"), update(1, changed=False, reachable=False))
+    status = await comm.receive_json_from(timeout=5)
+    assert status == {**status, "type": "status", "reachable": False}
+    assert await comm.receive_nothing(timeout=0.5)
+    await comm.disconnect()
+
+
+async def test_events_page_receives_only_events_matching_its_filter(redis_server: str) -> None:
+    comm = communicator("/ws/clusters/local/live/?view=events&kind=broker_down", await a_user())
+    assert (await comm.connect())[0]
+    base = {"cluster": "local", "at": "2026-11-22T10:00:00+00:00", "severity": "critical", "topic": None, "partition": None, "details": {}}
+    events = [
+        {**base, "id": 1, "kind": "broker_down", "broker": 2, "message": "Broker 2 (127.0.0.1:9094) is down"},
+        {**base, "id": 2, "kind": "leader_change", "broker": 1, "message": "t-0 leader 2 -> 1", "topic": "t", "partition": 0},
+    ]
+    await get_channel_layer().group_send(cluster_group("local"), update(2, events=events))
+    assert (await comm.receive_json_from(timeout=5))["type"] == "status"
+    rows = await comm.receive_json_from(timeout=5)
+    assert rows["type"] == "prepend" and rows["count"] == 1
+    assert "Broker 2 (127.0.0.1:9094) is down" in rows["html"] and "leader 2 -&gt; 1" not in rows["html"]
+    await comm.disconnect()
+
+
+async def test_event_message_with_html_is_escaped(redis_server: str) -> None:
+    comm = communicator("/ws/clusters/local/live/?view=events", await a_user())
+    assert (await comm.connect())[0]
+    event = {"id": 3, "cluster": "local", "at": "2026-11-22T10:00:00+00:00", "severity": "info", "kind": "topic_created",
+             "broker": None, "topic": "x", "partition": None, "details": {}, "message": "<script>alert(1)</script>"}
+    await get_channel_layer().group_send(cluster_group("local"), update(3, events=[event]))
+    await comm.receive_json_from(timeout=5)
+    rows = await comm.receive_json_from(timeout=5)
+    assert "<script>" not in rows["html"] and "&lt;script&gt;" in rows["html"]
+    await comm.disconnect()
