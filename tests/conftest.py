@@ -211,3 +211,8 @@ def logged_in_page(browser: Any, stack: Stack) -> Iterator[Any]:
 
 def unique(prefix: str) -> str:
     return f"{prefix}-{int(time.time() * 1000) % 10_000_000}"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Fault tests kill brokers: run them last so other tests see a healthy cluster."""
+    items.sort(key=lambda item: "test_faults" in item.nodeid)
