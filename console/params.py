@@ -50,6 +50,6 @@ def topic_param(params: Mapping[str, str], name: str) -> str | None:
     raw = params.get(name, "")
     if raw == "":
         return None
-    if not _TOPIC.match(raw):
+    if not _TOPIC.fullmatch(raw):
         raise BadParameter(f"'{name}' is not a valid topic name: use 1-249 letters, digits, '.', '_' or '-'.")
     return raw

@@ -1,187 +1,46 @@
-"""Shared fixtures: the test Redis, the test Kafka cluster and the whole console running on it.
-
-One cluster per test session (3 KRaft nodes on ports 29092-29097, data under var/test/), started
-by `manage.py devcluster` as a user would, so the suite runs beside `make run`.
-"""
+"""Shared fixtures: the test Redis, the test Kafka cluster and the whole console running on it."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import socket
-import subprocess
-import sys
-import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import requests
 
-ROOT = Path(__file__).resolve().parent.parent
-TEST_VAR = ROOT / "var" / "test"
-OUTPUT = ROOT / "test-output"
-REDIS_PORT = 6391
-BASE_PORT = 29092
-BOOTSTRAP = f"127.0.0.1:{BASE_PORT}"
-PASSWORD = "correct-horse-battery"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", "--disable-quic"]
+from tests.support import (
+    CHROMIUM_ARGS,
+    OUTPUT,
+    PASSWORD,
+    Cluster,
+    Stack,
+    kafka_tool,
+    running_cluster,
+    running_redis,
+    running_stack,
+    unique,
+    wait_for,
+)
 
-
-def wait_for(predicate: Callable[[], Any], timeout: float, interval: float = 0.25, what: str = "condition") -> Any:
-    """Poll until predicate() returns something truthy; fail the test with `what` otherwise."""
-    deadline = time.monotonic() + timeout
-    last_error: Exception | None = None
-    while time.monotonic() < deadline:
-        try:
-            value = predicate()
-            if value:
-                return value
-        except Exception as exc:  # the thing we wait for may not answer yet
-            last_error = exc
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}" + (f" (last error: {last_error})" if last_error else ""))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def stack_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("KAFKA_", "DATABASE_URL"))}
-    env.update(
-        DJANGO_SETTINGS_MODULE="tests.settings",
-        CONSOLE_VAR_DIR=str(TEST_VAR),
-        REDIS_URL=f"redis://127.0.0.1:{REDIS_PORT}/0",
-        DEVCLUSTER_BASE_PORT=str(BASE_PORT),
-        DEVCLUSTER_DIR=str(TEST_VAR / "cluster"),
-        DATABASE_URL=f"sqlite:///{TEST_VAR / 'stack.sqlite3'}",
-        PYTHONUNBUFFERED="1",
-        **extra,
-    )
-    return env
-
-
-def manage(*args: str, timeout: float = 180) -> str:
-    done = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=stack_env(), capture_output=True,
-                          text=True, timeout=timeout)
-    if done.returncode != 0:
-        raise AssertionError(f"manage.py {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
-    return done.stdout
-
-
-def kafka_tool(name: str, *args: str, timeout: float = 90) -> str:
-    """Run one of Apache Kafka's own tools (the oracle) against the test cluster."""
-    done = subprocess.run([str(ROOT / "kafka" / "bin" / name), *args], capture_output=True, text=True, timeout=timeout)
-    if done.returncode != 0:
-        raise AssertionError(f"{name} {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
-    return done.stdout
+__all__ = ["OUTPUT", "PASSWORD", "Stack", "kafka_tool", "unique", "wait_for"]
 
 
 @pytest.fixture(scope="session")
 def redis_server() -> Iterator[str]:
-    TEST_VAR.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.Popen(
-        ["redis-server", "--port", str(REDIS_PORT), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-        stdout=open(TEST_VAR / "redis.log", "wb"), stderr=subprocess.STDOUT,
-    )
-    url = f"redis://127.0.0.1:{REDIS_PORT}/0"
-    import redis
-
-    wait_for(lambda: redis.Redis.from_url(url).ping(), 15, what="the test Redis")
-    redis.Redis.from_url(url).flushall()
-    yield url
-    proc.terminate()
-    proc.wait(10)
-
-
-class Cluster:
-    bootstrap = BOOTSTRAP
-
-    def run(self, *args: str) -> str:
-        return manage("devcluster", *args)
-
-    def kill(self, node: int) -> None:
-        self.run("kill", str(node))
-
-    def start(self, node: int) -> None:
-        self.run("start", str(node))
-
-    def tool(self, name: str, *args: str) -> str:
-        return kafka_tool(name, "--bootstrap-server", BOOTSTRAP, *args)
+    with running_redis() as url:
+        yield url
 
 
 @pytest.fixture(scope="session")
 def kafka_cluster() -> Iterator[Cluster]:
-    cluster_dir = TEST_VAR / "cluster"
-    subprocess.run([sys.executable, "manage.py", "devcluster", "down"], cwd=ROOT, env=stack_env(), capture_output=True)
-    shutil.rmtree(cluster_dir, ignore_errors=True)
-    cluster = Cluster()
-    cluster.run("up", "--heap", "384m")
-    yield cluster
-    subprocess.run([sys.executable, "manage.py", "devcluster", "down"], cwd=ROOT, env=stack_env(), capture_output=True, timeout=120)
-
-
-class Stack:
-    """The console (web, watcher, Celery worker and beat) running against the test cluster."""
-
-    def __init__(self, base_url: str, cluster: Cluster) -> None:
-        self.base_url = base_url
-        self.cluster = cluster
-        self.tokens: dict[str, str] = {}
-
-    def api(self, user: str = "admin") -> requests.Session:
-        session = requests.Session()
-        session.headers["Authorization"] = f"Token {self.tokens[user]}"
-        return session
-
-    def get(self, path: str, user: str = "admin", **kwargs: Any) -> requests.Response:
-        return self.api(user).get(self.base_url + path, timeout=10, **kwargs)
-
-    def snapshot_version(self) -> int:
-        return int(self.get("/api/v1/clusters/local/").json()["status"]["version"])
+    with running_cluster() as cluster:
+        yield cluster
 
 
 @pytest.fixture(scope="session")
 def stack(redis_server: str, kafka_cluster: Cluster) -> Iterator[Stack]:
-    db = TEST_VAR / "stack.sqlite3"
-    for suffix in ("", "-wal", "-shm"):
-        Path(str(db) + suffix).unlink(missing_ok=True)
-    manage("migrate", "-v0")
-    stack = Stack(f"http://127.0.0.1:{free_port()}", kafka_cluster)
-    for role in ("viewer", "operator", "admin"):
-        manage("ensureuser", role, "--role", role, "--password", PASSWORD)
-        stack.tokens[role] = manage("drf_create_token", role).split()[2]
-    port = stack.base_url.rsplit(":", 1)[1]
-    logs = TEST_VAR / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    commands = {
-        "web": [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", port, "console.asgi:application"],
-        "watcher": [sys.executable, "manage.py", "watch"],
-        "worker": [sys.executable, "-m", "celery", "-A", "console", "worker", "--pool", "solo", "--loglevel", "WARNING"],
-        "beat": [sys.executable, "-m", "celery", "-A", "console", "beat", "--loglevel", "WARNING",
-                 "--schedule", str(TEST_VAR / "celerybeat-schedule")],
-    }
-    procs = {
-        name: subprocess.Popen(cmd, cwd=ROOT, env=stack_env(), stdout=open(logs / f"{name}.log", "wb"), stderr=subprocess.STDOUT)
-        for name, cmd in commands.items()
-    }
-    try:
-        wait_for(lambda: requests.get(stack.base_url + "/healthz", timeout=2).json()["clusters"]["local"]["reachable"],
-                 60, what="the console to report the test cluster reachable")
-        yield stack
-    finally:
-        for proc in procs.values():
-            proc.terminate()
-        for proc in procs.values():
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+    with running_stack(kafka_cluster) as running:
+        yield running
 
 
 @pytest.fixture(scope="session")
@@ -207,10 +66,6 @@ def logged_in_page(browser: Any, stack: Stack) -> Iterator[Any]:
     page.wait_for_url("**/clusters/local/")
     yield page
     context.close()
-
-
-def unique(prefix: str) -> str:
-    return f"{prefix}-{int(time.time() * 1000) % 10_000_000}"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

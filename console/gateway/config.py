@@ -62,7 +62,11 @@ class ClusterConfig:
         return conf
 
 
-def _validate(raw: dict[str, object], where: str) -> ClusterConfig:
+def _validate(raw: object, where: str) -> ClusterConfig:
+    if not isinstance(raw, dict):
+        raise SettingError(f"{where}: each cluster must be a JSON object with name and bootstrap_servers, not {raw!r}")
+    # A key given as null means "not set", never the string "None".
+    raw = {k: v for k, v in raw.items() if v is not None}
     known = set(ClusterConfig.__dataclass_fields__)
     unknown = set(raw) - known
     if unknown:

@@ -69,9 +69,8 @@ def build_snapshot(
             brokers[bid] = BrokerState(bid, seen.host, seen.port, seen.rack, up=False)
     for bid, b in live.items():
         brokers[bid] = BrokerState(bid, b.host, b.port, racks.get(bid, b.rack), up=True)
+    # Replicas on brokers never seen alive (quorum voters may be dedicated controllers, not brokers).
     referenced = {r for t in md.topics for p in t.partitions for r in p.replicas}
-    if quorum is not None:
-        referenced |= {v.replica_id for v in quorum.voters}
     for bid in referenced - brokers.keys():
         brokers[bid] = BrokerState(bid, "?", 0, None, up=False)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import pytest
@@ -66,8 +67,8 @@ def test_sigkill_of_a_broker_shows_it_down_moves_leaders_shrinks_isr_and_records
 
     wait_for(lambda: recorded("broker_down"), 10, what="a broker_down event")
     for n in range(6):
-        wait_for(lambda n=n: recorded("isr_shrink", n), 10, what=f"an isr_shrink event for partition {n}")
-        wait_for(lambda n=n: recorded("under_replicated", n), 10, what=f"an under_replicated event for partition {n}")
+        wait_for(partial(recorded, "isr_shrink", n), 10, what=f"an isr_shrink event for partition {n}")
+        wait_for(partial(recorded, "under_replicated", n), 10, what=f"an under_replicated event for partition {n}")
     for n in led_by_victim:
         assert recorded("leader_change", n), f"no leader_change event for partition {n}"
 
@@ -78,7 +79,7 @@ def test_sigkill_of_a_broker_shows_it_down_moves_leaders_shrinks_isr_and_records
     wait_for(lambda: all(victim in p["isr"] for p in partitions(stack, topic)), 60, what="ISR expanded back")
     wait_for(lambda: recorded("broker_up"), 10, what="a broker_up event")
     for n in range(6):
-        wait_for(lambda n=n: recorded("isr_expand", n), 10, what=f"an isr_expand event for partition {n}")
+        wait_for(partial(recorded, "isr_expand", n), 10, what=f"an isr_expand event for partition {n}")
     assert page.evaluate("window.__noReload") is True
 
 

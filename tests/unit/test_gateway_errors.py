@@ -148,12 +148,6 @@ def test_kafka_python_broker_errors_are_translated_by_their_class_name(exc, expe
     assert type(translate(exc, CLUSTER, ACTION)) is expected
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="console/gateway/client.py translate derives 'UNKNOWN_TOPIC_OR_PARTITION' from kafka-python's "
-    "UnknownTopicOrPartitionError, but _NOT_FOUND only lists librdkafka's 'UNKNOWN_TOPIC_OR_PART', so it becomes "
-    "a generic 502 GatewayError instead of NotFound",
-)
 def test_kafka_python_unknown_topic_error_becomes_not_found():
     assert type(translate(kp_errors.UnknownTopicOrPartitionError("gone"), CLUSTER, ACTION)) is NotFound
 

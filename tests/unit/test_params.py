@@ -148,11 +148,6 @@ def test_topic_param_invalid_name_raises_bad_parameter_naming_it(raw):
     assert "not a valid topic name" in raised.value.message
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="console/params.py validates with _TOPIC.match and a '$' anchor, which also matches before a trailing "
-    "newline, so 'orders\\n' is accepted as a valid topic name (should use fullmatch or \\Z)",
-)
 def test_topic_param_name_with_a_trailing_newline_raises_bad_parameter():
     with pytest.raises(BadParameter):
         topic_param({"topic": "orders\n"}, "topic")

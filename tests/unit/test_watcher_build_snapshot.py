@@ -104,10 +104,11 @@ def test_broker_named_in_replicas_but_never_seen_is_added_as_down():
     assert (snap.brokers[5].host, snap.brokers[5].port, snap.brokers[5].rack) == ("?", 0, None)
 
 
-def test_quorum_voter_never_seen_is_added_as_down():
+def test_quorum_voter_never_seen_as_a_broker_is_not_listed_as_a_dead_broker():
+    # A dedicated controller is a voter but never a broker: it must not show up as a broker that is down.
     snap = build(metadata(brokers=(1, 2)), q=quorum(leader=1, voters=(replica(1, 10), replica(4, 10))))
-    assert snap.brokers[4].up is False
-    assert snap.brokers[4].host == "?"
+    assert 4 not in snap.brokers
+    assert [v.id for v in snap.quorum.voters] == [1, 4]
 
 
 def test_quorum_observer_is_not_added_as_a_broker():

@@ -318,6 +318,14 @@ def test_isr_reaching_min_isr_again_emits_info_min_isr_restored():
     assert change.details == {"isr": [2, 3], "min_isr": 2}
 
 
+def test_partition_still_under_min_isr_emits_no_second_under_min_isr():
+    old = healthy()
+    old.topics["orders"].min_isr = 3
+    old.topics["orders"].partitions[0].isr = [1, 2]
+    _, new = changed(lambda s: setattr(s.topics["orders"].partitions[0], "isr", [1]), old)
+    assert kinds(diff(old, new)) == ["isr_shrink"]
+
+
 def test_raising_min_isr_above_the_isr_emits_under_min_isr_alone():
     old = healthy()
     old.topics["orders"].partitions[0].isr = [1, 2]
@@ -372,17 +380,19 @@ def test_removed_topic_emits_warning_topic_deleted():
     assert changes[0].topic == "orders"
 
 
-def test_topic_events_are_ordered_by_topic_name():
-    def recreate(s: Snapshot) -> None:
-        s.topics.pop("orders")
-        s.topics["zeta"] = topic("zeta")
-        s.topics["alpha"] = topic("alpha")
+def test_topic_events_are_ordered_by_topic_name_created_before_deleted():
+    created = [f"new-{c}" for c in "qwertyuiopasdfgh"]
+    deleted = [f"old-{c}" for c in "zxcvbnmlkj"]
+    old = snapshot(*(topic(n) for n in deleted))
 
-    old, new = changed(recreate)
+    def recreate(s: Snapshot) -> None:
+        s.topics.clear()
+        s.topics.update({n: topic(n) for n in created})
+
+    _, new = changed(recreate, old)
     assert [(c.kind, c.topic) for c in diff(old, new)] == [
-        ("topic_created", "alpha"),
-        ("topic_created", "zeta"),
-        ("topic_deleted", "orders"),
+        *(("topic_created", n) for n in sorted(created)),
+        *(("topic_deleted", n) for n in sorted(deleted)),
     ]
 
 
@@ -432,7 +442,7 @@ def _broker_down_old() -> Snapshot:
 
 
 # kind: (old snapshot, mutation giving the new one, severity)
-SCENARIOS: dict[str, tuple[Callable[[], Snapshot], Callable[[Snapshot], None], str]] = {
+SCENARIOS: dict[str, tuple[Callable[[], Snapshot], Callable[[Snapshot], object], str]] = {
     "cluster_unreachable": (healthy, lambda s: setattr(s, "reachable", False), CRITICAL),
     "cluster_reachable": (_unreachable_old, lambda s: setattr(s, "reachable", True), INFO),
     "broker_down": (healthy, lambda s: setattr(s.brokers[2], "up", False), CRITICAL),

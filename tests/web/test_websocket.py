@@ -83,7 +83,7 @@ async def test_unchanged_snapshot_sends_only_the_status(redis_server: str) -> No
 async def test_events_page_receives_only_events_matching_its_filter(redis_server: str) -> None:
     comm = communicator("/ws/clusters/local/live/?view=events&kind=broker_down", await a_user())
     assert (await comm.connect())[0]
-    base = {"cluster": "local", "at": "2026-11-22T10:00:00+00:00", "severity": "critical", "topic": None, "partition": None, "details": {}}
+    base: dict[str, Any] = {"cluster": "local", "at": "2026-11-22T10:00:00+00:00", "severity": "critical", "topic": None, "partition": None, "details": {}}
     events = [
         {**base, "id": 1, "kind": "broker_down", "broker": 2, "message": "Broker 2 (127.0.0.1:9094) is down"},
         {**base, "id": 2, "kind": "leader_change", "broker": 1, "message": "t-0 leader 2 -> 1", "topic": "t", "partition": 0},
