@@ -11,6 +11,7 @@ import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
+from contextvars import ContextVar
 from typing import Any, TypeVar
 
 import kafka.errors as kp_errors
@@ -38,6 +39,9 @@ from console.gateway.types import (
 )
 
 log = logging.getLogger(__name__)
+
+# Kafka calls made in the current context (a web request, a watcher cycle), when someone counts.
+request_counter: ContextVar[list[int] | None] = ContextVar("kafka_request_counter", default=None)
 logging.getLogger("kafka").setLevel(logging.CRITICAL)  # kafka-python logs every failed connect
 
 T = TypeVar("T")
@@ -154,6 +158,9 @@ class ClusterGateway:
                 log.debug("closing kafka-python admin client failed", exc_info=True)
 
     def _call(self, action: str, fn: Callable[[], T]) -> T:
+        counter = request_counter.get()
+        if counter is not None:
+            counter[0] += 1
         try:
             return fn()
         except Exception as exc:  # noqa: BLE001 - every library error becomes a GatewayError

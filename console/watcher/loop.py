@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import resource
 import socket
 import threading
 import time
@@ -158,6 +159,7 @@ class ClusterWatcher:
         self._ends: dict[tuple[str, int], int] = {}
         self._offsets_at: float | None = None
         self.offset_requests = 0
+        self.cycles = 0
 
     def load_previous(self) -> None:
         try:
@@ -265,6 +267,17 @@ class ClusterWatcher:
         self._record(snap, changes)
         self._publish(snap, changes, changed)
         self.previous = snap
+        self.cycles += 1
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        store.save_stats(self.cluster, {
+            "cycles": self.cycles,
+            "cycle_seconds": round(self.stats.seconds, 4),
+            "requests_last_cycle": self.stats.requests,
+            "offset_requests_total": self.offset_requests,
+            "cpu_seconds_total": round(usage.ru_utime + usage.ru_stime, 2),
+            "max_rss_mb": round(usage.ru_maxrss / 1024, 1),
+            "at": time.time(),
+        })
         return snap, changes
 
     def _record(self, snap: Snapshot, changes: list[Change]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -87,6 +88,18 @@ def load(cluster: str) -> Snapshot | None:
 def cached(cluster: str) -> Snapshot | None:
     with _cache_lock:
         return _cache.get(cluster)
+
+
+def save_stats(cluster: str, stats: dict[str, object]) -> None:
+    try:
+        client().set(f"console:watcher:stats:{cluster}", json.dumps(stats), ex=60)
+    except redis.RedisError:
+        log.debug("cannot save watcher stats", exc_info=True)
+
+
+def load_stats(cluster: str) -> dict[str, object] | None:
+    raw = client().get(f"console:watcher:stats:{cluster}")
+    return None if raw is None else dict(json.loads(raw))
 
 
 def heartbeat_age(key: str = HEARTBEAT_KEY) -> float | None:
