@@ -109,3 +109,21 @@ def test_whole_cluster_down_shows_the_banner_and_the_last_state_then_recovers_by
     wait_for(lambda: all(broker_up(stack, b) for b in (1, 2, 3)), 60, what="all brokers up again")
     kinds = {e["kind"] for e in events(stack)}
     assert {"cluster_unreachable", "cluster_reachable"} <= kinds
+
+
+def test_adding_a_fourth_node_shows_a_new_broker_and_a_quorum_observer(stack: Stack) -> None:
+    # Last of the session: the cluster keeps its 4th node until the session stops it.
+    from tests.integration.oracle import quorum_status
+
+    stack.cluster.run("add")
+    wait_for(lambda: broker_up(stack, 4), 30, what="broker 4 in the API")
+    brokers = {b["id"]: b for b in stack.get("/api/v1/clusters/local/brokers/").json()["brokers"]}
+    assert (brokers[4]["port"], brokers[4]["rack"]) == (29098, "r1")
+    expected = quorum_status(stack.cluster.tool("kafka-metadata-quorum", "describe", "--status"))
+    assert expected["observers"] == [4]
+
+    def observers() -> list[int]:
+        return sorted(o["id"] for o in stack.get("/api/v1/clusters/local/").json()["quorum"]["observers"])
+
+    wait_for(lambda: observers() == expected["observers"], 15, what="observer 4 in the API quorum")
+    assert any(e["kind"] == "broker_added" and e["broker"] == 4 for e in events(stack, kind="broker_added"))
