@@ -20,6 +20,7 @@ import subprocess
 import sys
 import time
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 import requests
@@ -48,6 +49,10 @@ def login_session(base_url: str) -> requests.Session:
                headers={"Referer": base_url + "/login/"}, timeout=10, allow_redirects=False)
     assert r.status_code == 302, r.status_code
     return s
+
+
+def broker_up(stack: Any, broker: int) -> bool:
+    return any(b["id"] == broker and b["up"] for b in stack.get("/api/v1/clusters/local/brokers/").json()["brokers"])
 
 
 def server_time(session: requests.Session, url: str, n: int) -> dict[str, Any]:
@@ -138,8 +143,7 @@ def main() -> None:
                     page.wait_for_selector(f'tr[data-broker="{victim}"] [data-state="down"]', timeout=60_000)
                     latencies.append(round(time.monotonic() - t0, 2))
                     cluster.start(victim)
-                    wait_for(lambda v=victim: any(b["id"] == v and b["up"] for b in stack.get("/api/v1/clusters/local/brokers/").json()["brokers"]),
-                             60, what="broker back up")
+                    wait_for(partial(broker_up, stack, victim), 60, what="broker back up")
                     time.sleep(5)
                 results["kill_to_browser_s"] = latencies
                 browser.close()
