@@ -6,7 +6,6 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PORT ?= 8000
 REDIS_PORT ?= 6380
-export REDIS_URL ?= redis://127.0.0.1:$(REDIS_PORT)/0
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_RUN := redis-server default-jdk-headless maven python3-venv
 APT_TEST := chromium
@@ -52,6 +51,7 @@ run: migrate
 	@$(PY) manage.py ensureuser admin --role admin --password-file var/admin_password | sed 's/^/login: /'
 	@echo "console: http://127.0.0.1:$(PORT)  (user admin, password in var/admin_password)"
 	@PATH="$(CURDIR)/$(VENV)/bin:$$PATH" CONSOLE_PORT=$(PORT) REDIS_PORT=$(REDIS_PORT) \
+	  REDIS_URL=$${REDIS_URL:-redis://127.0.0.1:$(REDIS_PORT)/0} \
 	  $(VENV)/bin/honcho start $(if $(KAFKA_BOOTSTRAP_SERVERS)$(KAFKA_CLUSTERS_FILE),redis web watcher worker beat,)
 
 lint: setup

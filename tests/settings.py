@@ -5,11 +5,18 @@ from pathlib import Path
 
 _ROOT = Path(__file__).resolve().parent.parent
 TEST_VAR = _ROOT / "var" / "test"
-os.environ.setdefault("CONSOLE_VAR_DIR", str(TEST_VAR))
-os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6391/0")
-os.environ.setdefault("DEVCLUSTER_BASE_PORT", "29092")
-os.environ.setdefault("DEVCLUSTER_DIR", str(TEST_VAR / "cluster"))
-os.environ.setdefault("CONSOLE_SECRET_KEY", "test-only-secret-key-that-is-long-enough-for-django-0123456789")
+# Forced, not defaulted: whatever the shell says about the console's own Redis or cluster, the
+# suite must use its own (a real cluster named by KAFKA_* must never be touched by tests).
+os.environ.update(
+    CONSOLE_VAR_DIR=str(TEST_VAR),
+    REDIS_URL="redis://127.0.0.1:6391/0",
+    DEVCLUSTER_BASE_PORT="29092",
+    DEVCLUSTER_DIR=str(TEST_VAR / "cluster"),
+    CONSOLE_SECRET_KEY="test-only-secret-key-that-is-long-enough-for-django-0123456789",
+)
+for name in [n for n in os.environ if n.startswith("KAFKA_") or n in {"DATABASE_URL", "CELERY_BROKER_URL"}]:
+    if name != "KAFKA_REQUEST_TIMEOUT":
+        del os.environ[name]
 
 from console.settings import *  # noqa: E402,F403
 

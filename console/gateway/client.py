@@ -16,7 +16,16 @@ from typing import Any, TypeVar
 
 import kafka.errors as kp_errors
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, OffsetSpec
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+    NewPartitions,
+    NewTopic,
+    OffsetSpec,
+)
 from kafka.admin import KafkaAdminClient
 
 from console.gateway.config import ClusterConfig
@@ -32,6 +41,7 @@ from console.gateway.types import (
     INTERNAL_TOPICS,
     Broker,
     ClusterMetadata,
+    ConfigValue,
     Partition,
     Quorum,
     QuorumReplica,
@@ -45,6 +55,14 @@ request_counter: ContextVar[list[int] | None] = ContextVar("kafka_request_counte
 logging.getLogger("kafka").setLevel(logging.CRITICAL)  # kafka-python logs every failed connect
 
 T = TypeVar("T")
+
+_SOURCES = {
+    ConfigSource.DEFAULT_CONFIG: "default",
+    ConfigSource.STATIC_BROKER_CONFIG: "static broker",
+    ConfigSource.DYNAMIC_BROKER_CONFIG: "dynamic broker",
+    ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG: "dynamic default broker",
+    ConfigSource.DYNAMIC_TOPIC_CONFIG: "dynamic topic",
+}
 
 _UNAVAILABLE = {
     "_TRANSPORT",
@@ -304,14 +322,99 @@ class ClusterGateway:
 
         return self._call("describe topic configs", run)
 
+    def describe_topic_configs(self, topic: str) -> list[ConfigValue]:
+        """Every config of a topic with where its value comes from; sensitive values are masked."""
+
+        def run() -> list[ConfigValue]:
+            resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
+            futures = self._admin_client().describe_configs([resource], request_timeout=self.timeout)
+            entries = self._result(next(iter(futures.values())))
+            return sorted(
+                (
+                    ConfigValue(
+                        name=e.name,
+                        value=None if e.is_sensitive else e.value,
+                        source=_SOURCES.get(e.source, "unknown"),
+                        is_default=bool(e.is_default),
+                        is_sensitive=bool(e.is_sensitive),
+                        is_read_only=bool(e.is_read_only),
+                    )
+                    for e in entries.values()
+                ),
+                key=lambda c: c.name,
+            )
+
+        return self._call(f"describe the configs of topic '{topic}'", run)
+
+    def alter_topic_configs(self, topic: str, set_values: dict[str, str], delete: list[str], validate_only: bool) -> None:
+        """Incremental alter: set some keys, return others to their default; nothing else changes."""
+        entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in set_values.items()]
+        entries += [ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE) for k in delete]
+
+        def run() -> None:
+            resource = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=entries)
+            futures = self._admin_client().incremental_alter_configs(
+                [resource], request_timeout=self.timeout, validate_only=validate_only
+            )
+            self._result(next(iter(futures.values())))
+
+        self._call(f"alter the configs of topic '{topic}'", run)
+
+    def log_dir_sizes(self, brokers: list[int]) -> dict[tuple[str, int], dict[int, int]]:
+        """Size in bytes of every partition replica on the given brokers (from their log dirs)."""
+
+        def run() -> dict[tuple[str, int], dict[int, int]]:
+            sizes: dict[tuple[str, int], dict[int, int]] = {}
+            try:
+                answers = self._kafka_python_admin().describe_log_dirs(brokers=brokers)
+            except Exception:
+                self._drop_kafka_python_admin()
+                raise
+            for answer in answers:
+                broker = answer["broker"]
+                for log_dir in answer["log_dirs"]:
+                    for topic in log_dir.get("topics", []):
+                        for part in topic.get("partitions", []):
+                            key = (topic["name"], part["partition_index"])
+                            sizes.setdefault(key, {})[broker] = sizes.get(key, {}).get(broker, 0) + part["partition_size"]
+            return sizes
+
+        return self._call("describe the brokers' log dirs", run)
+
     # Topics ------------------------------------------------------------------------------------
-    def create_topic(self, name: str, partitions: int, replication_factor: int, configs: dict[str, str] | None = None) -> None:
+    def create_topic(self, name: str, partitions: int, replication_factor: int, configs: dict[str, str] | None = None,
+                     validate_only: bool = False) -> None:
         def run() -> None:
             new = NewTopic(name, num_partitions=partitions, replication_factor=replication_factor, config=configs or {})
-            futures = self._admin_client().create_topics([new], request_timeout=self.timeout, operation_timeout=self.timeout)
+            futures = self._admin_client().create_topics(
+                [new], request_timeout=self.timeout, operation_timeout=self.timeout, validate_only=validate_only
+            )
             self._result(futures[name])
 
         self._call(f"create topic '{name}'", run)
+
+    def add_partitions(self, topic: str, total: int, validate_only: bool = False) -> None:
+        def run() -> None:
+            futures = self._admin_client().create_partitions(
+                [NewPartitions(topic, total)], request_timeout=self.timeout, operation_timeout=self.timeout,
+                validate_only=validate_only,
+            )
+            self._result(futures[topic])
+
+        self._call(f"add partitions to topic '{topic}'", run)
+
+    def delete_records(self, topic: str, before: dict[int, int]) -> dict[int, int]:
+        """Delete every record below the given offset of each partition (-1: all of it).
+        Returns the new start offset (low watermark) of each partition."""
+
+        def run() -> dict[int, int]:
+            request = [TopicPartition(topic, p, o) for p, o in before.items()]
+            futures = self._admin_client().delete_records(
+                request, request_timeout=self.timeout, operation_timeout=self.timeout
+            )
+            return {tp.partition: self._result(f).low_watermark for tp, f in futures.items()}
+
+        return self._call(f"delete records of topic '{topic}'", run)
 
     def delete_topic(self, name: str) -> None:
         def run() -> None:

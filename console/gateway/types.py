@@ -58,3 +58,17 @@ class Quorum:
     high_watermark: int
     voters: tuple[QuorumReplica, ...]
     observers: tuple[QuorumReplica, ...]
+
+
+@dataclass(frozen=True)
+class ConfigValue:
+    name: str
+    value: str | None  # None when sensitive (masked) or unset
+    source: str  # "default", "static broker", "dynamic broker", "dynamic default broker", "dynamic topic"
+    is_default: bool
+    is_sensitive: bool
+    is_read_only: bool
+
+    @property
+    def overridden(self) -> bool:
+        return self.source == "dynamic topic"
