@@ -19,7 +19,7 @@ from brokers_app.views import event_filters, event_rows, overview_fragment
 from console import gateway
 from console.errors import ConsoleError
 from console.realtime import cluster_group
-from topics_app.views import at_risk_fragment, layout_fragment
+from topics_app.views import at_risk_fragment, detail_fragment, layout_fragment, topics_fragment
 
 log = logging.getLogger(__name__)
 
@@ -27,8 +27,10 @@ FRAGMENTS: dict[str, Callable[[services.Live, Mapping[str, str]], dict[str, str]
     "overview": overview_fragment,
     "layout": layout_fragment,
     "at_risk": at_risk_fragment,
+    "topics": topics_fragment,
+    "topic": detail_fragment,
 }
-VIEWS = set(FRAGMENTS) | {"events"}
+VIEWS = set(FRAGMENTS) | {"events", "status"}  # "status": only the cluster status, no fragments
 
 
 class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
@@ -76,7 +78,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             if matching:
                 html = await sync_to_async(event_rows)(matching)
                 await self.send_json({"type": "prepend", "target": "event-rows", "html": html, "count": len(matching)})
-        elif message["changed"]:
+        elif message["changed"] and self.view in FRAGMENTS:
             try:
                 fragments = await sync_to_async(self._render)()
             except ConsoleError as exc:

@@ -45,6 +45,7 @@
     var proto = location.protocol === "https:" ? "wss://" : "ws://";
     var params = new URLSearchParams(location.search);
     params.set("view", bar.dataset.view);
+    if (bar.dataset.topic) params.set("topic", bar.dataset.topic);
     var ws = new WebSocket(proto + location.host + "/ws/clusters/" + encodeURIComponent(bar.dataset.cluster) + "/live/?" + params.toString());
     ws.onopen = function () {
       socketUp = true; delay = 1000;

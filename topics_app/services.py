@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import math
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from console.gateway.errors import NotFound
+from console import gateway
+from console.audit import record
+from console.errors import BadParameter, ConsoleError
+from console.gateway.errors import ClusterUnavailable, NotFound
+from console.gateway.types import ConfigValue
 from console.watcher.snapshot import PartitionState, Snapshot, TopicState
+from topics_app.validation import check_counts, check_topic_name
 
 
 @dataclass
@@ -89,3 +96,237 @@ def partitions(snap: Snapshot, name: str) -> list[dict[str, Any]]:
         }
         for p in t.partitions
     ]
+
+
+# Topics list --------------------------------------------------------------------------------------
+
+SORTS = {
+    "name": "name",
+    "partitions": "partitions",
+    "replication_factor": "replication factor",
+    "size": "size",
+    "messages": "messages",
+    "produce_rate": "produce rate",
+    "under_replicated": "under-replicated",
+}
+
+
+@dataclass
+class TopicsPage:
+    rows: list[dict[str, Any]]
+    total: int
+    page: int
+    pages: int
+    per_page: int
+
+
+_rows_cache: dict[tuple[str, int, float | None], list[dict[str, Any]]] = {}
+
+
+def topic_rows(snap: Snapshot) -> list[dict[str, Any]]:
+    """One summary row per topic, computed once per snapshot version and reused by every request."""
+    key = (snap.cluster, snap.version, snap.offsets_at)
+    cached = _rows_cache.get(key)
+    if cached is not None:
+        return cached
+    rows = []
+    for t in snap.topics.values():
+        counts = t.counts()
+        rows.append(
+            {
+                "name": t.name,
+                "internal": t.internal,
+                "partitions": len(t.partitions),
+                "replication_factor": t.replication_factor,
+                "min_isr": t.min_isr,
+                "under_replicated": counts["under_replicated"],
+                "offline": counts["offline"],
+                "under_min_isr": counts["under_min_isr"],
+                "size": t.size,
+                "messages": t.messages,
+                "produce_rate": t.produce_rate,
+                "groups": snap.topic_groups.get(t.name, []),
+            }
+        )
+    _rows_cache.clear()
+    _rows_cache[key] = rows
+    return rows
+
+
+def topics_page(snap: Snapshot, *, query: str = "", regex: bool = False, sort: str = "name", descending: bool = False,
+                page: int = 1, per_page: int = 50, internal: bool = False) -> TopicsPage:
+    rows = topic_rows(snap)
+    if not internal:
+        rows = [r for r in rows if not r["internal"]]
+    if query:
+        if regex:
+            try:
+                pattern = re.compile(query)
+            except re.error as exc:
+                raise BadParameter(f"'q' is not a valid regular expression: {exc}.") from None
+            rows = [r for r in rows if pattern.search(r["name"])]
+        else:
+            needle = query.lower()
+            rows = [r for r in rows if needle in r["name"].lower()]
+    if sort not in SORTS:
+        raise BadParameter(f"'sort' must be one of {', '.join(SORTS)}, not '{sort[:50]}'.")
+    if sort == "name":
+        rows = sorted(rows, key=lambda r: r["name"], reverse=descending)
+    else:
+        known = [r for r in rows if r[sort] is not None]
+        unknown = [r for r in rows if r[sort] is None]
+        known.sort(key=lambda r: (r[sort], r["name"]), reverse=descending)
+        rows = known + sorted(unknown, key=lambda r: r["name"])  # unknown values last either way
+    pages = max(1, math.ceil(len(rows) / per_page))
+    page = min(max(1, page), pages)
+    return TopicsPage(rows=rows[(page - 1) * per_page : page * per_page], total=len(rows), page=page, pages=pages,
+                      per_page=per_page)
+
+
+# Changes (operator or admin; every one audited) ---------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    dry_run: bool
+    message: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+def _snapshot(cluster: str) -> Snapshot:
+    from brokers_app.services import live
+
+    snap = live(cluster).snapshot
+    if snap is None or not snap.reachable:
+        raise ClusterUnavailable(f"Cluster '{cluster}' is not reachable right now; nothing was changed.")
+    return snap
+
+
+def _audited(user: Any, cluster: str, action: str, target: str, details: dict[str, Any], dry_run: bool,
+             run: Callable[[], Outcome]) -> Outcome:
+    """Run a change; record it (and a refused attempt) in the audit log. Dry runs are not changes."""
+    try:
+        outcome = run()
+    except ConsoleError as exc:
+        if not dry_run:
+            record(user, action, cluster=cluster, target=target, details={**details, "error": exc.message}, outcome="failed")
+        raise
+    if not dry_run:
+        record(user, action, cluster=cluster, target=target, details={**details, **outcome.details})
+    return outcome
+
+
+def create_topic(user: Any, cluster: str, name: str, partitions: int, replication_factor: int, configs: dict[str, str],
+                 dry_run: bool) -> Outcome:
+    snap = _snapshot(cluster)
+    check_topic_name(name, snap.topics)
+    check_counts(partitions, replication_factor, len(snap.live_broker_ids()))
+    details = {"partitions": partitions, "replication_factor": replication_factor, "configs": configs}
+
+    def run() -> Outcome:
+        gateway.for_cluster(cluster).create_topic(name, partitions, replication_factor, configs, validate_only=dry_run)
+        verb = "Kafka accepts" if dry_run else "Created"
+        return Outcome(dry_run, f"{verb} topic '{name}' with {partitions} partition{'s' if partitions != 1 else ''}, "
+                                f"replication factor {replication_factor}.")
+
+    return _audited(user, cluster, "create_topic", name, details, dry_run, run)
+
+
+def topic_configs(cluster: str, name: str) -> list[ConfigValue]:
+    return gateway.for_cluster(cluster).describe_topic_configs(name)
+
+
+def config_diff(current: list[ConfigValue], set_values: dict[str, str], delete: list[str]) -> list[dict[str, Any]]:
+    by_name = {c.name: c for c in current}
+    unknown = sorted((set(set_values) | set(delete)) - by_name.keys())
+    if unknown:
+        raise BadParameter(f"Unknown topic config{'s' if len(unknown) > 1 else ''}: {', '.join(unknown)}.")
+    read_only = sorted(k for k in set_values if by_name[k].is_read_only)
+    if read_only:
+        raise BadParameter(f"Read-only config{'s' if len(read_only) > 1 else ''}: {', '.join(read_only)}.")
+    diff = []
+    for key, value in sorted(set_values.items()):
+        old = by_name[key]
+        if old.value != value or not old.overridden:
+            diff.append({"name": key, "old": old.value, "new": value, "old_source": old.source})
+    for key in sorted(delete):
+        old = by_name[key]
+        if old.overridden:
+            diff.append({"name": key, "old": old.value, "new": None, "old_source": old.source})
+    return diff
+
+
+def alter_configs(user: Any, cluster: str, name: str, set_values: dict[str, str], delete: list[str], dry_run: bool) -> Outcome:
+    topic(_snapshot(cluster), name)
+    gw = gateway.for_cluster(cluster)
+    diff = config_diff(gw.describe_topic_configs(name), set_values, delete)
+
+    def run() -> Outcome:
+        if not diff:
+            return Outcome(dry_run, "Nothing to change: the configs already have these values.", {"diff": []})
+        # Kafka validates first (dry run) either way, so a bad value never half-applies.
+        gw.alter_topic_configs(name, set_values, delete, validate_only=True)
+        if not dry_run:
+            gw.alter_topic_configs(name, set_values, delete, validate_only=False)
+        verb = "Kafka accepts" if dry_run else "Applied"
+        return Outcome(dry_run, f"{verb} {len(diff)} config change{'s' if len(diff) != 1 else ''} to topic '{name}'.",
+                       {"diff": diff})
+
+    return _audited(user, cluster, "alter_topic_configs", name, {"set": set_values, "delete": delete}, dry_run, run)
+
+
+def add_partitions(user: Any, cluster: str, name: str, total: int, dry_run: bool) -> Outcome:
+    current = len(topic(_snapshot(cluster), name).partitions)
+    if total <= current:
+        raise BadParameter(f"Topic '{name}' has {current} partitions; the new count must be more than that, not {total}.")
+
+    def run() -> Outcome:
+        gateway.for_cluster(cluster).add_partitions(name, total, validate_only=dry_run)
+        verb = "Kafka accepts going" if dry_run else "Went"
+        return Outcome(dry_run, f"{verb} from {current} to {total} partitions on topic '{name}'. Keys now map to "
+                                "different partitions: per-key ordering holds only for messages written from now on.",
+                       {"old": current, "new": total})
+
+    return _audited(user, cluster, "add_partitions", name, {"total": total}, dry_run, run)
+
+
+def purge_records(user: Any, cluster: str, name: str, before: dict[int, int] | None, dry_run: bool) -> Outcome:
+    """Delete records below an offset per partition, or everything (`before` None)."""
+    t = topic(_snapshot(cluster), name)
+    parts = {p.partition: p for p in t.partitions}
+    if before is None:
+        before = {n: -1 for n in parts}
+    for n, offset in before.items():
+        p = parts.get(n)
+        if p is None:
+            raise BadParameter(f"Topic '{name}' has no partition {n}; it has 0-{len(parts) - 1}.")
+        if offset < -1 or (offset >= 0 and p.end_offset is not None and offset > p.end_offset):
+            raise BadParameter(f"Offset {offset} is outside partition {n} (end offset {p.end_offset}); use -1 for all.")
+
+    def run() -> Outcome:
+        if dry_run:
+            count = sum(
+                max(0, (parts[n].end_offset or 0) - (parts[n].start_offset or 0)) if o == -1
+                else max(0, o - (parts[n].start_offset or 0))
+                for n, o in before.items()
+            )
+            return Outcome(True, f"About {count} records of topic '{name}' would be deleted from "
+                                 f"{len(before)} partition{'s' if len(before) != 1 else ''}.", {"records": count})
+        low = gateway.for_cluster(cluster).delete_records(name, before)
+        return Outcome(False, f"Deleted records of topic '{name}'; partitions now start at "
+                              + ", ".join(f"{p}: {o}" for p, o in sorted(low.items())) + ".",
+                       {"start_offsets": {str(p): o for p, o in low.items()}})
+
+    return _audited(user, cluster, "purge_records", name, {"before": {str(k): v for k, v in before.items()}}, dry_run, run)
+
+
+def delete_topic(user: Any, cluster: str, name: str, confirmation: str) -> Outcome:
+    topic(_snapshot(cluster), name)
+    if confirmation != name:
+        raise BadParameter(f"To delete topic '{name}', type its name exactly; nothing was deleted.")
+
+    def run() -> Outcome:
+        gateway.for_cluster(cluster).delete_topic(name)
+        return Outcome(False, f"Deleted topic '{name}'.")
+
+    return _audited(user, cluster, "delete_topic", name, {}, False, run)

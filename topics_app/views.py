@@ -5,15 +5,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
+from django.urls import reverse
 
 from brokers_app.services import Live
 from brokers_app.services import live as live_snapshot
-from console.errors import BadParameter
+from console.auth import has_role, role_required
+from console.errors import BadParameter, ConsoleError
+from console.gateway.errors import GatewayError
 from console.params import bool_param, int_param
 from topics_app import services
+from topics_app.validation import parse_configs
 
 
 def layout_params(params: Mapping[str, str]) -> dict[str, Any]:
@@ -62,3 +67,164 @@ def at_risk(request: HttpRequest, cluster: str) -> HttpResponse:
     broker = int_param(request.GET, "broker", minimum=0)
     live = live_snapshot(cluster)
     return render(request, "topics_app/at_risk.html", {**at_risk_context(live, broker), "view": "at_risk"})
+
+
+# Topics list and detail ------------------------------------------------------------------------------
+
+
+def list_params(params: Mapping[str, str]) -> dict[str, Any]:
+    query = params.get("q", "").strip()
+    if len(query) > 500:
+        raise BadParameter("'q' is too long (at most 500 characters).")
+    sort = params.get("sort", "name") or "name"
+    if sort not in services.SORTS:
+        raise BadParameter(f"'sort' must be one of {', '.join(services.SORTS)}, not '{sort[:50]}'.")
+    return {
+        "query": query,
+        "regex": bool_param(params, "regex"),
+        "sort": sort,
+        "descending": bool_param(params, "desc"),
+        "page": int_param(params, "page", 1, minimum=1),
+        "per_page": int_param(params, "per_page", 50, minimum=1, maximum=500),
+        "internal": bool_param(params, "internal"),
+    }
+
+
+def topics_context(live: Live, params: dict[str, Any]) -> dict[str, Any]:
+    page = services.topics_page(live.snapshot, **params) if live.snapshot else None
+    return {"live": live, "topics": page, "params": params, "sorts": services.SORTS}
+
+
+def topics_fragment(live: Live, params: Mapping[str, str]) -> dict[str, str]:
+    return {"live-topics": render_to_string("topics_app/_topics.html", topics_context(live, list_params(params)))}
+
+
+def topics(request: HttpRequest, cluster: str) -> HttpResponse:
+    params = list_params(request.GET)
+    live = live_snapshot(cluster)
+    return render(request, "topics_app/topics.html", {**topics_context(live, params), "view": "topics"})
+
+
+def detail_context(live: Live, name: str) -> dict[str, Any]:
+    if live.snapshot is None:
+        raise BadParameter(f"There is no snapshot of cluster '{live.cluster}' yet.")
+    t = services.topic(live.snapshot, name)
+    return {
+        "live": live,
+        "topic": t,
+        "partitions": services.partitions(live.snapshot, name),
+        "brokers": sorted(live.snapshot.brokers),
+        "groups": live.snapshot.topic_groups.get(name, []),
+    }
+
+
+def detail_fragment(live: Live, params: Mapping[str, str]) -> dict[str, str]:
+    return {"live-topic": render_to_string("topics_app/_topic.html", detail_context(live, params.get("topic", "")))}
+
+
+def topic_detail(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
+    live = live_snapshot(cluster)
+    context = detail_context(live, topic)
+    configs, config_error = None, None
+    try:
+        configs = services.topic_configs(cluster, topic)
+    except GatewayError as exc:
+        config_error = exc.message  # the page still shows what the snapshot knows
+    return render(request, "topics_app/topic.html", {**context, "view": "topic", "configs": configs,
+                                                     "config_error": config_error,
+                                                     "can_change": has_role(request.user, "operator"),
+                                                     "can_delete": has_role(request.user, "admin")})
+
+
+# Changes: each form previews (Kafka's dry-run verdict) before it applies -------------------------------
+
+
+def _action(request: HttpRequest, cluster: str, title: str, template: str, run: Any, extra: dict[str, Any]) -> HttpResponse:
+    """POST with `apply` runs the change; any other POST is a dry run whose verdict is shown first."""
+    context: dict[str, Any] = {"title": title, "cluster": cluster, "form": request.POST, **extra}
+    status = 200
+    if request.method == "POST":
+        apply = request.POST.get("apply") == "1"
+        try:
+            outcome = run(apply)
+            context["outcome"] = outcome
+            if apply:
+                messages.success(request, outcome.message)
+                return redirect(extra.get("done_url") or reverse("topics", args=[cluster]))
+        except ConsoleError as exc:
+            context["error"] = exc.message
+            status = exc.http_status if exc.http_status < 500 else 400
+    live = live_snapshot(cluster)
+    return render(request, template, {**context, "live": live, "view": "status"}, status=status)
+
+
+@role_required("operator")
+def topic_create(request: HttpRequest, cluster: str) -> HttpResponse:
+    def run(apply: bool) -> services.Outcome:
+        p = request.POST
+        return services.create_topic(
+            request.user, cluster, p.get("name", "").strip(),
+            int_param(p, "partitions", minimum=None) or 0,
+            int_param(p, "replication_factor", minimum=None) or 0,
+            parse_configs(p.get("configs", "")), dry_run=not apply,
+        )
+
+    return _action(request, cluster, "Create a topic", "topics_app/create.html", run, {})
+
+
+@role_required("operator")
+def topic_configs_edit(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
+    current = services.topic_configs(cluster, topic)
+    overrides = "\n".join(f"{c.name}={c.value}" for c in current if c.overridden and c.value is not None)
+
+    def run(apply: bool) -> services.Outcome:
+        wanted = parse_configs(request.POST.get("configs", ""))
+        previous = {c.name for c in current if c.overridden}
+        delete = sorted(previous - wanted.keys())
+        return services.alter_configs(request.user, cluster, topic, wanted, delete, dry_run=not apply)
+
+    done = reverse("topic", args=[cluster, topic])
+    return _action(request, cluster, f"Edit configs of {topic}", "topics_app/configs.html", run,
+                   {"topic": topic, "overrides": overrides, "done_url": done})
+
+
+@role_required("operator")
+def topic_partitions_add(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
+    def run(apply: bool) -> services.Outcome:
+        total = int_param(request.POST, "total", minimum=1)
+        if total is None:
+            raise BadParameter("Give the new total number of partitions.")
+        return services.add_partitions(request.user, cluster, topic, total, dry_run=not apply)
+
+    return _action(request, cluster, f"Add partitions to {topic}", "topics_app/partitions.html", run,
+                   {"topic": topic, "done_url": reverse("topic", args=[cluster, topic])})
+
+
+def parse_purge(text: str) -> dict[int, int] | None:
+    """Blank: everything. Otherwise `partition=offset` lines."""
+    if not text.strip():
+        return None
+    return {
+        int_param({"partition": k}, "partition", minimum=0) or 0: int_param({"offset": v}, "offset", minimum=-1) or 0
+        for k, v in parse_configs(text).items()
+    }
+
+
+@role_required("operator")
+def topic_purge(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
+    def run(apply: bool) -> services.Outcome:
+        return services.purge_records(request.user, cluster, topic, parse_purge(request.POST.get("offsets", "")),
+                                      dry_run=not apply)
+
+    return _action(request, cluster, f"Purge records of {topic}", "topics_app/purge.html", run,
+                   {"topic": topic, "done_url": reverse("topic", args=[cluster, topic])})
+
+
+@role_required("admin")
+def topic_delete(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
+    def run(apply: bool) -> services.Outcome:
+        if not apply:
+            return services.Outcome(True, f"Type '{topic}' and press Delete to delete it for good.")
+        return services.delete_topic(request.user, cluster, topic, request.POST.get("confirm", ""))
+
+    return _action(request, cluster, f"Delete {topic}", "topics_app/delete.html", run, {"topic": topic})

@@ -91,6 +91,8 @@ def build_snapshot(
                     offline_replicas=[r for r in p.replicas if r not in live],
                     start_offset=old.start_offset if old else None,
                     end_offset=old.end_offset if old else None,
+                    size=old.size if old else None,
+                    replica_sizes=old.replica_sizes if old else {},
                 )
             )
         topics[t.name] = TopicState(
@@ -98,6 +100,7 @@ def build_snapshot(
             internal=t.internal,
             partitions=parts,
             min_isr=min_isr.get(t.name, old_topic.min_isr if old_topic else None),
+            produce_rate=old_topic.produce_rate if old_topic else None,
         )
 
     quorum_state = None
@@ -143,6 +146,16 @@ def build_snapshot(
     )
 
 
+def produce_rates(before: dict[tuple[str, int], int], after: dict[tuple[str, int], int], seconds: float) -> dict[str, float]:
+    """Messages per second per topic between two samples of end offsets (partitions in both)."""
+    totals: dict[str, int] = {}
+    for key, end in after.items():
+        start = before.get(key)
+        if start is not None:
+            totals[key[0]] = totals.get(key[0], 0) + max(0, end - start)
+    return {topic: round(n / seconds, 2) for topic, n in totals.items()}
+
+
 class ClusterWatcher:
     def __init__(self, cluster: str, owner: str) -> None:
         self.cluster = cluster
@@ -158,6 +171,9 @@ class ClusterWatcher:
         self._starts: dict[tuple[str, int], int] = {}
         self._ends: dict[tuple[str, int], int] = {}
         self._offsets_at: float | None = None
+        self._sizes: dict[tuple[str, int], dict[int, int]] = {}
+        self._rates: dict[str, float] = {}
+        self._next_sizes = 0.0
         self.offset_requests = 0
         self.cycles = 0
 
@@ -223,15 +239,22 @@ class ClusterWatcher:
     def _apply_offsets(self, snap: Snapshot) -> None:
         with self._offsets_lock:
             starts, ends, at = self._starts, self._ends, self._offsets_at
+            sizes, rates = self._sizes, self._rates
         if at is None:
             return
         for t in snap.topics.values():
+            if t.name in rates:
+                t.produce_rate = rates[t.name]
             for p in t.partitions:
                 key = (t.name, p.partition)
                 if key in ends:
                     p.end_offset = ends[key]
                 if key in starts:
                     p.start_offset = starts[key]
+                replicas = sizes.get(key)
+                if replicas is not None:
+                    p.replica_sizes = {str(b): n for b, n in sorted(replicas.items())}
+                    p.size = replicas.get(p.leader, max(replicas.values()))
         snap.offsets_at = at
 
     def sample_offsets(self) -> None:
@@ -249,10 +272,24 @@ class ClusterWatcher:
                 results[which] = self.gateway.list_offsets(partitions, which)
             except GatewayError:
                 results[which] = {}
+        now = time.time()
+        sizes = None
+        if now >= self._next_sizes:
+            try:
+                self.offset_requests += 1
+                sizes = self.gateway.log_dir_sizes(sorted(snap.live_broker_ids()))
+                self._next_sizes = now + settings.WATCHER_SIZES_INTERVAL
+            except GatewayError:
+                log.info("could not read log dir sizes of %s", self.cluster)
         with self._offsets_lock:
+            previous_ends, previous_at = self._ends, self._offsets_at
             self._ends = {**self._ends, **results["latest"]}
             self._starts = {**self._starts, **results["earliest"]}
-            self._offsets_at = time.time()
+            self._offsets_at = now
+            if sizes is not None:
+                self._sizes = sizes
+            if previous_at is not None and now > previous_at:
+                self._rates = produce_rates(previous_ends, results["latest"], now - previous_at)
 
     def cycle(self) -> tuple[Snapshot, list[Change]]:
         now = time.time()

@@ -28,6 +28,14 @@ class PartitionState:
     offline_replicas: list[int]
     start_offset: int | None = None
     end_offset: int | None = None
+    size: int | None = None  # bytes in the leader's log (falls back to the largest replica)
+    replica_sizes: dict[str, int] = field(default_factory=dict)  # broker id (as text) -> bytes
+
+    @property
+    def messages(self) -> int | None:
+        if self.start_offset is None or self.end_offset is None:
+            return None
+        return max(0, self.end_offset - self.start_offset)
 
     @property
     def offline(self) -> bool:
@@ -51,10 +59,29 @@ class TopicState:
     internal: bool
     partitions: list[PartitionState]
     min_isr: int | None = None  # None until the watcher has read the topic's config
+    produce_rate: float | None = None  # messages per second between the last two offset samples
 
     @property
     def replication_factor(self) -> int:
         return max((len(p.replicas) for p in self.partitions), default=0)
+
+    @property
+    def size(self) -> int | None:
+        sizes = [p.size for p in self.partitions if p.size is not None]
+        return sum(sizes) if sizes else None
+
+    @property
+    def messages(self) -> int | None:
+        counts = [p.messages for p in self.partitions if p.messages is not None]
+        return sum(counts) if counts else None
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "under_replicated": sum(p.under_replicated for p in self.partitions),
+            "offline": sum(p.offline for p in self.partitions),
+            "under_min_isr": sum(p.under_min_isr(self.min_isr) for p in self.partitions),
+        }
+
 
     def partition(self, number: int) -> PartitionState | None:
         for p in self.partitions:
@@ -96,6 +123,7 @@ class Snapshot:
     quorum_error: str | None = None
     topics: dict[str, TopicState] = field(default_factory=dict)
     offsets_at: float | None = None
+    topic_groups: dict[str, list[str]] = field(default_factory=dict)  # topic -> consumer groups with offsets on it
 
     # Serialisation -----------------------------------------------------------------------------
     def to_json(self) -> str:
@@ -141,10 +169,12 @@ class Snapshot:
                     internal=t["internal"],
                     partitions=[PartitionState(**p) for p in t["partitions"]],
                     min_isr=t.get("min_isr"),
+                    produce_rate=t.get("produce_rate"),
                 )
                 for name, t in data.get("topics", {}).items()
             },
             offsets_at=data.get("offsets_at"),
+            topic_groups=data.get("topic_groups", {}),
         )
 
     # Derived views -------------------------------------------------------------------------------
