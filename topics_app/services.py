@@ -93,6 +93,9 @@ def partitions(snap: Snapshot, name: str) -> list[dict[str, Any]]:
             "under_min_isr": p.under_min_isr(t.min_isr),
             "start_offset": p.start_offset,
             "end_offset": p.end_offset,
+            "messages": p.messages,
+            "size": p.size,
+            "replica_sizes": p.replica_sizes,
         }
         for p in t.partitions
     ]

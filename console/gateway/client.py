@@ -56,12 +56,13 @@ logging.getLogger("kafka").setLevel(logging.CRITICAL)  # kafka-python logs every
 
 T = TypeVar("T")
 
+# librdkafka reports the source as a plain int: key the table by the enum's values.
 _SOURCES = {
-    ConfigSource.DEFAULT_CONFIG: "default",
-    ConfigSource.STATIC_BROKER_CONFIG: "static broker",
-    ConfigSource.DYNAMIC_BROKER_CONFIG: "dynamic broker",
-    ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG: "dynamic default broker",
-    ConfigSource.DYNAMIC_TOPIC_CONFIG: "dynamic topic",
+    ConfigSource.DEFAULT_CONFIG.value: "default",
+    ConfigSource.STATIC_BROKER_CONFIG.value: "static broker",
+    ConfigSource.DYNAMIC_BROKER_CONFIG.value: "dynamic broker",
+    ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value: "dynamic default broker",
+    ConfigSource.DYNAMIC_TOPIC_CONFIG.value: "dynamic topic",
 }
 
 _UNAVAILABLE = {
@@ -110,6 +111,13 @@ def translate(exc: BaseException, cluster: str, action: str) -> GatewayError:
         name = type(exc).__name__
         upper = "".join("_" + c if c.isupper() else c for c in name).upper().lstrip("_")
         return translate_error(upper.removesuffix("_ERROR"), str(exc), cluster, action)
+    if isinstance(exc, (kp_errors.UnknownBrokerIdError, kp_errors.KafkaConnectionError)) or (
+        isinstance(exc, kp_errors.KafkaError) and getattr(exc, "retriable", False)
+    ):
+        return ClusterUnavailable(f"Cluster '{cluster}' is unreachable: could not {action} ({exc}).")
+    if isinstance(exc, kp_errors.KafkaError):
+        log.warning("Kafka client error while trying to %s: %s", action, exc)
+        return GatewayError(f"Could not {action} on cluster '{cluster}': {exc}")
     log.exception("unexpected error from a Kafka client while trying to %s", action)
     return GatewayError(f"Kafka client failed while trying to {action}: {exc}")
 
@@ -334,7 +342,7 @@ class ClusterGateway:
                     ConfigValue(
                         name=e.name,
                         value=None if e.is_sensitive else e.value,
-                        source=_SOURCES.get(e.source, "unknown"),
+                        source=_SOURCES.get(int(e.source), "unknown"),
                         is_default=bool(e.is_default),
                         is_sensitive=bool(e.is_sensitive),
                         is_read_only=bool(e.is_read_only),

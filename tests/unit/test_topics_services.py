@@ -178,6 +178,9 @@ def test_partitions_describe_each_partition():
         "under_min_isr": False,
         "start_offset": 4,
         "end_offset": 40,
+        "messages": 36,
+        "size": None,
+        "replica_sizes": {},
     }
     assert rows[1]["leader"] is None
     assert rows[1]["offline"] is True
