@@ -333,3 +333,31 @@ def delete_topic(user: Any, cluster: str, name: str, confirmation: str) -> Outco
         return Outcome(False, f"Deleted topic '{name}'.")
 
     return _audited(user, cluster, "delete_topic", name, {}, False, run)
+
+
+def topic_group_lags(snap: Snapshot, name: str) -> list[dict[str, Any]]:
+    """The consumer groups of a topic with their lag on it: max(0, end offset - committed) summed
+    over the partitions they committed; a partition assigned but never committed is 'unknown'."""
+    t = topic(snap, name)
+    ends = {p.partition: p.end_offset for p in t.partitions}
+    rows = []
+    for gid in snap.topic_groups.get(name, []):
+        g = snap.groups.get(gid)
+        if g is None:
+            continue
+        lag, committed, unknown = 0, 0, 0
+        for key, offset in g.offsets.items():
+            topic_name, _, part = key.rpartition(":")
+            end = ends.get(int(part))
+            if topic_name != name:
+                continue
+            committed += 1
+            if end is None:
+                unknown += 1
+            else:
+                lag += max(0, end - offset)
+        assigned = {a[1] for m in g.members for a in m.assignment if a[0] == name}
+        unknown += len(assigned - {int(k.rpartition(":")[2]) for k in g.offsets if k.rpartition(":")[0] == name})
+        rows.append({"group": gid, "state": g.state, "members": len(g.members), "lag": lag,
+                     "partitions": committed, "unknown_partitions": unknown})
+    return rows

@@ -114,7 +114,7 @@ def detail_context(live: Live, name: str) -> dict[str, Any]:
         "topic": t,
         "partitions": services.partitions(live.snapshot, name),
         "brokers": sorted(live.snapshot.brokers),
-        "groups": live.snapshot.topic_groups.get(name, []),
+        "groups": services.topic_group_lags(live.snapshot, name),
     }
 
 

@@ -42,6 +42,8 @@ from console.gateway.types import (
     Broker,
     ClusterMetadata,
     ConfigValue,
+    ConsumerGroup,
+    GroupMember,
     Partition,
     Quorum,
     QuorumReplica,
@@ -388,6 +390,64 @@ class ClusterGateway:
             return sizes
 
         return self._call("describe the brokers' log dirs", run)
+
+    # Consumer groups ---------------------------------------------------------------------------
+    def consumer_groups(self) -> list[ConsumerGroup]:
+        """Every group with its state and members: one ListGroups per broker, then one
+        DescribeGroups per coordinator for all of its groups (never one request per group)."""
+
+        def run() -> list[ConsumerGroup]:
+            admin = self._kafka_python_admin()
+            try:
+                listed = admin.list_groups()
+                ids = sorted({g["group_id"] for g in listed})
+                described = admin.describe_groups(ids) if ids else {}
+            except Exception:
+                self._drop_kafka_python_admin()  # forget cached coordinators after a failure
+                raise
+            kinds = {g["group_id"]: g for g in listed}
+            groups = []
+            for gid in ids:
+                d = described.get(gid, {})
+                members = []
+                for m in d.get("members", []):
+                    assignment = (m.get("member_assignment") or {}).get("assigned_partitions", [])
+                    members.append(GroupMember(
+                        member_id=m.get("member_id", ""),
+                        client_id=m.get("client_id", ""),
+                        host=str(m.get("client_host", "")).lstrip("/"),
+                        assignment=tuple(sorted((a["topic"], p) for a in assignment for p in a["partitions"])),
+                    ))
+                groups.append(ConsumerGroup(
+                    group_id=gid,
+                    state=d.get("group_state") or kinds[gid].get("group_state") or "Unknown",
+                    protocol_type=d.get("protocol_type", kinds[gid].get("protocol_type", "")) or "",
+                    group_type=kinds[gid].get("group_type") or "classic",
+                    assignor=d.get("protocol_data", "") or "",
+                    members=tuple(sorted(members, key=lambda m: m.member_id)),
+                    error=d.get("error"),
+                ))
+            return groups
+
+        return self._call("list consumer groups", run)
+
+    def group_offsets(self, group_ids: list[str]) -> dict[str, dict[tuple[str, int], int]]:
+        """Committed offsets of many groups: one OffsetFetch per coordinator (KIP-709)."""
+        if not group_ids:
+            return {}
+
+        def run() -> dict[str, dict[tuple[str, int], int]]:
+            try:
+                raw = self._kafka_python_admin().list_group_offsets(list(group_ids))
+            except Exception:
+                self._drop_kafka_python_admin()
+                raise
+            return {
+                gid: {(tp.topic, tp.partition): meta.offset for tp, meta in offsets.items() if meta.offset >= 0}
+                for gid, offsets in raw.items()
+            }
+
+        return self._call("fetch committed offsets", run)
 
     # Topics ------------------------------------------------------------------------------------
     def create_topic(self, name: str, partitions: int, replication_factor: int, configs: dict[str, str] | None = None,

@@ -302,21 +302,22 @@ class _Scan:
 
     # The hot loop ------------------------------------------------------------------------------
     def _pump(self, ranges: dict[int, tuple[int, int]], sink: dict[int, list[Record]],
-              after_batch: Callable[[dict[int, Any], dict[int, Any], dict[int, int]], None] | None = None) -> dict[int, int]:
-        """Read each partition's [start, end) into `sink` (matches only); returns the read positions.
+              after_batch: Callable[[dict[int, Any], dict[int, int]], None] | None = None) -> tuple[dict[int, int], dict[int, Any]]:
+        """Read each partition's [start, end) into `sink` (matches only).
 
-        after_batch(first, last, live_end) sees the first and last message read per partition and
-        may end partitions early by deleting them from live_end.
+        Returns the read positions and the first message read in each partition. after_batch(last,
+        live_end) sees the last message read per partition in the batch and may end partitions early
+        by deleting them from live_end.
         """
         topic = self.spec.topic
         read_to = {p: s for p, (s, _) in ranges.items()}
         live_end = {p: e for p, (s, e) in ranges.items() if s < e}
+        first: dict[int, Any] = {}
         if not live_end:
-            return read_to
+            return read_to, first
         self.consumer.assign([TopicPartition(topic, p, ranges[p][0]) for p in live_end])
         raw, matcher, make = self.raw_matcher, self.matcher, _record
         max_scanned = self.spec.max_scanned
-        first: dict[int, Any] = {}
         idle_since = time.monotonic()
         paused: set[int] = set()
         while live_end and not self.halted:
@@ -365,14 +366,14 @@ class _Scan:
                 silent = ", ".join(map(str, sorted(live_end)))
                 self._halt(f"Partition(s) {silent} sent nothing for {self.gateway.timeout:g} s; the results are partial.")
             if after_batch is not None and last:
-                after_batch(first, last, live_end)
+                after_batch(last, live_end)
             finished = [p for p in read_to if p not in live_end and p not in paused]
             if finished and live_end:
                 # Stop fetching what is no longer needed (a cut partition could otherwise be read to its end).
                 self.consumer.pause([TopicPartition(topic, p) for p in finished])
                 paused.update(finished)
             self._tick()
-        return read_to
+        return read_to, first
 
     def _event(self, m: Any, err: KafkaError, live_end: dict[int, int]) -> None:
         code = err.code()
@@ -404,13 +405,13 @@ class _Scan:
     def forward(self, parts: list[int], starts: dict[int, int], hi: dict[int, int]) -> list[Record]:
         self.kept = {p: [] for p in parts}
         self.positions = dict(starts)
-        read_to = self._pump({p: (starts[p], hi[p]) for p in starts}, self.kept, self._trim_forward)
+        read_to, _ = self._pump({p: (starts[p], hi[p]) for p in starts}, self.kept, self._trim_forward)
         self.positions = {**read_to, **self.cut}
         records = [r for k in self.kept.values() for r in k]
         records.sort(key=_key)
         return records
 
-    def _trim_forward(self, first: dict[int, Any], last: dict[int, Any], live_end: dict[int, int]) -> None:
+    def _trim_forward(self, last: dict[int, Any], live_end: dict[int, int]) -> None:
         """Keep the first `limit` matches of the partitions merged by time; end partitions that cannot add any."""
         limit = self.spec.limit
         if sum(len(k) for k in self.kept.values()) < limit:
@@ -443,12 +444,7 @@ class _Scan:
         while active and not self.halted:
             ranges = {p: (max(lo[p], self.positions[p] - window), self.positions[p]) for p in active}
             found: dict[int, list[Record]] = {p: [] for p in active}
-            firsts: dict[int, Any] = {}
-
-            def note_first(first: dict[int, Any], last: dict[int, Any], live_end: dict[int, int]) -> None:
-                firsts.update(first)
-
-            read_to = self._pump(ranges, found, note_first)
+            read_to, firsts = self._pump(ranges, found)
             still = []
             for p in active:
                 start, end = ranges[p]
@@ -464,13 +460,13 @@ class _Scan:
                     if start > lo[p]:
                         still.append(p)
                 self.kept[p] = merged
-            active = self._trim_backward(still, ranges, firsts)
+            active = self._trim_backward(still, firsts)
             window = min(window * 4, _MAX_WINDOW)
         records = [r for k in self.kept.values() for r in k]
         records.sort(key=_key, reverse=True)
         return records
 
-    def _trim_backward(self, active: list[int], ranges: dict[int, tuple[int, int]], firsts: dict[int, Any]) -> list[int]:
+    def _trim_backward(self, active: list[int], firsts: dict[int, Any]) -> list[int]:
         """Keep the last `limit` matches of the partitions merged by time; drop partitions that cannot add any."""
         limit = self.spec.limit
         if sum(len(k) for k in self.kept.values()) < limit:
@@ -629,8 +625,9 @@ def produce(gateway: ClusterGateway, topic: str, value: bytes | None, key: bytes
         delivered.set()
 
     extra: dict[str, Any] = {"partition": partition} if partition is not None else {}
+    hdrs: list[tuple[str, str | bytes | None]] | None = list(headers) if headers else None
     try:
-        producer.produce(topic, value=value, key=key, headers=headers or None, on_delivery=on_delivery, **extra)
+        producer.produce(topic, value=value, key=key, headers=hdrs, on_delivery=on_delivery, **extra)
     except BufferError:
         raise ClusterUnavailable(f"Cluster '{gateway.name}' is not taking messages fast enough; try again in a moment.") from None
     except KafkaException as exc:

@@ -72,3 +72,22 @@ class ConfigValue:
     @property
     def overridden(self) -> bool:
         return self.source == "dynamic topic"
+
+
+@dataclass(frozen=True)
+class GroupMember:
+    member_id: str
+    client_id: str
+    host: str
+    assignment: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True)
+class ConsumerGroup:
+    group_id: str
+    state: str
+    protocol_type: str  # "consumer" for Kafka consumers, "" for offset-only groups
+    group_type: str  # "classic", "consumer" (KIP-848) or "share"
+    assignor: str
+    members: tuple[GroupMember, ...]
+    error: str | None = None

@@ -30,6 +30,8 @@ from console.watcher import store
 from console.watcher.diff import Change, diff
 from console.watcher.snapshot import (
     BrokerState,
+    GroupState,
+    MemberState,
     PartitionState,
     QuorumMember,
     QuorumState,
@@ -143,6 +145,9 @@ def build_snapshot(
         quorum_error=quorum_error,
         topics=topics,
         offsets_at=previous.offsets_at if previous else None,
+        topic_groups=previous.topic_groups if previous else {},
+        groups=previous.groups if previous else {},
+        groups_at=previous.groups_at if previous else None,
     )
 
 
@@ -174,6 +179,8 @@ class ClusterWatcher:
         self._sizes: dict[tuple[str, int], dict[int, int]] = {}
         self._rates: dict[str, float] = {}
         self._next_sizes = 0.0
+        self._groups: dict[str, GroupState] | None = None
+        self._groups_at: float | None = None
         self.offset_requests = 0
         self.cycles = 0
 
@@ -240,6 +247,14 @@ class ClusterWatcher:
         with self._offsets_lock:
             starts, ends, at = self._starts, self._ends, self._offsets_at
             sizes, rates = self._sizes, self._rates
+            groups, groups_at = self._groups, self._groups_at
+        if groups is not None:
+            snap.groups, snap.groups_at = groups, groups_at
+            index: dict[str, list[str]] = {}
+            for g in groups.values():
+                for topic in g.topics():
+                    index.setdefault(topic, []).append(g.group_id)
+            snap.topic_groups = {t: sorted(gs) for t, gs in index.items()}
         if at is None:
             return
         for t in snap.topics.values():
@@ -257,6 +272,27 @@ class ClusterWatcher:
                     p.size = replicas.get(p.leader, max(replicas.values()))
         snap.offsets_at = at
 
+    def _poll_groups(self) -> dict[str, GroupState] | None:
+        try:
+            self.offset_requests += 2
+            described = self.gateway.consumer_groups()
+            committed = self.gateway.group_offsets([g.group_id for g in described])
+        except GatewayError as exc:
+            log.info("could not read consumer groups of %s: %s", self.cluster, exc.message)
+            return None
+        return {
+            g.group_id: GroupState(
+                group_id=g.group_id,
+                state=g.state,
+                protocol_type=g.protocol_type,
+                group_type=g.group_type,
+                assignor=g.assignor,
+                members=[MemberState(m.member_id, m.client_id, m.host, [list(a) for a in m.assignment]) for m in g.members],
+                offsets={f"{t}:{p}": o for (t, p), o in sorted(committed.get(g.group_id, {}).items())},
+            )
+            for g in described
+        }
+
     def sample_offsets(self) -> None:
         """Start and end offsets of every partition: two batched calls (librdkafka groups them per
         leader). Runs in its own thread: a partition whose leader just died can hold a call for
@@ -272,6 +308,7 @@ class ClusterWatcher:
                 results[which] = self.gateway.list_offsets(partitions, which)
             except GatewayError:
                 results[which] = {}
+        groups = self._poll_groups()
         now = time.time()
         sizes = None
         if now >= self._next_sizes:
@@ -288,6 +325,8 @@ class ClusterWatcher:
             self._offsets_at = now
             if sizes is not None:
                 self._sizes = sizes
+            if groups is not None:
+                self._groups, self._groups_at = groups, now
             if previous_at is not None and now > previous_at:
                 self._rates = produce_rates(previous_ends, results["latest"], now - previous_at)
 

@@ -109,6 +109,30 @@ class QuorumState:
 
 
 @dataclass
+class MemberState:
+    member_id: str
+    client_id: str
+    host: str
+    assignment: list[list[Any]]  # [[topic, partition], ...]
+
+
+@dataclass
+class GroupState:
+    group_id: str
+    state: str
+    protocol_type: str
+    group_type: str
+    assignor: str
+    members: list[MemberState]
+    offsets: dict[str, int]  # "topic:partition" -> committed offset (':' cannot occur in a topic name)
+
+    def topics(self) -> list[str]:
+        names = {key.rpartition(":")[0] for key in self.offsets}
+        names |= {a[0] for m in self.members for a in m.assignment}
+        return sorted(names)
+
+
+@dataclass
 class Snapshot:
     cluster: str
     version: int = 0
@@ -124,6 +148,8 @@ class Snapshot:
     topics: dict[str, TopicState] = field(default_factory=dict)
     offsets_at: float | None = None
     topic_groups: dict[str, list[str]] = field(default_factory=dict)  # topic -> consumer groups with offsets on it
+    groups: dict[str, GroupState] = field(default_factory=dict)
+    groups_at: float | None = None
 
     # Serialisation -----------------------------------------------------------------------------
     def to_json(self) -> str:
@@ -132,7 +158,7 @@ class Snapshot:
     def content_key(self) -> str:
         """Everything but the timestamps and version: equal keys mean nothing changed."""
         data = asdict(self)
-        for name in ("version", "taken_at", "checked_at", "offsets_at"):
+        for name in ("version", "taken_at", "checked_at", "offsets_at", "groups_at"):
             data.pop(name)
         return json.dumps(data, separators=(",", ":"), sort_keys=True)
 
@@ -175,6 +201,11 @@ class Snapshot:
             },
             offsets_at=data.get("offsets_at"),
             topic_groups=data.get("topic_groups", {}),
+            groups={
+                gid: GroupState(**{**g, "members": [MemberState(**m) for m in g["members"]]})
+                for gid, g in data.get("groups", {}).items()
+            },
+            groups_at=data.get("groups_at"),
         )
 
     # Derived views -------------------------------------------------------------------------------
