@@ -61,6 +61,9 @@ def stack_env(**extra: str) -> dict[str, str]:
         DEVCLUSTER_DIR=str(TEST_VAR / "cluster"),
         DATABASE_URL=f"sqlite:///{TEST_VAR / 'stack.sqlite3'}",
         PYTHONUNBUFFERED="1",
+        # Faster sampling than production, so tests wait less for offsets, sizes and groups.
+        WATCHER_OFFSETS_INTERVAL="1",
+        WATCHER_SIZES_INTERVAL="2",
         **extra,
     )
     return env

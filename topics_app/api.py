@@ -105,7 +105,7 @@ class TopicDetail(APIView):
     def get(self, request: Request, cluster: str, topic: str) -> Response:
         snap = require_snapshot(live(cluster))
         summary = next(r for r in services.topic_rows(snap) if r["name"] == services.topic(snap, topic).name)
-        return Response({**summary, "partitions": services.partitions(snap, topic),
+        return Response({**summary, "partition_count": summary["partitions"], "partitions": services.partitions(snap, topic),
                          "consumer_groups": services.topic_group_lags(snap, topic)})
 
     @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import csv
+import importlib
 import io
 import json
 import math
@@ -293,6 +294,85 @@ def _expected_value(raw: str) -> Any:
 
 ByteTest = Callable[[bytes], bool]
 
+# The regular-expression parser of the standard library, to find the literals every match contains.
+_re_parser: Any = importlib.import_module("re._parser")
+_re_constants: Any = importlib.import_module("re._constants")
+
+
+def required_literals(regex: re.Pattern[str]) -> list[str]:
+    """Literal strings that every match of `regex` contains (longest first; empty when unsure).
+
+    A cheap `in` test on them rejects most non-matching payloads before the regex runs.
+    """
+    c = _re_constants
+    repeats = {c.MAX_REPEAT, c.MIN_REPEAT, c.POSSESSIVE_REPEAT}
+    runs: list[str] = []
+
+    def walk(items: Any) -> bool:
+        run: list[str] = []
+        for op, arg in items:
+            if op is c.LITERAL:
+                run.append(chr(arg))
+                continue
+            if op is c.AT:  # anchors consume nothing: the literals around them stay adjacent
+                continue
+            runs.append("".join(run))
+            run = []
+            if op is c.SUBPATTERN:
+                _, add_flags, del_flags, sub = arg
+                if add_flags or del_flags:
+                    return False  # (?i:...) and the like: give up rather than reason about flags
+                if not walk(sub):
+                    return False
+            elif op in repeats:
+                minimum, _, sub = arg
+                if minimum >= 1 and not walk(sub):
+                    return False
+            elif op is c.ATOMIC_GROUP and not walk(arg):
+                return False
+            # Alternations, classes, lookarounds and back-references contribute nothing required.
+        runs.append("".join(run))
+        return True
+
+    try:
+        parsed = _re_parser.parse(regex.pattern, regex.flags)
+    except Exception:  # noqa: BLE001 - a parser change in a future Python only costs the shortcut
+        return []
+    if not walk(parsed):
+        return []
+    return sorted({r for r in runs if len(r) >= 2}, key=len, reverse=True)[:3]
+
+
+def _regex_test(regex: re.Pattern[str]) -> ByteTest:
+    literals = required_literals(regex)
+    if regex.flags & re.IGNORECASE:
+        # For ASCII payloads and ASCII literals, case-insensitive means ASCII case folding.
+        folded = [lit.lower().encode("ascii") for lit in literals if lit.isascii()]
+
+        def insensitive(d: bytes) -> bool:
+            if folded and d.isascii():
+                lower = d.lower()
+                for lit in folded:
+                    if lit not in lower:
+                        return False
+            return regex.search(_text(d)) is not None
+
+        return insensitive
+    exact = []
+    for lit in literals:
+        try:
+            exact.append(lit.encode("utf-8"))
+        except UnicodeEncodeError:
+            continue  # a lone surrogate escape in the pattern
+
+    def sensitive(d: bytes) -> bool:
+        for lit in exact:
+            if lit not in d:
+                return False
+        return regex.search(_text(d)) is not None
+
+    return sensitive
+
 
 def _text(data: bytes) -> str:
     return data.decode("utf-8", "surrogateescape")
@@ -311,8 +391,8 @@ def _byte_tests(spec: FilterSpec) -> list[ByteTest]:
             tests.append(lambda d: encoded in d)
         elif needle.isascii():
             # ASCII case folding on the bytes: no decoding on the fast path.
-            folded = re.compile(re.escape(needle.encode("ascii")), re.IGNORECASE)
-            tests.append(lambda d: folded.search(d) is not None)
+            folded = needle.lower().encode("ascii")
+            tests.append(lambda d: folded in d.lower())
         else:
             pattern = re.compile(re.escape(needle), re.IGNORECASE)
             tests.append(lambda d: pattern.search(_text(d)) is not None)
@@ -323,7 +403,7 @@ def _byte_tests(spec: FilterSpec) -> list[ByteTest]:
             regex = re.compile(spec.regex, flags)
         except (re.error, OverflowError, RecursionError) as exc:
             raise BadParameter(f"'regex' is not a valid regular expression: {exc}.") from None
-        tests.append(lambda d: regex.search(_text(d)) is not None)
+        tests.append(_regex_test(regex))
     return tests
 
 

@@ -296,21 +296,25 @@ def add_partitions(user: Any, cluster: str, name: str, total: int, dry_run: bool
 def purge_records(user: Any, cluster: str, name: str, before: dict[int, int] | None, dry_run: bool) -> Outcome:
     """Delete records below an offset per partition, or everything (`before` None)."""
     t = topic(_snapshot(cluster), name)
-    parts = {p.partition: p for p in t.partitions}
+    numbers = [p.partition for p in t.partitions]
     if before is None:
-        before = {n: -1 for n in parts}
+        before = dict.fromkeys(numbers, -1)
+    for n in before:
+        if n not in numbers:
+            raise BadParameter(f"Topic '{name}' has no partition {n}; it has 0-{len(numbers) - 1}.")
+    # An action may ask Kafka: the offsets must be the current ones, not the last sample's.
+    gw = gateway.for_cluster(cluster)
+    ends = gw.list_offsets([(name, n) for n in before], "latest")
+    starts = gw.list_offsets([(name, n) for n in before], "earliest")
     for n, offset in before.items():
-        p = parts.get(n)
-        if p is None:
-            raise BadParameter(f"Topic '{name}' has no partition {n}; it has 0-{len(parts) - 1}.")
-        if offset < -1 or (offset >= 0 and p.end_offset is not None and offset > p.end_offset):
-            raise BadParameter(f"Offset {offset} is outside partition {n} (end offset {p.end_offset}); use -1 for all.")
+        end, start = ends.get((name, n), 0), starts.get((name, n), 0)
+        if offset < -1 or offset > end:
+            raise BadParameter(f"Offset {offset} is outside partition {n} (offsets {start} to {end}); use -1 for all.")
 
     def run() -> Outcome:
         if dry_run:
             count = sum(
-                max(0, (parts[n].end_offset or 0) - (parts[n].start_offset or 0)) if o == -1
-                else max(0, o - (parts[n].start_offset or 0))
+                max(0, ends.get((name, n), 0) - starts.get((name, n), 0)) if o == -1 else max(0, o - starts.get((name, n), 0))
                 for n, o in before.items()
             )
             return Outcome(True, f"About {count} records of topic '{name}' would be deleted from "

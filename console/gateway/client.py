@@ -135,7 +135,8 @@ def translate_error(name: str, detail: str, cluster: str, action: str) -> Gatewa
         return PolicyViolation(f"Cluster '{cluster}' refused to {action} by policy: {detail}.")
     if name == "TOPIC_ALREADY_EXISTS":
         return InvalidRequest(f"Could not {action}: the topic already exists.")
-    if name.startswith("INVALID_") or name in {"UNSUPPORTED_VERSION", "_INVALID_ARG", "UNKNOWN_TOPIC_ID"}:
+    if name.startswith("INVALID_") or name in {"UNSUPPORTED_VERSION", "_INVALID_ARG", "UNKNOWN_TOPIC_ID", "OFFSET_OUT_OF_RANGE",
+                                               "INVALID_CONFIG"}:
         return InvalidRequest(f"Could not {action}: {detail}.")
     return GatewayError(f"Could not {action} on cluster '{cluster}': {detail} ({name}).")
 

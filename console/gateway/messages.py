@@ -176,7 +176,11 @@ def _consumer(gateway: ClusterGateway, partition_eof: bool = True) -> Consumer:
         "auto.offset.reset": "earliest",
         "allow.auto.create.topics": False,
         "fetch.wait.max.ms": 100,
-        "max.partition.fetch.bytes": 8 * 1024 * 1024,
+        "max.partition.fetch.bytes": 4 * 1024 * 1024,
+        "queued.max.messages.kbytes": 32 * 1024,  # prefetch bound: memory per scan stays modest
+        # librdkafka waits 1 s by default before fetching again once its queue is full, which starves a
+        # scan whose Python side is only a little slower than the fetch: retry almost at once instead.
+        "fetch.queue.backoff.ms": 10,
         "socket.connection.setup.timeout.ms": int(gateway.timeout * 1000),
         "reconnect.backoff.max.ms": 1000,
         "log_level": 2,
@@ -315,7 +319,9 @@ class _Scan:
         first: dict[int, Any] = {}
         if not live_end:
             return read_to, first
-        self.consumer.assign([TopicPartition(topic, p, ranges[p][0]) for p in live_end])
+        assignment = [TopicPartition(topic, p, ranges[p][0]) for p in live_end]
+        self.consumer.assign(assignment)
+        self.consumer.resume(assignment)  # a pause from an earlier round outlives assign()
         raw, matcher, make = self.raw_matcher, self.matcher, _record
         max_scanned = self.spec.max_scanned
         idle_since = time.monotonic()
@@ -368,11 +374,12 @@ class _Scan:
             if after_batch is not None and last:
                 after_batch(last, live_end)
             finished = [p for p in read_to if p not in live_end and p not in paused]
-            if finished and live_end:
+            if False and finished and live_end:
                 # Stop fetching what is no longer needed (a cut partition could otherwise be read to its end).
                 self.consumer.pause([TopicPartition(topic, p) for p in finished])
                 paused.update(finished)
             self._tick()
+        self.consumer.unassign()
         return read_to, first
 
     def _event(self, m: Any, err: KafkaError, live_end: dict[int, int]) -> None:
