@@ -78,7 +78,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             if matching:
                 html = await sync_to_async(event_rows)(matching)
                 await self.send_json({"type": "prepend", "target": "event-rows", "html": html, "count": len(matching)})
-        elif message["changed"] and self.view in FRAGMENTS:
+        elif self.view in FRAGMENTS and (message["changed"] or (self.view == "overview" and message.get("quorum_changed"))):
             try:
                 fragments = await sync_to_async(self._render)()
             except ConsoleError as exc:

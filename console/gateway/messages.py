@@ -45,7 +45,8 @@ BROWSER_GROUP = "kafka-console-browser"
 
 _TIMESTAMP_TYPES: dict[int, TimestampType] = {TIMESTAMP_CREATE_TIME: "CreateTime", TIMESTAMP_LOG_APPEND_TIME: "LogAppendTime"}
 _BATCH = 10_000  # messages per consume() call: large batches keep the per-message cost in C
-_POLL_S = 0.25
+_POLL_S = 0.05  # consume() waits this long for a full batch; transaction markers make the count we ask for an overestimate
+_TAIL_POLL_S = 0.25
 _PROGRESS_EVERY_S = 0.25
 _PROGRESS_EVERY_N = 20_000
 _FIRST_FILTERED_WINDOW = 1_000  # backward scans with a filter read at least this much per partition at first
@@ -175,7 +176,7 @@ def _consumer(gateway: ClusterGateway, partition_eof: bool = True) -> Consumer:
         # Retention may delete the start of the range meanwhile: carry on from what is left.
         "auto.offset.reset": "earliest",
         "allow.auto.create.topics": False,
-        "fetch.wait.max.ms": 100,
+        "fetch.wait.max.ms": 20,  # the end of a partition (EOF) is only known from an empty fetch: keep that short
         "max.partition.fetch.bytes": 4 * 1024 * 1024,
         "queued.max.messages.kbytes": 32 * 1024,  # prefetch bound: memory per scan stays modest
         # librdkafka waits 1 s by default before fetching again once its queue is full, which starves a
@@ -306,12 +307,14 @@ class _Scan:
 
     # The hot loop ------------------------------------------------------------------------------
     def _pump(self, ranges: dict[int, tuple[int, int]], sink: dict[int, list[Record]],
-              after_batch: Callable[[dict[int, Any], dict[int, int]], None] | None = None) -> tuple[dict[int, int], dict[int, Any]]:
+              after_batch: Callable[[dict[int, Any], dict[int, int]], None] | None = None,
+              pause_finished: bool = False) -> tuple[dict[int, int], dict[int, Any]]:
         """Read each partition's [start, end) into `sink` (matches only).
 
         Returns the read positions and the first message read in each partition. after_batch(last,
         live_end) sees the last message read per partition in the batch and may end partitions early
-        by deleting them from live_end.
+        by deleting them from live_end. pause_finished stops fetching partitions that are done; only
+        for a single pass, as librdkafka delays the first fetch of a partition assigned again after a pause.
         """
         topic = self.spec.topic
         read_to = {p: s for p, (s, _) in ranges.items()}
@@ -319,9 +322,7 @@ class _Scan:
         first: dict[int, Any] = {}
         if not live_end:
             return read_to, first
-        assignment = [TopicPartition(topic, p, ranges[p][0]) for p in live_end]
-        self.consumer.assign(assignment)
-        self.consumer.resume(assignment)  # a pause from an earlier round outlives assign()
+        self.consumer.assign([TopicPartition(topic, p, ranges[p][0]) for p in live_end])
         raw, matcher, make = self.raw_matcher, self.matcher, _record
         max_scanned = self.spec.max_scanned
         idle_since = time.monotonic()
@@ -335,7 +336,14 @@ class _Scan:
             for m in batch:
                 err = m.error()
                 if err is not None:
-                    self._event(m, err, live_end)
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        # The end came before the watermark (transaction markers, compaction).
+                        p = m.partition()
+                        end = live_end.pop(p, None)
+                        if end is not None:
+                            read_to[p] = max(read_to[p], min(m.offset(), end))
+                    else:
+                        self._event(err)
                     continue
                 p = m.partition()
                 end = live_end.get(p)
@@ -374,19 +382,15 @@ class _Scan:
             if after_batch is not None and last:
                 after_batch(last, live_end)
             finished = [p for p in read_to if p not in live_end and p not in paused]
-            if False and finished and live_end:
+            if pause_finished and finished and live_end:
                 # Stop fetching what is no longer needed (a cut partition could otherwise be read to its end).
                 self.consumer.pause([TopicPartition(topic, p) for p in finished])
                 paused.update(finished)
             self._tick()
-        self.consumer.unassign()
         return read_to, first
 
-    def _event(self, m: Any, err: KafkaError, live_end: dict[int, int]) -> None:
-        code = err.code()
-        if code == KafkaError._PARTITION_EOF:
-            live_end.pop(m.partition(), None)  # the end came before the watermark (transaction markers, compaction)
-        elif code in _FATAL_READ or err.fatal():
+    def _event(self, err: KafkaError) -> None:
+        if err.code() in _FATAL_READ or err.fatal():
             raise translate(KafkaException(err), self.gateway.name, f"read topic '{self.spec.topic}'")
         else:
             log.debug("consumer error while scanning %s: %s", self.spec.topic, err)
@@ -412,7 +416,7 @@ class _Scan:
     def forward(self, parts: list[int], starts: dict[int, int], hi: dict[int, int]) -> list[Record]:
         self.kept = {p: [] for p in parts}
         self.positions = dict(starts)
-        read_to, _ = self._pump({p: (starts[p], hi[p]) for p in starts}, self.kept, self._trim_forward)
+        read_to, _ = self._pump({p: (starts[p], hi[p]) for p in starts}, self.kept, self._trim_forward, pause_finished=True)
         self.positions = {**read_to, **self.cut}
         records = [r for k in self.kept.values() for r in k]
         records.sort(key=_key)
@@ -564,7 +568,7 @@ def tail(gateway: ClusterGateway, topic: str, partitions: tuple[int, ...] | None
         consumer.assign([TopicPartition(topic, p, high.get((topic, p), OFFSET_END)) for p in parts])
         while not stop.is_set():
             try:
-                batch: list[Any] = consumer.consume(num_messages=1000, timeout=_POLL_S)
+                batch: list[Any] = consumer.consume(num_messages=1000, timeout=_TAIL_POLL_S)
             except KafkaException as exc:
                 raise translate(exc, gateway.name, action) from exc
             records = []

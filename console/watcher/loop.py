@@ -37,6 +37,7 @@ from console.watcher.snapshot import (
     QuorumState,
     Snapshot,
     TopicState,
+    no_gc,
 )
 
 log = logging.getLogger(__name__)
@@ -172,6 +173,8 @@ class ClusterWatcher:
         self.stats = CycleStats()
         self.redis_ok = True
         self._new_events: list[Event] = []
+        self._content: bytes | None = None
+        self._saved_once = False
         self._offsets_lock = threading.Lock()
         self._starts: dict[tuple[str, int], int] = {}
         self._ends: dict[tuple[str, int], int] = {}
@@ -189,6 +192,8 @@ class ClusterWatcher:
             self.previous = store.load(self.cluster)
         except store.StoreUnavailable:
             self.previous = None
+        self._content = self.previous.content_bytes() if self.previous else None
+        self._saved_once = self.previous is not None
 
     def poll(self, now: float) -> Snapshot:
         """Ask Kafka for what changed; an unreachable cluster keeps the last known state."""
@@ -202,7 +207,7 @@ class ClusterWatcher:
             if previous is None:
                 return Snapshot(cluster=self.cluster, checked_at=now, reachable=False, error=exc.message)
             # Keep the last known state, marked unreachable: the pages say how old it is.
-            down = Snapshot.from_dict(_asdict(previous))
+            down = Snapshot.from_json(previous.to_json())
             down.reachable = False
             down.error = exc.message
             down.checked_at = now
@@ -333,15 +338,18 @@ class ClusterWatcher:
     def cycle(self) -> tuple[Snapshot, list[Change]]:
         now = time.time()
         started = time.monotonic()
-        snap = self.poll(now)
+        with no_gc():
+            snap = self.poll(now)
         changes = diff(self.previous, snap)
-        previous_key = self.previous.content_key() if self.previous else None
-        changed = previous_key != snap.content_key()
+        content = snap.content_bytes()
+        changed = content != self._content
         if changed:
             snap.version = (self.previous.version if self.previous else 0) + 1
         self.stats.seconds = time.monotonic() - started
         self._record(snap, changes)
-        self._publish(snap, changes, changed)
+        saved = self._publish(snap, changes, changed, content if changed or not self._saved_once else None)
+        self._saved_once = self._saved_once or saved
+        self._content = content
         self.previous = snap
         self.cycles += 1
         usage = resource.getrusage(resource.RUSAGE_SELF)
@@ -369,9 +377,9 @@ class ClusterWatcher:
         Event.objects.bulk_create(rows, batch_size=500)
         self._new_events = rows
 
-    def _publish(self, snap: Snapshot, changes: list[Change], changed: bool) -> None:
+    def _publish(self, snap: Snapshot, changes: list[Change], changed: bool, content: bytes | None) -> bool:
         try:
-            store.save(snap)
+            store.save(snap, content)
             if not self.redis_ok:
                 log.warning("Redis is reachable again")
             self.redis_ok = True
@@ -379,7 +387,8 @@ class ClusterWatcher:
             if self.redis_ok:
                 log.warning("cannot save the snapshot of %s: %s", self.cluster, exc)
             self.redis_ok = False
-            return
+            self._saved_once = False  # Redis may have lost everything: write the content again
+            return False
         events = [e.as_dict() for e in self._new_events[:200]]
         self._new_events = []
         message = {
@@ -391,18 +400,14 @@ class ClusterWatcher:
             "checked_at": snap.checked_at,
             "reachable": snap.reachable,
             "error": snap.error,
+            "quorum_changed": snap.quorum != (self.previous.quorum if self.previous else None),
             "events": events,
         }
         try:
             async_to_sync(get_channel_layer().group_send)(cluster_group(self.cluster), message)
         except Exception:  # noqa: BLE001 - a broadcast failure must not stop the watcher
             log.warning("broadcast to %s failed", self.cluster, exc_info=True)
-
-
-def _asdict(snapshot: Snapshot) -> dict[str, object]:
-    from dataclasses import asdict
-
-    return asdict(snapshot)
+        return True
 
 
 def run_offsets(watcher: ClusterWatcher, stop: threading.Event, active: threading.Event) -> None:

@@ -5,9 +5,26 @@ Pages and the API read a Snapshot instead of asking Kafka, so a page costs Kafka
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass, field
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from typing import Any
+
+import orjson
+
+
+@contextmanager
+def no_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector while building many small objects that form no cycles:
+    at 30,000 partitions it makes parsing a snapshot three to four times faster."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 @dataclass
@@ -152,19 +169,40 @@ class Snapshot:
     groups_at: float | None = None
 
     # Serialisation -----------------------------------------------------------------------------
-    def to_json(self) -> str:
-        return json.dumps(asdict(self), separators=(",", ":"))
+    # The snapshot is stored in two parts: the content (layout, offsets, groups: large, changes
+    # now and then) and the stamp (version, timestamps and the KRaft quorum: small, changes every
+    # cycle). Web processes parse the content once per version and the stamp on every read.
+    STAMP_FIELDS = ("version", "taken_at", "checked_at", "offsets_at", "groups_at", "quorum", "quorum_error")
 
-    def content_key(self) -> str:
-        """Everything but the timestamps and version: equal keys mean nothing changed."""
-        data = asdict(self)
-        for name in ("version", "taken_at", "checked_at", "offsets_at", "groups_at"):
-            data.pop(name)
-        return json.dumps(data, separators=(",", ":"), sort_keys=True)
+    def content_bytes(self) -> bytes:
+        """Everything but the stamp, as JSON; equal bytes mean nothing changed."""
+        blank = replace(self, version=0, taken_at=None, checked_at=None, offsets_at=None, groups_at=None, quorum=None,
+                        quorum_error=None)
+        return orjson.dumps(blank, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SORT_KEYS)
+
+    def stamp_bytes(self) -> bytes:
+        return orjson.dumps({name: getattr(self, name) for name in self.STAMP_FIELDS})
+
+    def apply_stamp(self, raw: bytes | str) -> None:
+        stamp = orjson.loads(raw)
+        self.version = stamp["version"]
+        self.taken_at = stamp["taken_at"]
+        self.checked_at = stamp["checked_at"]
+        self.offsets_at = stamp["offsets_at"]
+        self.groups_at = stamp["groups_at"]
+        self.quorum = _quorum(stamp["quorum"])
+        self.quorum_error = stamp["quorum_error"]
+
+    def to_json(self) -> str:
+        return orjson.dumps(self, option=orjson.OPT_NON_STR_KEYS).decode()
+
+    def content_key(self) -> bytes:
+        return self.content_bytes()
 
     @classmethod
-    def from_json(cls, text: str) -> Snapshot:
-        return cls.from_dict(json.loads(text))
+    def from_json(cls, text: str | bytes) -> Snapshot:
+        with no_gc():
+            return cls.from_dict(orjson.loads(text))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Snapshot:
@@ -179,15 +217,7 @@ class Snapshot:
             cluster_id=data.get("cluster_id"),
             controller_id=data.get("controller_id"),
             brokers={int(k): BrokerState(**v) for k, v in data.get("brokers", {}).items()},
-            quorum=QuorumState(
-                leader_id=quorum["leader_id"],
-                leader_epoch=quorum["leader_epoch"],
-                high_watermark=quorum["high_watermark"],
-                voters=[QuorumMember(**m) for m in quorum["voters"]],
-                observers=[QuorumMember(**m) for m in quorum["observers"]],
-            )
-            if quorum
-            else None,
+            quorum=_quorum(quorum),
             quorum_error=data.get("quorum_error"),
             topics={
                 name: TopicState(
@@ -275,3 +305,15 @@ class Snapshot:
                 elif p.under_min_isr(topic.min_isr) is False and topic.min_isr is not None and len(remaining) < topic.min_isr:
                     under_min.append(row)
         return {"offline": offline, "under_min_isr": under_min}
+
+
+def _quorum(quorum: dict[str, Any] | None) -> QuorumState | None:
+    if not quorum:
+        return None
+    return QuorumState(
+        leader_id=quorum["leader_id"],
+        leader_epoch=quorum["leader_epoch"],
+        high_watermark=quorum["high_watermark"],
+        voters=[QuorumMember(**m) for m in quorum["voters"]],
+        observers=[QuorumMember(**m) for m in quorum["observers"]],
+    )

@@ -7,6 +7,7 @@ import logging
 import threading
 import time
 
+import orjson
 import redis
 from django.conf import settings
 
@@ -22,8 +23,8 @@ def _snapshot_key(cluster: str) -> str:
     return f"console:snapshot:{cluster}"
 
 
-def _version_key(cluster: str) -> str:
-    return f"console:snapshot:{cluster}:version"
+def _stamp_key(cluster: str) -> str:
+    return f"console:snapshot:{cluster}:stamp"
 
 
 _client: redis.Redis | None = None
@@ -46,11 +47,13 @@ _cache: dict[str, Snapshot] = {}
 _cache_lock = threading.Lock()
 
 
-def save(snapshot: Snapshot) -> None:
+def save(snapshot: Snapshot, content: bytes | None) -> None:
+    """Store the stamp, and the content when it changed (`content` None: unchanged)."""
     try:
         pipe = client().pipeline()
-        pipe.set(_snapshot_key(snapshot.cluster), snapshot.to_json())
-        pipe.set(_version_key(snapshot.cluster), f"{snapshot.version}:{snapshot.taken_at}:{snapshot.checked_at}")
+        if content is not None:
+            pipe.set(_snapshot_key(snapshot.cluster), content)
+        pipe.set(_stamp_key(snapshot.cluster), snapshot.stamp_bytes())
         pipe.set(HEARTBEAT_KEY, str(time.time()))
         pipe.execute()
     except redis.RedisError as exc:
@@ -58,28 +61,28 @@ def save(snapshot: Snapshot) -> None:
 
 
 def load(cluster: str) -> Snapshot | None:
-    """The latest snapshot of a cluster; parsed once per change, then served from memory.
+    """The latest snapshot of a cluster: its content is parsed once per version and kept in
+    memory; the small stamp (timestamps, quorum) is read every time.
 
     Raises StoreUnavailable when Redis is down; `cached()` then still has the last one seen.
     """
     try:
-        stamp = client().get(_version_key(cluster))
-        with _cache_lock:
-            cached = _cache.get(cluster)
+        stamp = client().get(_stamp_key(cluster))
         if stamp is None:
             return None
-        version, taken, checked = stamp.decode().split(":")
-        if cached is not None and cached.version == int(version):
-            # Same content: only the timestamps moved on.
-            cached.taken_at = None if taken == "None" else float(taken)
-            cached.checked_at = None if checked == "None" else float(checked)
+        version = orjson.loads(stamp)["version"]
+        with _cache_lock:
+            cached = _cache.get(cluster)
+        if cached is not None and cached.version == version:
+            cached.apply_stamp(stamp)
             return cached
         raw = client().get(_snapshot_key(cluster))
     except redis.RedisError as exc:
         raise StoreUnavailable(f"Redis is unreachable ({exc})") from exc
     if raw is None:
         return None
-    snapshot = Snapshot.from_json(raw.decode())
+    snapshot = Snapshot.from_json(raw)
+    snapshot.apply_stamp(stamp)
     with _cache_lock:
         _cache[cluster] = snapshot
     return snapshot

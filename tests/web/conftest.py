@@ -41,7 +41,7 @@ def sample_snapshot(version: int = 1) -> Snapshot:
 @pytest.fixture
 def snapshot(redis_server: str) -> Iterator[Snapshot]:
     snap = sample_snapshot(version=int(time.time() * 1000))
-    store.save(snap)
+    store.save(snap, snap.content_bytes())
     yield snap
 
 

@@ -57,7 +57,7 @@ async def test_socket_for_an_unknown_view_is_refused(redis_server: str) -> None:
 
 async def test_changed_snapshot_is_pushed_as_a_rendered_overview_fragment(redis_server: str) -> None:
     snap = sample_snapshot(version=int(time.time() * 1000))
-    store.save(snap)
+    store.save(snap, snap.content_bytes())
     comm = communicator("/ws/clusters/local/live/?view=overview", await a_user())
     connected, _ = await comm.connect()
     assert connected
