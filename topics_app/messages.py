@@ -96,17 +96,17 @@ def _jsonable(value: Any) -> Any:
         return value if math.isfinite(value) else str(value)
     if isinstance(value, bytes):
         return "base64:" + _b64(value)
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, dict):
-        return {_msgpack_key(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, msgpack.ExtType):  # a namedtuple: before the tuple case
+        return {"$ext": value.code, "data": _b64(value.data)}
     if isinstance(value, msgpack.Timestamp):
         try:
             return value.to_datetime().isoformat()
         except (OverflowError, ValueError):
             return {"$timestamp": [value.seconds, value.nanoseconds]}
-    if isinstance(value, msgpack.ExtType):
-        return {"$ext": value.code, "data": _b64(value.data)}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {_msgpack_key(k): _jsonable(v) for k, v in value.items()}
     return str(value)
 
 
@@ -340,7 +340,7 @@ def required_literals(regex: re.Pattern[str]) -> list[str]:
         return []
     if not walk(parsed):
         return []
-    return sorted({r for r in runs if len(r) >= 2}, key=len, reverse=True)[:3]
+    return sorted(dict.fromkeys(r for r in runs if len(r) >= 2), key=len, reverse=True)[:3]
 
 
 def _regex_test(regex: re.Pattern[str]) -> ByteTest:

@@ -6,13 +6,16 @@ kafka-python fills what librdkafka lacks (the KRaft quorum).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextvars import ContextVar
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import Any, TypeVar, cast
 
 import kafka.errors as kp_errors
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
@@ -141,6 +144,12 @@ def translate_error(name: str, detail: str, cluster: str, action: str) -> Gatewa
     return GatewayError(f"Could not {action} on cluster '{cluster}': {detail} ({name}).")
 
 
+@dataclass
+class _KafkaPythonSlot:
+    client: KafkaAdminClient | None = None
+    busy_since: float | None = None
+
+
 class ClusterGateway:
     """All Kafka calls for one cluster. Thread-safe; one instance per cluster per process."""
 
@@ -150,7 +159,7 @@ class ClusterGateway:
         self.timeout = timeout
         self._lock = threading.Lock()
         self._admin: AdminClient | None = None
-        self._kp_admin: KafkaAdminClient | None = None
+        self._kp_slots: dict[str, _KafkaPythonSlot] = {}
 
     # Clients ---------------------------------------------------------------------------------
     def _admin_client(self) -> AdminClient:
@@ -166,25 +175,46 @@ class ClusterGateway:
                 self._admin = AdminClient(conf)
             return self._admin
 
-    def _kafka_python_admin(self) -> KafkaAdminClient:
+    def _with_kafka_python(self, purpose: str, fn: Callable[[KafkaAdminClient], T]) -> T:
+        """Run `fn` on this purpose's own kafka-python client, in a helper thread with a hard time
+        limit: when no broker answers, kafka-python can block far longer than its request timeout
+        (while bootstrapping), and that must never stall the watcher or a page."""
         with self._lock:
-            if self._kp_admin is None:
-                self._kp_admin = KafkaAdminClient(
-                    **self.config.kafka_python(),
-                    client_id="kafka-console",
-                    request_timeout_ms=int(self.timeout * 1000),
-                    reconnect_backoff_max_ms=1000,
-                )
-            return self._kp_admin
+            slot = self._kp_slots.get(purpose)
+            if slot is None or (slot.busy_since is not None and time.monotonic() - slot.busy_since > 3 * self.timeout + 5):
+                slot = self._kp_slots[purpose] = _KafkaPythonSlot()  # abandon a call that never came back
+            if slot.busy_since is not None:
+                raise ClusterUnavailable(f"Cluster '{self.name}' has not answered an earlier request yet ({purpose}).")
+            slot.busy_since = time.monotonic()
+        outcome: dict[str, Any] = {}
 
-    def _drop_kafka_python_admin(self) -> None:
-        with self._lock:
-            client, self._kp_admin = self._kp_admin, None
-        if client is not None:
+        def work() -> None:
             try:
-                client.close()
-            except Exception:  # noqa: BLE001 - closing a broken client may fail in many ways
-                log.debug("closing kafka-python admin client failed", exc_info=True)
+                if slot.client is None:
+                    slot.client = KafkaAdminClient(
+                        **self.config.kafka_python(),
+                        client_id="kafka-console",
+                        request_timeout_ms=int(self.timeout * 1000),
+                        reconnect_backoff_max_ms=1000,
+                    )
+                outcome["value"] = fn(slot.client)
+            except Exception as exc:  # noqa: BLE001 - handed to the caller below
+                outcome["error"] = exc
+                client, slot.client = slot.client, None  # forget cached coordinators and connections
+                if client is not None:
+                    with contextlib.suppress(Exception):
+                        client.close()
+            finally:
+                slot.busy_since = None
+
+        worker = threading.Thread(target=work, name=f"kafka-python-{self.name}-{purpose}", daemon=True)
+        worker.start()
+        worker.join(self.timeout + 2)
+        if worker.is_alive():
+            raise ClusterUnavailable(f"Cluster '{self.name}' did not answer within {self.timeout:.0f} s ({purpose}).")
+        if "error" in outcome:
+            raise outcome["error"]
+        return cast(T, outcome["value"])
 
     def _call(self, action: str, fn: Callable[[], T]) -> T:
         counter = request_counter.get()
@@ -248,11 +278,7 @@ class ClusterGateway:
         """The KRaft metadata quorum: leader (the active controller), voters and observers."""
 
         def run() -> Quorum:
-            try:
-                raw = self._kafka_python_admin().describe_metadata_quorum()
-            except Exception:
-                self._drop_kafka_python_admin()
-                raise
+            raw = self._with_kafka_python("quorum", lambda admin: admin.describe_metadata_quorum())
             part = raw["topics"][0]["partitions"][0]
             if part.get("error"):
                 raise ClusterUnavailable(f"Cluster '{self.name}' could not describe its quorum: {part['error']}")
@@ -376,11 +402,7 @@ class ClusterGateway:
 
         def run() -> dict[tuple[str, int], dict[int, int]]:
             sizes: dict[tuple[str, int], dict[int, int]] = {}
-            try:
-                answers = self._kafka_python_admin().describe_log_dirs(brokers=brokers)
-            except Exception:
-                self._drop_kafka_python_admin()
-                raise
+            answers = self._with_kafka_python("log dirs", lambda admin: admin.describe_log_dirs(brokers=brokers))
             for answer in answers:
                 broker = answer["broker"]
                 for log_dir in answer["log_dirs"]:
@@ -398,14 +420,13 @@ class ClusterGateway:
         DescribeGroups per coordinator for all of its groups (never one request per group)."""
 
         def run() -> list[ConsumerGroup]:
-            admin = self._kafka_python_admin()
-            try:
+            def describe(admin: KafkaAdminClient) -> tuple[list[dict[str, Any]], dict[str, Any]]:
                 listed = admin.list_groups()
                 ids = sorted({g["group_id"] for g in listed})
-                described = admin.describe_groups(ids) if ids else {}
-            except Exception:
-                self._drop_kafka_python_admin()  # forget cached coordinators after a failure
-                raise
+                return listed, (admin.describe_groups(ids) if ids else {})
+
+            listed, described = self._with_kafka_python("groups", describe)
+            ids = sorted({g["group_id"] for g in listed})
             kinds = {g["group_id"]: g for g in listed}
             groups = []
             for gid in ids:
@@ -438,11 +459,7 @@ class ClusterGateway:
             return {}
 
         def run() -> dict[str, dict[tuple[str, int], int]]:
-            try:
-                raw = self._kafka_python_admin().list_group_offsets(list(group_ids))
-            except Exception:
-                self._drop_kafka_python_admin()
-                raise
+            raw = self._with_kafka_python("groups", lambda admin: admin.list_group_offsets(list(group_ids)))
             return {
                 gid: {(tp.topic, tp.partition): meta.offset for tp, meta in offsets.items() if meta.offset >= 0}
                 for gid, offsets in raw.items()
@@ -493,9 +510,13 @@ class ClusterGateway:
         self._call(f"delete topic '{name}'", run)
 
     def close(self) -> None:
-        self._drop_kafka_python_admin()
         with self._lock:
+            slots, self._kp_slots = self._kp_slots, {}
             self._admin = None
+        for slot in slots.values():
+            if slot.client is not None and slot.busy_since is None:
+                with contextlib.suppress(Exception):
+                    slot.client.close()
 
 
 class MessageProducer:

@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 from confluent_kafka import (
     OFFSET_END,
@@ -32,8 +32,6 @@ from console.gateway.config import ClusterConfig
 from console.gateway.errors import ClusterUnavailable, InvalidRequest, NotFound
 
 log = logging.getLogger(__name__)
-
-T = TypeVar("T")
 
 TimestampType = Literal["CreateTime", "LogAppendTime", "NoTimestamp"]
 Start = Literal["oldest", "newest", "offset", "timestamp"]
@@ -88,9 +86,10 @@ class ScanSpec:
     (the first message at or after `timestamp_ms`).
 
     Forward scans return the first `limit` matches after the start, merging the partitions by
-    timestamp; backward scans return the last `limit` matches before it (the start is exclusive),
-    newest first. Either way `ScanProgress.positions` is where the next page in the same direction
-    starts: pass it back as `offsets` with start="offset" and nothing is skipped or repeated.
+    timestamp; backward scans return the last `limit` matches before it (the start is exclusive;
+    "newest" then means the end of each partition and newest_n is not used), newest first. Either
+    way `ScanProgress.positions` is where the next page in the same direction starts: pass it back
+    as `offsets` with start="offset" and nothing is skipped or repeated.
     """
 
     topic: str
@@ -226,8 +225,25 @@ def _choose(topic: str, available: list[int], wanted: Iterable[int] | None) -> l
 
 def _watermarks(gateway: ClusterGateway, topic: str, parts: list[int]) -> tuple[dict[int, int], dict[int, int]]:
     request = [(topic, p) for p in parts]
-    low = gateway.list_offsets(request, "earliest")
-    high = gateway.list_offsets(request, "latest")
+    low: dict[tuple[str, int], int] = {}
+    high: dict[tuple[str, int], int] = {}
+    deadline = time.monotonic() + gateway.timeout
+    for attempt in range(3):
+        # A partition whose leader just moved (or a topic just re-created) fails until metadata is
+        # refreshed; a short retry hides that instead of failing the page.
+        ask = [tp for tp in request if tp not in low or tp not in high]
+        if attempt:
+            if time.monotonic() + 0.5 > deadline:
+                break
+            time.sleep(0.5)
+        try:
+            low.update(gateway.list_offsets(ask, "earliest"))
+            high.update(gateway.list_offsets(ask, "latest"))
+        except ClusterUnavailable:
+            if attempt == 2:
+                raise
+        if all(tp in low and tp in high for tp in request):
+            break
     missing = [p for p in parts if (topic, p) not in low or (topic, p) not in high]
     if missing:
         raise ClusterUnavailable(
@@ -302,19 +318,18 @@ class _Scan:
         self.halted = False  # max_scanned, the caller or a silent partition ended the scan early
         self.limit_reached = False
         self.cut: dict[int, int] = {}  # forward: partition -> offset of its first match left for the next page
+        self.read_to: dict[int, int] = {}  # the current pass: partition -> next offset to read
         self._ticked_at = time.monotonic()
         self._ticked_scanned = 0
 
     # The hot loop ------------------------------------------------------------------------------
     def _pump(self, ranges: dict[int, tuple[int, int]], sink: dict[int, list[Record]],
-              after_batch: Callable[[dict[int, Any], dict[int, int]], None] | None = None,
-              pause_finished: bool = False) -> tuple[dict[int, int], dict[int, Any]]:
+              after_batch: Callable[[dict[int, Any], dict[int, int]], None] | None = None) -> tuple[dict[int, int], dict[int, Any]]:
         """Read each partition's [start, end) into `sink` (matches only).
 
         Returns the read positions and the first message read in each partition. after_batch(last,
         live_end) sees the last message read per partition in the batch and may end partitions early
-        by deleting them from live_end. pause_finished stops fetching partitions that are done; only
-        for a single pass, as librdkafka delays the first fetch of a partition assigned again after a pause.
+        by deleting them from live_end.
         """
         topic = self.spec.topic
         read_to = {p: s for p, (s, _) in ranges.items()}
@@ -323,14 +338,19 @@ class _Scan:
         if not live_end:
             return read_to, first
         self.consumer.assign([TopicPartition(topic, p, ranges[p][0]) for p in live_end])
+        assigned = set(live_end)
+        self.read_to = read_to
         raw, matcher, make = self.raw_matcher, self.matcher, _record
         max_scanned = self.spec.max_scanned
         idle_since = time.monotonic()
-        paused: set[int] = set()
+        # Small batches first, so that a page found early is not followed by a large batch nobody needs.
+        batch_size = min(_BATCH, max(1_000, 2 * self.spec.limit))
         while live_end and not self.halted:
+            live_before = len(live_end)
             remaining = sum(e - read_to[p] for p, e in live_end.items())
             # Asking for no more than what is left lets consume() return as soon as it has arrived.
-            batch: list[Any] = self.consumer.consume(num_messages=max(1, min(_BATCH, remaining)), timeout=_POLL_S)
+            batch: list[Any] = self.consumer.consume(num_messages=max(1, min(batch_size, remaining)), timeout=_POLL_S)
+            batch_size = min(_BATCH, batch_size * 2)
             last: dict[int, Any] = {}
             scanned = self.progress.scanned
             for m in batch:
@@ -373,19 +393,20 @@ class _Scan:
                     rec = make(m, key, value)
                 if matcher is None or matcher(rec):
                     sink[p].append(rec)
-            self.progress.scanned = scanned
-            if batch:
+            if scanned > self.progress.scanned or len(live_end) < live_before:
                 idle_since = time.monotonic()
             elif time.monotonic() - idle_since > self.gateway.timeout:
                 silent = ", ".join(map(str, sorted(live_end)))
                 self._halt(f"Partition(s) {silent} sent nothing for {self.gateway.timeout:g} s; the results are partial.")
+            self.progress.scanned = scanned
             if after_batch is not None and last:
                 after_batch(last, live_end)
-            finished = [p for p in read_to if p not in live_end and p not in paused]
-            if pause_finished and finished and live_end:
+            finished = assigned.difference(live_end)
+            if finished and live_end:
                 # Stop fetching what is no longer needed (a cut partition could otherwise be read to its end).
-                self.consumer.pause([TopicPartition(topic, p) for p in finished])
-                paused.update(finished)
+                # Not pause(): librdkafka delays the next fetch of a partition paused at its end by a second.
+                self.consumer.incremental_unassign([TopicPartition(topic, p) for p in finished])
+                assigned.difference_update(finished)
             self._tick()
         return read_to, first
 
@@ -408,15 +429,16 @@ class _Scan:
             return
         self._ticked_at, self._ticked_scanned = now, self.progress.scanned
         self.progress.matched = sum(len(k) for k in self.kept.values())
-        self.progress.positions = dict(self.positions)
-        if self.on_progress(replace(self.progress, positions=dict(self.positions))) is False:
+        # Forward: where reading got to; backward: the bounds of the rounds completed so far.
+        self.progress.positions = {**self.read_to, **self.cut} if self.spec.direction == "forward" else dict(self.positions)
+        if self.on_progress(replace(self.progress, positions=dict(self.progress.positions))) is False:
             self._halt("Stopped before the end, as asked.", stopped=True)
 
     # Forward -----------------------------------------------------------------------------------
     def forward(self, parts: list[int], starts: dict[int, int], hi: dict[int, int]) -> list[Record]:
         self.kept = {p: [] for p in parts}
         self.positions = dict(starts)
-        read_to, _ = self._pump({p: (starts[p], hi[p]) for p in starts}, self.kept, self._trim_forward, pause_finished=True)
+        read_to, _ = self._pump({p: (starts[p], hi[p]) for p in starts}, self.kept, self._trim_forward)
         self.positions = {**read_to, **self.cut}
         records = [r for k in self.kept.values() for r in k]
         records.sort(key=_key)
