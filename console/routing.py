@@ -1,7 +1,9 @@
 from django.urls import path
 
 from console.consumers import LiveConsumer
+from topics_app.consumers import MessagesConsumer
 
 websocket_urlpatterns = [
     path("ws/clusters/<str:cluster>/live/", LiveConsumer.as_asgi()),
+    path("ws/clusters/<str:cluster>/topics/<str:topic>/messages/", MessagesConsumer.as_asgi()),
 ]

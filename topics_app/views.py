@@ -17,7 +17,8 @@ from console.auth import has_role, role_required
 from console.errors import BadParameter, ConsoleError
 from console.gateway.errors import GatewayError
 from console.params import bool_param, int_param
-from topics_app import services
+from topics_app import browse, services
+from topics_app.messages import DECODINGS
 from topics_app.validation import parse_configs
 
 
@@ -228,3 +229,68 @@ def topic_delete(request: HttpRequest, cluster: str, topic: str) -> HttpResponse
         return services.delete_topic(request.user, cluster, topic, request.POST.get("confirm", ""))
 
     return _action(request, cluster, f"Delete {topic}", "topics_app/delete.html", run, {"topic": topic})
+
+
+# Messages --------------------------------------------------------------------------------------------
+
+
+def messages_page(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
+    """The browser: with `run=1` the first page is scanned and rendered here; the page's websocket
+    then takes over for progress, stop, paging and live tail."""
+    live = live_snapshot(cluster)
+    t = services.topic(live.snapshot, topic) if live.snapshot else None
+    context: dict[str, Any] = {"live": live, "view": "status", "topic_name": topic, "topic": t, "form": request.GET,
+                               "decodings": DECODINGS, "can_produce": has_role(request.user, "operator")}
+    status = 200
+    if request.GET.get("run") == "1":
+        try:
+            req = browse.parse_request(topic, request.GET)
+            records, progress = browse.run_scan(cluster, req)
+            context["rows"] = [browse.row(r, req.decode_key, req.decode_value) for r in records]
+            context["progress"] = browse.progress_dict(progress)
+            context["next_positions"] = browse.positions_param(progress)
+        except ConsoleError as exc:
+            context["error"] = exc.message
+            status = exc.http_status if exc.http_status < 500 else 400
+    return render(request, "topics_app/messages.html", context, status=status)
+
+
+def message_rows(rows: list[dict[str, Any]]) -> str:
+    return render_to_string("topics_app/_message_rows.html", {"rows": rows})
+
+
+@role_required("operator")
+def message_produce(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
+    if request.method != "POST":
+        return redirect(reverse("topic_messages", args=[cluster, topic]))
+    p = request.POST
+    try:
+        encoding = p.get("encoding", "text")
+        value = browse.encode(p.get("value", ""), encoding, "value") if p.get("null_value") != "1" else None
+        key = browse.encode(p.get("key"), "text", "key") if p.get("key") else None
+        partition = int_param(p, "partition", minimum=0)
+        produced = browse.produce_message(request.user, cluster, topic, value, key, browse.parse_headers(p.get("headers", "")),
+                                          partition)
+        messages.success(request, f"Produced to partition {produced.partition} at offset {produced.offset}.")
+    except ConsoleError as exc:
+        messages.error(request, exc.message)
+    return redirect(reverse("topic_messages", args=[cluster, topic]))
+
+
+@role_required("operator")
+def message_republish(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
+    if request.method != "POST":
+        return redirect(reverse("topic_messages", args=[cluster, topic]))
+    p = request.POST
+    try:
+        partition = int_param(p, "partition", minimum=0)
+        offset = int_param(p, "offset", minimum=0)
+        if partition is None or offset is None:
+            raise BadParameter("Give the partition and offset of the message to republish.")
+        target = (p.get("target") or topic).strip()
+        produced = browse.republish(request.user, cluster, topic, partition, offset, target)
+        messages.success(request, f"Republished {topic}-{partition}@{offset} to {target}, partition {produced.partition} "
+                                  f"at offset {produced.offset}.")
+    except ConsoleError as exc:
+        messages.error(request, exc.message)
+    return redirect(reverse("topic_messages", args=[cluster, topic]))

@@ -1,0 +1,226 @@
+"""Message browsing use cases: parse a request, scan or tail through the gateway, shape the rows.
+
+Shared by the page (first page rendered on the server), its websocket (progress, stop, live tail)
+and the REST API (JSON, JSON Lines, CSV).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from console import gateway
+from console.audit import record as audit
+from console.errors import BadParameter, ConsoleError
+from console.gateway.messages import Produced, Record, ScanProgress, ScanSpec, produce, scan, tail
+from console.params import choice_param, int_param
+from topics_app.messages import DECODINGS, FilterSpec, build_matcher, build_raw_matcher, decode
+
+STARTS = {"newest", "oldest", "offset", "timestamp"}
+TARGETS = {"value", "key", "headers", "any"}
+ENCODINGS = {"text", "json", "base64", "hex"}
+MAX_PAGE = 1000
+
+
+@dataclass(frozen=True)
+class BrowseRequest:
+    spec: ScanSpec
+    filters: FilterSpec
+    decode_key: str
+    decode_value: str
+
+    @property
+    def matcher(self) -> Callable[[Record], bool] | None:
+        return build_matcher(self.filters)
+
+    @property
+    def raw_matcher(self) -> Callable[[bytes | None, bytes | None], bool] | None:
+        return build_raw_matcher(self.filters)
+
+
+def _partitions(raw: str) -> tuple[int, ...] | None:
+    raw = raw.strip()
+    if not raw or raw == "all":
+        return None
+    try:
+        parts = tuple(sorted({int(x) for x in raw.split(",") if x.strip()}))
+    except ValueError:
+        raise BadParameter(f"'partitions' must be 'all' or numbers separated by commas, not '{raw[:50]}'.") from None
+    if any(p < 0 for p in parts):
+        raise BadParameter("'partitions' cannot be negative.")
+    return parts
+
+
+def _timestamp_ms(raw: str) -> int:
+    raw = raw.strip()
+    if raw.isdigit():
+        return int(raw)
+    try:
+        when = datetime.fromisoformat(raw.replace("Z", "+00:00"))
+    except ValueError:
+        raise BadParameter(f"'timestamp' must be milliseconds since 1970 or an ISO date and time, not '{raw[:50]}'.") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return int(when.timestamp() * 1000)
+
+
+def _positions(raw: str) -> tuple[tuple[int, int], ...] | None:
+    """`partition:offset,...` from a previous page's positions."""
+    if not raw.strip():
+        return None
+    try:
+        pairs = tuple((int(p), int(o)) for p, _, o in (item.partition(":") for item in raw.split(",")))
+    except ValueError:
+        raise BadParameter("'positions' must look like 0:120,1:98.") from None
+    return pairs
+
+
+def parse_request(topic: str, params: Mapping[str, str]) -> BrowseRequest:
+    start = choice_param(params, "start", STARTS) or "newest"
+    limit = int_param(params, "limit", 50, minimum=1, maximum=MAX_PAGE) or 50
+    direction = choice_param(params, "direction", {"forward", "backward"}) or "forward"
+    positions = _positions(params.get("positions", ""))
+    offset = int_param(params, "offset", minimum=0)
+    timestamp = _timestamp_ms(params["timestamp"]) if params.get("timestamp", "").strip() else None
+    if start == "offset" and offset is None and positions is None:
+        raise BadParameter("Give the 'offset' to start at.")
+    if start == "timestamp" and timestamp is None:
+        raise BadParameter("Give the 'timestamp' to start at.")
+    if positions is not None:
+        start = "offset"
+    spec = ScanSpec(
+        topic=topic,
+        partitions=_partitions(params.get("partitions", "")),
+        start=start,  # type: ignore[arg-type]
+        offset=offset if positions is None else None,
+        timestamp_ms=timestamp,
+        newest_n=int_param(params, "newest_n", limit, minimum=0, maximum=1_000_000) or 0,
+        limit=limit,
+        max_scanned=int_param(params, "max_scanned", 1_000_000, minimum=1, maximum=5_000_000) or 1_000_000,
+        direction=direction,  # type: ignore[arg-type]
+        offsets=positions,
+    )
+    filters = FilterSpec(
+        substring=params.get("q") or None,
+        regex=params.get("regex") or None,
+        json_path=params.get("json_path") or None,
+        json_value=params.get("json_value") or None,
+        target=choice_param(params, "target", TARGETS) or "value",
+        case_sensitive=params.get("case", "") in {"1", "true", "on"},
+    )
+    build_matcher(filters)  # a bad regex or JSON path is refused before anything is read
+    return BrowseRequest(
+        spec=spec,
+        filters=filters,
+        decode_key=choice_param(params, "decode_key", set(DECODINGS)) or "auto",
+        decode_value=choice_param(params, "decode_value", set(DECODINGS)) or "auto",
+    )
+
+
+def row(r: Record, decode_key: str = "auto", decode_value: str = "auto") -> dict[str, Any]:
+    key, value = decode(r.key, decode_key), decode(r.value, decode_value)
+    return {
+        "partition": r.partition,
+        "offset": r.offset,
+        "timestamp_ms": r.timestamp_ms,
+        "timestamp": datetime.fromtimestamp(r.timestamp_ms / 1000, tz=UTC).isoformat() if r.timestamp_ms >= 0 else None,
+        "timestamp_type": r.timestamp_type,
+        "key": key.text if r.key is not None else None,
+        "key_format": key.format,
+        "value": value.text if r.value is not None else None,
+        "value_format": value.format,
+        "value_note": value.error,
+        "headers": [{"key": k, "value": decode(v, "auto").text if v is not None else None} for k, v in r.headers],
+        "key_size": r.key_size,
+        "value_size": r.value_size,
+    }
+
+
+def progress_dict(p: ScanProgress) -> dict[str, Any]:
+    return {"scanned": p.scanned, "matched": p.matched, "positions": {str(k): v for k, v in sorted(p.positions.items())},
+            "done": p.done, "stopped": p.stopped, "reason": p.reason}
+
+
+def run_scan(cluster: str, req: BrowseRequest, on_progress: Callable[[ScanProgress], bool] | None = None
+             ) -> tuple[list[Record], ScanProgress]:
+    return scan(gateway.for_cluster(cluster), req.spec, req.matcher, on_progress=on_progress, raw_matcher=req.raw_matcher)
+
+
+def run_tail(cluster: str, req: BrowseRequest, on_records: Callable[[list[Record]], bool], stop: threading.Event) -> None:
+    tail(gateway.for_cluster(cluster), req.spec.topic, req.spec.partitions, on_records, stop,
+         matcher=req.matcher, raw_matcher=req.raw_matcher)
+
+
+def positions_param(p: ScanProgress) -> str:
+    return ",".join(f"{k}:{v}" for k, v in sorted(p.positions.items()))
+
+
+# Producing (operator or admin; audited) -------------------------------------------------------------
+
+
+def encode(text: str | None, encoding: str, what: str) -> bytes | None:
+    if text is None:
+        return None
+    if encoding == "text":
+        return text.encode()
+    if encoding == "json":
+        try:
+            return json.dumps(json.loads(text), separators=(",", ":")).encode()
+        except ValueError as exc:
+            raise BadParameter(f"The {what} is not valid JSON: {exc}.") from None
+    if encoding == "base64":
+        try:
+            return base64.b64decode(text, validate=True)
+        except binascii.Error:
+            raise BadParameter(f"The {what} is not valid base64.") from None
+    if encoding == "hex":
+        try:
+            return bytes.fromhex(text)
+        except ValueError:
+            raise BadParameter(f"The {what} is not valid hex.") from None
+    raise BadParameter(f"The encoding must be one of {', '.join(sorted(ENCODINGS))}, not '{encoding[:50]}'.")
+
+
+def parse_headers(text: str) -> list[tuple[str, bytes]]:
+    headers = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        key, sep, value = line.partition("=")
+        if not sep or not key.strip():
+            raise BadParameter(f"Header line {number} must look like name=value.")
+        headers.append((key.strip(), value.encode()))
+    return headers
+
+
+def produce_message(user: Any, cluster: str, topic: str, value: bytes | None, key: bytes | None,
+                    headers: list[tuple[str, bytes]], partition: int | None) -> Produced:
+    details = {"partition": partition, "key_size": len(key or b""), "value_size": len(value or b""), "headers": len(headers)}
+    try:
+        produced = produce(gateway.for_cluster(cluster), topic, value, key=key, headers=headers or None, partition=partition)
+    except ConsoleError as exc:
+        audit(user, "produce", cluster=cluster, target=topic, details={**details, "error": exc.message}, outcome="failed")
+        raise
+    audit(user, "produce", cluster=cluster, target=topic, details={**details, "offset": produced.offset,
+                                                                  "written_to": produced.partition})
+    return produced
+
+
+def republish(user: Any, cluster: str, topic: str, partition: int, offset: int, target: str) -> Produced:
+    """Produce a copy of one message (key, value, headers) to the same or another topic."""
+    spec = ScanSpec(topic=topic, partitions=(partition,), start="offset", offset=offset, limit=1, max_scanned=1)
+    records, _ = scan(gateway.for_cluster(cluster), spec, None)
+    if not records or records[0].offset != offset:
+        raise BadParameter(f"There is no message at offset {offset} of partition {partition} of '{topic}'.")
+    original = records[0]
+    headers = [(k, v or b"") for k, v in original.headers]
+    produced = produce_message(user, cluster, target, original.value, original.key, headers, None)
+    audit(user, "republish", cluster=cluster, target=target,
+          details={"from_topic": topic, "from_partition": partition, "from_offset": offset, "offset": produced.offset})
+    return produced
