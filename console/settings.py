@@ -143,6 +143,7 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "console.api_errors.exception_handler",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "URL_FORMAT_OVERRIDE": None,  # ?format= belongs to the messages export (json, jsonl, csv)
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Kafka console API",

@@ -65,6 +65,8 @@ urlpatterns = [
     path(api + "<str:cluster>/topics/<str:topic>/configs/", topics_api.TopicConfigs.as_view()),
     path(api + "<str:cluster>/topics/<str:topic>/records/", topics_api.TopicRecords.as_view()),
     path(api + "<str:cluster>/topics/<str:topic>/partitions/", topics_api.PartitionList.as_view()),
+    path(api + "<str:cluster>/topics/<str:topic>/messages/", topics_api.TopicMessages.as_view()),
+    path(api + "<str:cluster>/topics/<str:topic>/messages/republish/", topics_api.RepublishMessage.as_view()),
 ]
 
 handler404 = "console.handlers.not_found"

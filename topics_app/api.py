@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict
 from typing import Any
 
+from django.http import HttpResponseBase, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.permissions import SAFE_METHODS, BasePermission
@@ -14,10 +16,11 @@ from rest_framework.views import APIView
 
 from brokers_app.api import require_snapshot
 from brokers_app.services import live
-from console.auth import has_role
+from console.auth import IsOperatorRole, has_role
 from console.errors import BadParameter
 from console.params import bool_param, int_param
-from topics_app import services
+from topics_app import browse, services
+from topics_app.messages import to_csv, to_jsonl
 
 
 def body(request: Request) -> dict[str, Any]:
@@ -179,3 +182,78 @@ class PartitionList(APIView):
                 "partitions": services.partitions(snap, topic),
             }
         )
+
+
+class TopicMessages(APIView):
+    permission_classes = [OperatorForWrites]
+
+    @extend_schema(
+        responses=OpenApiTypes.OBJECT,
+        summary="Read messages: seek (start=newest|oldest|offset|timestamp), decode, filter; format=json|jsonl|csv",
+        parameters=[OpenApiParameter(name, str) for name in (
+            "partitions", "start", "offset", "timestamp", "newest_n", "limit", "direction", "positions", "max_scanned",
+            "decode_key", "decode_value", "q", "regex", "json_path", "json_value", "target", "case", "format")],
+    )
+    def get(self, request: Request, cluster: str, topic: str) -> HttpResponseBase:
+        services.topic(require_snapshot(live(cluster)), topic)
+        params = {k: str(request.query_params.get(k, "")) for k in request.query_params}
+        fmt = params.pop("format", "json")
+        if fmt not in {"json", "jsonl", "csv"}:
+            raise BadParameter(f"'format' must be json, jsonl or csv, not '{fmt[:20]}'.")
+        req = browse.parse_request(topic, params)
+        records, progress = browse.run_scan(cluster, req)
+        if fmt == "jsonl":
+            response = StreamingHttpResponse(to_jsonl(records, req.decode_value), content_type="application/x-ndjson")
+            response["Content-Disposition"] = f'attachment; filename="{topic}.jsonl"'
+            return response
+        if fmt == "csv":
+            response = StreamingHttpResponse(to_csv(records, req.decode_value), content_type="text/csv")
+            response["Content-Disposition"] = f'attachment; filename="{topic}.csv"'
+            return response
+        return Response({
+            "records": [browse.row(r, req.decode_key, req.decode_value) for r in records],
+            "progress": browse.progress_dict(progress),
+            "next_positions": browse.positions_param(progress),
+        })
+
+    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT,
+                   summary="Produce: {value, key, headers: {name: value}, partition, encoding: text|json|base64|hex}")
+    def post(self, request: Request, cluster: str, topic: str) -> Response:
+        d = body(request)
+        services.topic(require_snapshot(live(cluster)), topic)
+        encoding = d.get("encoding", "text")
+        if encoding not in browse.ENCODINGS:
+            raise BadParameter(f"'encoding' must be one of {', '.join(sorted(browse.ENCODINGS))}.")
+        value = d.get("value")
+        if value is not None and not isinstance(value, str):
+            value = json.dumps(value) if encoding == "json" else None
+            if value is None:
+                raise BadParameter("'value' must be a string (or null for a tombstone).")
+        key = d.get("key")
+        if key is not None and not isinstance(key, str):
+            raise BadParameter("'key' must be a string or null.")
+        headers_raw = d.get("headers", {})
+        if not isinstance(headers_raw, dict) or not all(isinstance(v, str) for v in headers_raw.values()):
+            raise BadParameter("'headers' must be an object of names to string values.")
+        partition = d.get("partition")
+        if partition is not None and (isinstance(partition, bool) or not isinstance(partition, int) or partition < 0):
+            raise BadParameter("'partition' must be a partition number, or null to partition by key.")
+        produced = browse.produce_message(
+            request.user, cluster, topic, browse.encode(value, encoding, "value"),
+            key.encode() if key is not None else None, [(k, v.encode()) for k, v in headers_raw.items()], partition,
+        )
+        return Response(asdict(produced), status=201)
+
+
+class RepublishMessage(APIView):
+    permission_classes = [IsOperatorRole]
+
+    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT,
+                   summary="Republish one message: {partition, offset, target_topic}")
+    def post(self, request: Request, cluster: str, topic: str) -> Response:
+        d = body(request)
+        target = d.get("target_topic", topic)
+        if not isinstance(target, str) or not target:
+            raise BadParameter("'target_topic' must be a topic name.")
+        produced = browse.republish(request.user, cluster, topic, _int(d, "partition"), _int(d, "offset"), target)
+        return Response(asdict(produced), status=201)

@@ -84,7 +84,9 @@ def _positions(raw: str) -> tuple[tuple[int, int], ...] | None:
 def parse_request(topic: str, params: Mapping[str, str]) -> BrowseRequest:
     start = choice_param(params, "start", STARTS) or "newest"
     limit = int_param(params, "limit", 50, minimum=1, maximum=MAX_PAGE) or 50
-    direction = choice_param(params, "direction", {"forward", "backward"}) or "forward"
+    # "Newest" means the newest `limit` matches over all chosen partitions: read back from the end
+    # (and its next pages keep going back).
+    direction = choice_param(params, "direction", {"forward", "backward"}) or ("backward" if start == "newest" else "forward")
     positions = _positions(params.get("positions", ""))
     offset = int_param(params, "offset", minimum=0)
     timestamp = _timestamp_ms(params["timestamp"]) if params.get("timestamp", "").strip() else None
@@ -152,9 +154,10 @@ def run_scan(cluster: str, req: BrowseRequest, on_progress: Callable[[ScanProgre
     return scan(gateway.for_cluster(cluster), req.spec, req.matcher, on_progress=on_progress, raw_matcher=req.raw_matcher)
 
 
-def run_tail(cluster: str, req: BrowseRequest, on_records: Callable[[list[Record]], bool], stop: threading.Event) -> None:
+def run_tail(cluster: str, req: BrowseRequest, on_records: Callable[[list[Record]], bool], stop: threading.Event,
+             on_ready: Callable[[], None] | None = None) -> None:
     tail(gateway.for_cluster(cluster), req.spec.topic, req.spec.partitions, on_records, stop,
-         matcher=req.matcher, raw_matcher=req.raw_matcher)
+         matcher=req.matcher, raw_matcher=req.raw_matcher, on_ready=on_ready)
 
 
 def positions_param(p: ScanProgress) -> str:

@@ -102,9 +102,9 @@ class MessagesConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             return not stop.is_set()
 
         def work() -> None:
-            browse.run_tail(self.cluster, req, on_records, stop)
-
-        await self.send_json({"type": "tailing"})
+            # "tailing" goes out once the end offsets are taken, so nothing written after it is missed.
+            browse.run_tail(self.cluster, req, on_records, stop,
+                            on_ready=lambda: self._send_from_thread({"type": "tailing"}))
 
         async def run() -> None:
             try:

@@ -576,10 +576,12 @@ def scan(gateway: ClusterGateway, spec: ScanSpec, matcher: Callable[[Record], bo
 
 def tail(gateway: ClusterGateway, topic: str, partitions: tuple[int, ...] | None, on_records: Callable[[list[Record]], bool],
          stop: threading.Event, matcher: Callable[[Record], bool] | None = None,
-         raw_matcher: Callable[[bytes | None, bytes | None], bool] | None = None) -> None:
+         raw_matcher: Callable[[bytes | None, bytes | None], bool] | None = None,
+         on_ready: Callable[[], None] | None = None) -> None:
     """Push messages written after the call began to on_records, until `stop` is set or it returns False.
 
-    Each batch is sorted by (timestamp, partition, offset); empty batches are not pushed.
+    Each batch is sorted by (timestamp, partition, offset); empty batches are not pushed. on_ready is
+    called once the end offsets are taken: every message written after that will be pushed.
     """
     action = f"follow topic '{topic}'"
     consumer = _consumer(gateway, partition_eof=False)
@@ -588,6 +590,8 @@ def tail(gateway: ClusterGateway, topic: str, partitions: tuple[int, ...] | None
         high = gateway.list_offsets([(topic, p) for p in parts], "latest")
         # A partition whose end could not be read starts wherever its end is once it answers.
         consumer.assign([TopicPartition(topic, p, high.get((topic, p), OFFSET_END)) for p in parts])
+        if on_ready is not None:
+            on_ready()
         while not stop.is_set():
             try:
                 batch: list[Any] = consumer.consume(num_messages=1000, timeout=_TAIL_POLL_S)

@@ -41,3 +41,41 @@ def test_at_risk_lists_partitions_that_would_suffer_if_a_broker_died(client_as, 
     page = text(client_as("viewer").get(f"/clusters/local/at-risk/?broker={broker}"))
     assert re.search(rf'Would go offline <span class="count ?\w*">{offline}</span>', page)
     assert re.search(rf'Would fall under min ISR <span class="count ?\w*">{under_min}</span>', page)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/clusters/local/topics/",
+        "/clusters/local/topics/?sort=size&desc=1",
+        "/clusters/local/topics/?q=ord&regex=1",
+        "/clusters/local/topics/orders/",
+        "/clusters/local/topics/orders/messages/",
+    ],
+)
+def test_topic_pages_render_for_a_viewer(client_as, snapshot, monkeypatch, path: str) -> None:
+    from topics_app import services
+
+    monkeypatch.setattr(services, "topic_configs", lambda cluster, name: [])  # configs come from Kafka: none here
+    response = client_as("viewer").get(path)
+    assert response.status_code == 200, response.content[:500]
+    assert b"orders" in response.content
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/clusters/local/topics/new/", "/clusters/local/topics/orders/partitions/", "/clusters/local/topics/orders/purge/"],
+)
+def test_change_forms_need_the_operator_role(client_as, snapshot, path: str) -> None:
+    assert client_as("viewer").get(path).status_code == 403
+    assert client_as("operator").get(path).status_code == 200
+
+
+def test_delete_form_needs_the_admin_role(client_as, snapshot) -> None:
+    assert client_as("operator").get("/clusters/local/topics/orders/delete/").status_code == 403
+    assert client_as("admin").get("/clusters/local/topics/orders/delete/").status_code == 200
+
+
+def test_topics_list_with_a_bad_regex_is_a_400_page(client_as, snapshot) -> None:
+    response = client_as("viewer").get("/clusters/local/topics/?q=%28&regex=1")
+    assert response.status_code == 400 and b"not a valid regular expression" in response.content
