@@ -420,12 +420,14 @@ class ClusterGateway:
         DescribeGroups per coordinator for all of its groups (never one request per group)."""
 
         def run() -> list[ConsumerGroup]:
-            def describe(admin: KafkaAdminClient) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+            def describe(admin: KafkaAdminClient) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, int | None]]:
                 listed = admin.list_groups()
                 ids = sorted({g["group_id"] for g in listed})
-                return listed, (admin.describe_groups(ids) if ids else {})
+                described = admin.describe_groups(ids) if ids else {}
+                cluster = admin._manager.cluster  # coordinators found while describing, cached by kafka-python
+                return listed, described, {gid: cluster.get_coordinator(gid) for gid in ids}
 
-            listed, described = self._with_kafka_python("groups", describe)
+            listed, described, coordinators = self._with_kafka_python("groups", describe)
             ids = sorted({g["group_id"] for g in listed})
             kinds = {g["group_id"]: g for g in listed}
             groups = []
@@ -448,6 +450,7 @@ class ClusterGateway:
                     assignor=d.get("protocol_data", "") or "",
                     members=tuple(sorted(members, key=lambda m: m.member_id)),
                     error=d.get("error"),
+                    coordinator=coordinators.get(gid),
                 ))
             return groups
 
@@ -466,6 +469,72 @@ class ClusterGateway:
             }
 
         return self._call("fetch committed offsets", run)
+
+    def group_state(self, group_id: str) -> tuple[str, int]:
+        """A group's state and member count, asked now (not from the snapshot): offset changes
+        depend on it. NotFound when the group does not exist."""
+
+        def run() -> tuple[str, int]:
+            described = self._with_kafka_python("group", lambda admin: admin.describe_groups([group_id]))
+            d = described.get(group_id) or {}
+            state = d.get("group_state") or "Dead"
+            if state == "Dead" and not d.get("members"):
+                raise NotFound(f"Consumer group '{group_id}' does not exist on cluster '{self.name}'.")
+            return state, len(d.get("members", []))
+
+        return self._call(f"describe consumer group '{group_id}'", run)
+
+    def offsets_for_time(self, partitions: Iterable[tuple[str, int]], timestamp_ms: int) -> dict[tuple[str, int], int]:
+        """The first offset at or after a time in each partition (the end offset when there is none)."""
+        request = {TopicPartition(t, p): OffsetSpec.for_timestamp(timestamp_ms) for t, p in partitions}
+        if not request:
+            return {}
+
+        def run() -> dict[tuple[str, int], int]:
+            futures = self._admin_client().list_offsets(request, request_timeout=self.timeout)
+            found = {(tp.topic, tp.partition): self._result(f).offset for tp, f in futures.items()}
+            missing = [k for k, v in found.items() if v < 0]
+            if missing:  # no message at or after the time: the end of the log, as Kafka's own tool does
+                ends = self.list_offsets(missing, "latest")
+                found.update({k: ends.get(k, 0) for k in missing})
+            return found
+
+        return self._call("look up offsets by time", run)
+
+    def alter_group_offsets(self, group_id: str, offsets: dict[tuple[str, int], int]) -> None:
+        def run() -> None:
+            from kafka.structs import OffsetAndMetadata
+            from kafka.structs import TopicPartition as KpTopicPartition
+
+            request = {KpTopicPartition(t, p): OffsetAndMetadata(o, "", -1) for (t, p), o in offsets.items()}
+            result = self._with_kafka_python("group", lambda admin: admin.alter_group_offsets(group_id, request))
+            failed = {f"{tp.topic}-{tp.partition}": err.__name__ for tp, err in result.items() if err is not kp_errors.NoError}
+            if failed:
+                raise InvalidRequest(f"Kafka refused some offsets of group '{group_id}': {failed}.")
+
+        self._call(f"set the offsets of group '{group_id}'", run)
+
+    def delete_group(self, group_id: str) -> None:
+        def run() -> None:
+            result = self._with_kafka_python("group", lambda admin: admin.delete_groups([group_id]))
+            for gid, outcome in result:
+                if outcome != "OK":
+                    name = "".join("_" + c if c.isupper() else c for c in str(outcome)).upper().lstrip("_")
+                    raise translate_error(name.removesuffix("_ERROR"), str(outcome), self.name, f"delete group '{gid}'")
+
+        self._call(f"delete consumer group '{group_id}'", run)
+
+    def delete_group_offsets(self, group_id: str, partitions: list[tuple[str, int]]) -> None:
+        def run() -> None:
+            from kafka.structs import TopicPartition as KpTopicPartition
+
+            tps = [KpTopicPartition(t, p) for t, p in partitions]
+            result = self._with_kafka_python("group", lambda admin: admin.delete_group_offsets(group_id, tps))
+            failed = {f"{tp.topic}-{tp.partition}": err.__name__ for tp, err in result.items() if err is not kp_errors.NoError}
+            if failed:
+                raise InvalidRequest(f"Kafka refused to delete some offsets of group '{group_id}': {failed}.")
+
+        self._call(f"delete offsets of group '{group_id}'", run)
 
     # Topics ------------------------------------------------------------------------------------
     def create_topic(self, name: str, partitions: int, replication_factor: int, configs: dict[str, str] | None = None,

@@ -91,3 +91,4 @@ class ConsumerGroup:
     assignor: str
     members: tuple[GroupMember, ...]
     error: str | None = None
+    coordinator: int | None = None

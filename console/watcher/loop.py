@@ -12,6 +12,7 @@ import resource
 import socket
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -182,6 +183,8 @@ class ClusterWatcher:
         self._sizes: dict[tuple[str, int], dict[int, int]] = {}
         self._rates: dict[str, float] = {}
         self._next_sizes = 0.0
+        self._min_isr: dict[str, int] = {}
+        self._cycle_times: deque[float] = deque(maxlen=60)
         self._groups: dict[str, GroupState] | None = None
         self._groups_at: float | None = None
         self.offset_requests = 0
@@ -229,24 +232,44 @@ class ClusterWatcher:
             except GatewayError:
                 log.info("could not read broker racks of %s", self.cluster)
 
-        known = previous.topics if previous else {}
-        names = [t.name for t in md.topics]
-        wanted = names if now >= self.next_configs else [n for n in names if known.get(n) is None or known[n].min_isr is None]
-        min_isr: dict[str, int] = {}
-        if wanted:
+        # New topics get their min.insync.replicas at once (a few per cycle); the periodic re-read of
+        # every topic runs in the sampling thread so it never slows this cycle down.
+        with self._offsets_lock:
+            known_min_isr = dict(self._min_isr)
+        fresh = [t.name for t in md.topics if t.name not in known_min_isr][:200]
+        if fresh:
             try:
                 stats.count("describe_configs")
-                configs = self.gateway.topic_configs(wanted, frozenset({"min.insync.replicas"}))
-                min_isr = {t: int(c["min.insync.replicas"]) for t, c in configs.items() if "min.insync.replicas" in c}
-                if now >= self.next_configs:
-                    self.next_configs = now + settings.WATCHER_CONFIGS_INTERVAL
+                found = self._read_min_isr(fresh)
+                known_min_isr.update(found)
+                with self._offsets_lock:
+                    self._min_isr.update(found)
             except GatewayError:
                 log.info("could not read topic configs of %s", self.cluster)
 
-        snap = build_snapshot(self.cluster, previous, md, quorum, quorum_error, self.racks, min_isr, now)
+        snap = build_snapshot(self.cluster, previous, md, quorum, quorum_error, self.racks, known_min_isr, now)
         self._apply_offsets(snap)
         self.stats = stats
         return snap
+
+    def _read_min_isr(self, topics: list[str]) -> dict[str, int]:
+        configs = self.gateway.topic_configs(topics, frozenset({"min.insync.replicas"}))
+        return {t: int(c["min.insync.replicas"]) for t, c in configs.items() if "min.insync.replicas" in c}
+
+    def refresh_configs(self) -> None:
+        """Re-read min.insync.replicas of every topic (it can change without any other sign)."""
+        snap = self.previous
+        if snap is None or not snap.reachable or time.time() < self.next_configs:
+            return
+        try:
+            self.offset_requests += 1
+            found = self._read_min_isr(sorted(snap.topics))
+        except GatewayError:
+            log.info("could not re-read topic configs of %s", self.cluster)
+            return
+        with self._offsets_lock:
+            self._min_isr = found
+        self.next_configs = time.time() + settings.WATCHER_CONFIGS_INTERVAL
 
     def _apply_offsets(self, snap: Snapshot) -> None:
         with self._offsets_lock:
@@ -294,6 +317,7 @@ class ClusterWatcher:
                 assignor=g.assignor,
                 members=[MemberState(m.member_id, m.client_id, m.host, [list(a) for a in m.assignment]) for m in g.members],
                 offsets={f"{t}:{p}": o for (t, p), o in sorted(committed.get(g.group_id, {}).items())},
+                coordinator=g.coordinator,
             )
             for g in described
         }
@@ -352,10 +376,15 @@ class ClusterWatcher:
         self._content = content
         self.previous = snap
         self.cycles += 1
+        self._cycle_times.append(time.monotonic() - started)
+        ordered = sorted(self._cycle_times)
         usage = resource.getrusage(resource.RUSAGE_SELF)
         store.save_stats(self.cluster, {
             "cycles": self.cycles,
             "cycle_seconds": round(self.stats.seconds, 4),
+            "cycle_p50_seconds": round(ordered[len(ordered) // 2], 4),
+            "cycle_max_seconds": round(ordered[-1], 4),
+            "partitions": sum(len(t.partitions) for t in snap.topics.values()),
             "requests_last_cycle": self.stats.requests,
             "offset_requests_total": self.offset_requests,
             "cpu_seconds_total": round(usage.ru_utime + usage.ru_stime, 2),
@@ -416,6 +445,7 @@ def run_offsets(watcher: ClusterWatcher, stop: threading.Event, active: threadin
         if active.is_set():
             try:
                 watcher.sample_offsets()
+                watcher.refresh_configs()
             except Exception:
                 log.exception("offset sampling for %s failed", watcher.cluster)
         stop.wait(max(0.1, settings.WATCHER_OFFSETS_INTERVAL - (time.monotonic() - started)))

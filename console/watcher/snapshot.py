@@ -142,6 +142,7 @@ class GroupState:
     assignor: str
     members: list[MemberState]
     offsets: dict[str, int]  # "topic:partition" -> committed offset (':' cannot occur in a topic name)
+    coordinator: int | None = None
 
     def topics(self) -> list[str]:
         names = {key.rpartition(":")[0] for key in self.offsets}

@@ -1,0 +1,295 @@
+"""Consumer groups: lag and ownership from the watcher's snapshot; offset resets through the gateway."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from console import gateway
+from console.audit import record
+from console.errors import BadParameter, ConsoleError
+from console.gateway.errors import NotFound
+from console.watcher.snapshot import GroupState, Snapshot
+
+SORTS = {
+    "group": "group",
+    "state": "state",
+    "members": "members",
+    "total_lag": "total lag",
+    "max_lag": "max lag",
+    "time_lag": "time lag",
+    "status": "status",
+}
+
+
+def split_key(key: str) -> tuple[str, int]:
+    topic, _, partition = key.rpartition(":")
+    return topic, int(partition)
+
+
+def end_offsets(snap: Snapshot) -> dict[tuple[str, int], int | None]:
+    return {(t.name, p.partition): p.end_offset for t in snap.topics.values() for p in t.partitions}
+
+
+def partition_rows(snap: Snapshot, g: GroupState, ends: dict[tuple[str, int], int | None] | None = None) -> list[dict[str, Any]]:
+    """Per partition the group committed or is assigned: committed, end, lag (None = unknown), owner."""
+    ends = end_offsets(snap) if ends is None else ends
+    owners = {(a[0], a[1]): m for m in g.members for a in m.assignment}
+    committed = {split_key(k): v for k, v in g.offsets.items()}
+    rows = []
+    for tp in sorted(committed.keys() | owners.keys()):
+        end = ends.get(tp)
+        offset = committed.get(tp)
+        owner = owners.get(tp)
+        lag_info = g.lag.get(f"{tp[0]}:{tp[1]}", {}) if hasattr(g, "lag") else {}
+        rows.append({
+            "topic": tp[0],
+            "partition": tp[1],
+            "committed": offset,
+            "end_offset": end,
+            "lag": None if offset is None or end is None else max(0, end - offset),
+            "time_lag": lag_info.get("time_lag"),
+            "status": lag_info.get("status"),
+            "member_id": owner.member_id if owner else None,
+            "client_id": owner.client_id if owner else None,
+            "host": owner.host if owner else None,
+        })
+    return rows
+
+
+_rows_cache: dict[tuple[str, int, float | None, float | None], list[dict[str, Any]]] = {}
+
+
+def group_rows(snap: Snapshot) -> list[dict[str, Any]]:
+    """One summary row per group, computed once per snapshot version."""
+    key = (snap.cluster, snap.version, snap.offsets_at, snap.groups_at)
+    cached = _rows_cache.get(key)
+    if cached is not None:
+        return cached
+    ends = end_offsets(snap)
+    rows = []
+    for g in snap.groups.values():
+        parts = partition_rows(snap, g, ends)
+        lags = [p["lag"] for p in parts if p["lag"] is not None]
+        time_lags = [p["time_lag"] for p in parts if p["time_lag"] is not None]
+        rows.append({
+            "group": g.group_id,
+            "state": g.state,
+            "protocol_type": g.protocol_type,
+            "group_type": g.group_type,
+            "assignor": g.assignor,
+            "members": len(g.members),
+            "coordinator": g.coordinator,
+            "topics": sorted({p["topic"] for p in parts}),
+            "partitions": len(parts),
+            "unknown_lag_partitions": sum(1 for p in parts if p["lag"] is None),
+            "total_lag": sum(lags),
+            "max_lag": max(lags, default=0),
+            "time_lag": max(time_lags, default=None),
+            "status": getattr(g, "status", None),
+        })
+    _rows_cache.clear()
+    _rows_cache[key] = rows
+    return rows
+
+
+@dataclass
+class GroupsPage:
+    rows: list[dict[str, Any]]
+    total: int
+    page: int
+    pages: int
+
+
+_STATUS_ORDER = {None: -1, "NOTFOUND": 0, "OK": 1, "WARN": 2, "ERR": 3}
+
+
+def groups_page(snap: Snapshot, *, query: str = "", regex: bool = False, sort: str = "group", descending: bool = False,
+                page: int = 1, per_page: int = 50) -> GroupsPage:
+    rows = group_rows(snap)
+    if query:
+        if regex:
+            try:
+                pattern = re.compile(query)
+            except re.error as exc:
+                raise BadParameter(f"'q' is not a valid regular expression: {exc}.") from None
+            rows = [r for r in rows if pattern.search(r["group"])]
+        else:
+            rows = [r for r in rows if query.lower() in r["group"].lower()]
+    if sort not in SORTS:
+        raise BadParameter(f"'sort' must be one of {', '.join(SORTS)}, not '{sort[:50]}'.")
+
+    def key(r: dict[str, Any]) -> Any:
+        if sort == "status":
+            return (_STATUS_ORDER.get(r["status"], -1), r["group"])
+        value = r[sort]
+        return (value is None, value if value is not None else 0, r["group"]) if sort != "group" else r["group"]
+
+    rows = sorted(rows, key=key, reverse=descending)
+    pages = max(1, math.ceil(len(rows) / per_page))
+    page = min(max(1, page), pages)
+    return GroupsPage(rows[(page - 1) * per_page : page * per_page], len(rows), page, pages)
+
+
+def group(snap: Snapshot, group_id: str) -> GroupState:
+    g = snap.groups.get(group_id)
+    if g is None:
+        raise NotFound(f"Consumer group '{group_id}' does not exist on cluster '{snap.cluster}'.")
+    return g
+
+
+def group_detail(snap: Snapshot, group_id: str) -> dict[str, Any]:
+    g = group(snap, group_id)
+    summary = next(r for r in group_rows(snap) if r["group"] == group_id)
+    return {
+        **summary,
+        "partitions": partition_rows(snap, g),
+        "member_list": [
+            {"member_id": m.member_id, "client_id": m.client_id, "host": m.host,
+             "assignment": [f"{a[0]}-{a[1]}" for a in m.assignment]}
+            for m in g.members
+        ],
+    }
+
+
+# Offset reset (operator or admin; audited) ------------------------------------------------------------
+
+RESET_TO = {"earliest", "latest", "timestamp", "offset", "shift", "group"}
+
+
+@dataclass
+class ResetSpec:
+    to: str
+    topics: list[str] = field(default_factory=list)  # empty: every topic the group has offsets for
+    partitions: dict[str, list[int]] = field(default_factory=dict)  # topic -> partitions (only these)
+    timestamp_ms: int | None = None
+    offset: int | None = None
+    shift: int | None = None
+    from_group: str | None = None
+
+
+def _scope(snap: Snapshot, g: GroupState, spec: ResetSpec) -> list[tuple[str, int]]:
+    committed = [split_key(k) for k in g.offsets]
+    if spec.partitions:
+        chosen = []
+        for topic, parts in spec.partitions.items():
+            t = snap.topics.get(topic)
+            if t is None:
+                raise NotFound(f"Topic '{topic}' does not exist on cluster '{snap.cluster}'.")
+            known = {p.partition for p in t.partitions}
+            bad = sorted(set(parts) - known)
+            if bad:
+                raise BadParameter(f"Topic '{topic}' has no partition {', '.join(map(str, bad))}.")
+            chosen += [(topic, p) for p in parts]
+        return sorted(set(chosen))
+    if spec.topics:
+        chosen = []
+        for topic in spec.topics:
+            t = snap.topics.get(topic)
+            if t is None:
+                raise NotFound(f"Topic '{topic}' does not exist on cluster '{snap.cluster}'.")
+            chosen += [(topic, p.partition) for p in t.partitions]
+        return sorted(chosen)
+    if not committed:
+        raise BadParameter(f"Group '{g.group_id}' has no committed offsets; name the topics to reset.")
+    return sorted(committed)
+
+
+def plan_reset(cluster: str, snap: Snapshot, group_id: str, spec: ResetSpec) -> list[dict[str, Any]]:
+    """The preview: per partition the current committed offset, the new one and the lag after.
+    New offsets are clamped to the partition's current start and end, as Kafka's own tool does."""
+    if spec.to not in RESET_TO:
+        raise BadParameter(f"'to' must be one of {', '.join(sorted(RESET_TO))}, not '{spec.to[:30]}'.")
+    g = group(snap, group_id)
+    scope = _scope(snap, g, spec)
+    gw = gateway.for_cluster(cluster)
+    starts = gw.list_offsets(scope, "earliest")
+    ends = gw.list_offsets(scope, "latest")
+    current = {split_key(k): v for k, v in g.offsets.items()}
+    if spec.to == "timestamp":
+        if spec.timestamp_ms is None:
+            raise BadParameter("Give the 'timestamp' to reset to.")
+        import time
+
+        if spec.timestamp_ms > time.time() * 1000 + 1000:
+            raise BadParameter("The timestamp is in the future: there are no offsets there yet.")
+        targets = gw.offsets_for_time(scope, spec.timestamp_ms)
+    elif spec.to == "group":
+        if not spec.from_group:
+            raise BadParameter("Give the group to copy offsets from ('from_group').")
+        other = {split_key(k): v for k, v in group(snap, spec.from_group).offsets.items()}
+        missing = [f"{t}-{p}" for t, p in scope if (t, p) not in other]
+        if missing:
+            raise BadParameter(f"Group '{spec.from_group}' has no committed offset for {', '.join(missing[:10])}.")
+        targets = {tp: other[tp] for tp in scope}
+    else:
+        targets = {}
+        for tp in scope:
+            if spec.to == "earliest":
+                targets[tp] = starts.get(tp, 0)
+            elif spec.to == "latest":
+                targets[tp] = ends.get(tp, 0)
+            elif spec.to == "offset":
+                if spec.offset is None or spec.offset < 0:
+                    raise BadParameter("Give a non-negative 'offset' to reset to.")
+                targets[tp] = spec.offset
+            else:
+                if spec.shift is None:
+                    raise BadParameter("Give the 'shift' (a positive or negative number of messages).")
+                base = current.get(tp)
+                if base is None:
+                    raise BadParameter(f"Group '{group_id}' has no committed offset on {tp[0]}-{tp[1]} to shift from.")
+                targets[tp] = base + spec.shift
+    rows = []
+    for tp in scope:
+        lo, hi = starts.get(tp, 0), ends.get(tp, 0)
+        new = min(max(targets[tp], lo), hi)
+        rows.append({"topic": tp[0], "partition": tp[1], "current": current.get(tp), "new": new,
+                     "start_offset": lo, "end_offset": hi, "lag_after": hi - new})
+    return rows
+
+
+def apply_reset(user: Any, cluster: str, snap: Snapshot, group_id: str, spec: ResetSpec) -> list[dict[str, Any]]:
+    gw = gateway.for_cluster(cluster)
+    state, members = gw.group_state(group_id)
+    details: dict[str, Any] = {"to": spec.to, "topics": spec.topics, "partitions": spec.partitions}
+    try:
+        if state not in {"Empty", "Dead"} or members:
+            raise BadParameter(f"Group '{group_id}' is {state} with {members} member{'s' if members != 1 else ''}: Kafka "
+                               "only lets offsets be reset while the group is empty. Stop its consumers first.")
+        plan = plan_reset(cluster, snap, group_id, spec)
+        gw.alter_group_offsets(group_id, {(r["topic"], r["partition"]): r["new"] for r in plan})
+    except ConsoleError as exc:
+        record(user, "reset_offsets", cluster=cluster, target=group_id, details={**details, "error": exc.message},
+               outcome="failed")
+        raise
+    record(user, "reset_offsets", cluster=cluster, target=group_id,
+           details={**details, "offsets": {f"{r['topic']}-{r['partition']}": r["new"] for r in plan}})
+    return plan
+
+
+def delete_group(user: Any, cluster: str, snap: Snapshot, group_id: str) -> None:
+    group(snap, group_id)
+    try:
+        gateway.for_cluster(cluster).delete_group(group_id)
+    except ConsoleError as exc:
+        record(user, "delete_group", cluster=cluster, target=group_id, details={"error": exc.message}, outcome="failed")
+        raise
+    record(user, "delete_group", cluster=cluster, target=group_id)
+
+
+def delete_group_topic_offsets(user: Any, cluster: str, snap: Snapshot, group_id: str, topic: str) -> int:
+    g = group(snap, group_id)
+    parts = [split_key(k) for k in g.offsets if split_key(k)[0] == topic]
+    if not parts:
+        raise BadParameter(f"Group '{group_id}' has no committed offsets on topic '{topic}'.")
+    try:
+        gateway.for_cluster(cluster).delete_group_offsets(group_id, parts)
+    except ConsoleError as exc:
+        record(user, "delete_group_offsets", cluster=cluster, target=group_id, details={"topic": topic, "error": exc.message},
+               outcome="failed")
+        raise
+    record(user, "delete_group_offsets", cluster=cluster, target=group_id, details={"topic": topic, "partitions": len(parts)})
+    return len(parts)
