@@ -19,6 +19,8 @@ from brokers_app.views import event_filters, event_rows, overview_fragment
 from console import gateway
 from console.errors import ConsoleError
 from console.realtime import cluster_group
+from consumers_app.views import detail_fragment as group_fragment
+from consumers_app.views import groups_fragment
 from topics_app.views import at_risk_fragment, detail_fragment, layout_fragment, topics_fragment
 
 log = logging.getLogger(__name__)
@@ -29,6 +31,8 @@ FRAGMENTS: dict[str, Callable[[services.Live, Mapping[str, str]], dict[str, str]
     "at_risk": at_risk_fragment,
     "topics": topics_fragment,
     "topic": detail_fragment,
+    "groups": groups_fragment,
+    "group": group_fragment,
 }
 VIEWS = set(FRAGMENTS) | {"events", "status"}  # "status": only the cluster status, no fragments
 

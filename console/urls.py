@@ -11,6 +11,8 @@ from brokers_app import views as brokers_views
 from console import views
 from console.auth import IsAdminRole
 from console.models import AuditEntry
+from consumers_app import api as consumers_api
+from consumers_app import views as consumers_views
 from topics_app import api as topics_api
 from topics_app import views as topics_views
 
@@ -37,12 +39,17 @@ urlpatterns = [
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("healthz", views.healthz, name="healthz"),
+    path("metrics", consumers_api.Metrics.as_view(), name="metrics"),
     path("audit/", views.audit, name="audit"),
     path("admin/", admin.site.urls),
     path("clusters/<str:cluster>/", brokers_views.overview, name="overview"),
     path("clusters/<str:cluster>/layout/", topics_views.layout, name="layout"),
     path("clusters/<str:cluster>/at-risk/", topics_views.at_risk, name="at_risk"),
     path("clusters/<str:cluster>/events/", brokers_views.events, name="events"),
+    path("clusters/<str:cluster>/groups/", consumers_views.groups, name="groups"),
+    path("clusters/<str:cluster>/groups/<str:group>/", consumers_views.group_detail, name="group"),
+    path("clusters/<str:cluster>/groups/<str:group>/reset/", consumers_views.group_reset, name="group_reset"),
+    path("clusters/<str:cluster>/groups/<str:group>/delete/", consumers_views.group_delete, name="group_delete"),
     path("clusters/<str:cluster>/topics/", topics_views.topics, name="topics"),
     path("clusters/<str:cluster>/topics/new/", topics_views.topic_create, name="topic_create"),
     path("clusters/<str:cluster>/topics/<str:topic>/", topics_views.topic_detail, name="topic"),
@@ -60,6 +67,11 @@ urlpatterns = [
     path(api + "<str:cluster>/", brokers_api.ClusterDetail.as_view()),
     path(api + "<str:cluster>/brokers/", brokers_api.BrokerList.as_view()),
     path(api + "<str:cluster>/events/", brokers_api.EventList.as_view()),
+    path(api + "<str:cluster>/consumer-groups/", consumers_api.GroupList.as_view()),
+    path(api + "<str:cluster>/consumer-groups/<str:group>/", consumers_api.GroupDetail.as_view()),
+    path(api + "<str:cluster>/consumer-groups/<str:group>/offsets", consumers_api.GroupOffsets.as_view()),
+    path(api + "<str:cluster>/consumer-groups/<str:group>/offsets/", consumers_api.GroupOffsets.as_view()),
+    path(api + "<str:cluster>/consumer-groups/<str:group>/rebalances/", consumers_api.GroupRebalances.as_view()),
     path(api + "<str:cluster>/topics/", topics_api.TopicList.as_view()),
     path(api + "<str:cluster>/topics/<str:topic>/", topics_api.TopicDetail.as_view()),
     path(api + "<str:cluster>/topics/<str:topic>/configs/", topics_api.TopicConfigs.as_view()),

@@ -46,6 +46,7 @@
     var params = new URLSearchParams(location.search);
     params.set("view", bar.dataset.view);
     if (bar.dataset.topic) params.set("topic", bar.dataset.topic);
+    if (bar.dataset.group) params.set("group", bar.dataset.group);
     var ws = new WebSocket(proto + location.host + "/ws/clusters/" + encodeURIComponent(bar.dataset.cluster) + "/live/?" + params.toString());
     ws.onopen = function () {
       socketUp = true; delay = 1000;
