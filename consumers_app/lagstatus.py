@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 OK, WARN, STOP, STALL, REWIND = "OK", "WARN", "STOP", "STALL", "REWIND"
@@ -128,7 +129,7 @@ def evaluate_partition(
     if all(c.lag > allowed_lag for c in commits):
         if all(c.offset == first.offset for c in commits):
             return STALL
-        if all(later.lag >= earlier.lag for earlier, later in zip(commits, commits[1:], strict=False)):
+        if all(later.lag >= earlier.lag for earlier, later in pairwise(commits)):
             return WARN
     # 6.
     return OK

@@ -517,7 +517,7 @@ class ClusterGateway:
     def delete_group(self, group_id: str) -> None:
         def run() -> None:
             result = self._with_kafka_python("group", lambda admin: admin.delete_groups([group_id]))
-            for gid, outcome in result:
+            for gid, outcome in dict(result).items():
                 if outcome != "OK":
                     name = "".join("_" + c if c.isupper() else c for c in str(outcome)).upper().lstrip("_")
                     raise translate_error(name.removesuffix("_ERROR"), str(outcome), self.name, f"delete group '{gid}'")
