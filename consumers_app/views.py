@@ -49,7 +49,10 @@ def groups(request: HttpRequest, cluster: str) -> HttpResponse:
 def detail_context(live: Live, group_id: str) -> dict[str, Any]:
     if live.snapshot is None:
         raise BadParameter(f"There is no snapshot of cluster '{live.cluster}' yet.")
-    return {"live": live, "group": services.group_detail(live.snapshot, group_id)}
+    from consumers_app.models import Rebalance
+
+    rebalances = Rebalance.objects.filter(cluster=live.cluster, group=group_id).order_by("-started_at")[:20]
+    return {"live": live, "group": services.group_detail(live.snapshot, group_id), "rebalances": list(rebalances)}
 
 
 def detail_fragment(live: Live, params: Mapping[str, str]) -> dict[str, str]:

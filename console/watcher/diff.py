@@ -29,6 +29,7 @@ KINDS = {
     "topic_created": "Topic created",
     "topic_deleted": "Topic deleted",
     "partitions_added": "Partitions added",
+    "rebalance": "Consumer group rebalance",
 }
 
 

@@ -40,6 +40,11 @@ from console.watcher.snapshot import (
     TopicState,
     no_gc,
 )
+from consumers_app.lagstatus import LagWindows, PartitionResult, evaluate_group, evaluate_partition
+from consumers_app.models import Rebalance as RebalanceRow
+from consumers_app.rebalance import Member as RbMember
+from consumers_app.rebalance import Observation, Rebalance, RebalanceTracker
+from consumers_app.timelag import OffsetTimeTable, group_time_lag, time_lag
 
 log = logging.getLogger(__name__)
 
@@ -186,6 +191,11 @@ class ClusterWatcher:
         self._min_isr: dict[str, int] = {}
         self._cycle_times: deque[float] = deque(maxlen=60)
         self._groups: dict[str, GroupState] | None = None
+        # One window entry per offsets sample: samples closer than half the interval replace the last.
+        self._lag_windows = LagWindows(min_distance=settings.WATCHER_OFFSETS_INTERVAL * 0.5)
+        self._time_tables: dict[tuple[str, int], OffsetTimeTable] = {}
+        self._trackers: dict[str, RebalanceTracker] = {}
+        self._pending_events: list[Event] = []
         self._groups_at: float | None = None
         self.offset_requests = 0
         self.cycles = 0
@@ -322,6 +332,70 @@ class ClusterWatcher:
             for g in described
         }
 
+    def _evaluate_groups(self, groups: dict[str, GroupState], ends: dict[tuple[str, int], int], now: float) -> list[
+            tuple[str, Rebalance]]:
+        """Lag status (Burrow's rules), time lag (kafka-lag-exporter's interpolation) and rebalances,
+        from this sample's committed and end offsets; the windows live across samples."""
+        for tp_key, end_offset in ends.items():
+            self._time_tables.setdefault(tp_key, OffsetTimeTable()).add(end_offset, now)
+        ended: list[tuple[str, Rebalance]] = []
+        live_keys: set[tuple[str, str, int]] = set()
+        for g in groups.values():
+            results: dict[tuple[str, int], PartitionResult] = {}
+            time_lags: list[float | None] = []
+            for key, committed in g.offsets.items():
+                topic, _, part = key.rpartition(":")
+                tp = (topic, int(part))
+                end = ends.get(tp)
+                if end is None:
+                    continue
+                live_keys.add((g.group_id, topic, tp[1]))
+                window = self._lag_windows.record(g.group_id, topic, tp[1], committed, end, now)
+                status = evaluate_partition(window, now)
+                table = self._time_tables.get(tp)
+                seconds = time_lag(table, committed, now) if table is not None else None
+                time_lags.append(seconds)
+                results[tp] = PartitionResult(status=status, lag=max(0, end - committed), fullness=window.fullness)
+                g.lag[key] = {"status": status, "time_lag": None if seconds is None else round(seconds, 3)}
+            g.status = evaluate_group(results).status if results else None
+            seconds = group_time_lag(time_lags)
+            g.time_lag = None if seconds is None else round(seconds, 3)
+            tracker = self._trackers.setdefault(g.group_id, RebalanceTracker())
+            members = {m.member_id: RbMember(m.client_id, m.host, frozenset((a[0], int(a[1])) for a in m.assignment))
+                       for m in g.members}
+            ended += [(g.group_id, r) for r in tracker.observe(Observation(now, g.state, None, members))]
+        self._lag_windows.retain(live_keys)
+        for gid in set(self._trackers) - set(groups):
+            del self._trackers[gid]
+        return ended
+
+    def _record_rebalances(self, ended: list[tuple[str, Rebalance]]) -> None:
+        if not ended:
+            return
+        rows = [
+            RebalanceRow(cluster=self.cluster, group=gid, started_at=datetime.fromtimestamp(r.start, tz=UTC),
+                         ended_at=datetime.fromtimestamp(r.end, tz=UTC), duration_s=r.duration,
+                         generation_before=r.generation_before, generation_after=r.generation_after,
+                         joined=[{"client_id": m.client_id, "host": m.host} for m in r.joined],
+                         left=[{"client_id": m.client_id, "host": m.host} for m in r.left],
+                         moved=[{"topic": m.topic, "partition": m.partition, "from": m.old_client_id, "to": m.new_client_id}
+                                for m in r.moved],
+                         trigger=r.trigger, missed=r.missed)
+            for gid, r in ended
+        ]
+        close_old_connections()
+        RebalanceRow.objects.bulk_create(rows)
+        events = [
+            Event(cluster=self.cluster, at=row.ended_at, kind="rebalance", severity="warning",
+                  message=f"Group {row.group} rebalanced ({row.trigger}) in {row.duration_s:.1f} s: "
+                          f"{len(row.joined)} joined, {len(row.left)} left, {len(row.moved)} partitions moved",
+                  details={"group": row.group, "trigger": row.trigger, "missed": row.missed})
+            for row in rows
+        ]
+        Event.objects.bulk_create(events)
+        with self._offsets_lock:
+            self._pending_events += events
+
     def sample_offsets(self) -> None:
         """Start and end offsets of every partition: two batched calls (librdkafka groups them per
         leader). Runs in its own thread: a partition whose leader just died can hold a call for
@@ -347,6 +421,11 @@ class ClusterWatcher:
                 self._next_sizes = now + settings.WATCHER_SIZES_INTERVAL
             except GatewayError:
                 log.info("could not read log dir sizes of %s", self.cluster)
+        if groups is not None:
+            try:
+                self._record_rebalances(self._evaluate_groups(groups, results["latest"] or self._ends, now))
+            except Exception:
+                log.exception("evaluating consumer groups of %s failed", self.cluster)
         with self._offsets_lock:
             previous_ends, previous_at = self._ends, self._offsets_at
             self._ends = {**self._ends, **results["latest"]}
@@ -418,7 +497,9 @@ class ClusterWatcher:
             self.redis_ok = False
             self._saved_once = False  # Redis may have lost everything: write the content again
             return False
-        events = [e.as_dict() for e in self._new_events[:200]]
+        with self._offsets_lock:
+            pending, self._pending_events = self._pending_events, []
+        events = [e.as_dict() for e in (self._new_events + pending)[:200]]
         self._new_events = []
         message = {
             "type": "cluster.update",

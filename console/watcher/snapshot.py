@@ -143,6 +143,9 @@ class GroupState:
     members: list[MemberState]
     offsets: dict[str, int]  # "topic:partition" -> committed offset (':' cannot occur in a topic name)
     coordinator: int | None = None
+    status: str | None = None  # Burrow-style group status: OK, WARN, ERR, NOTFOUND (None until evaluated)
+    time_lag: float | None = None  # seconds, max over partitions
+    lag: dict[str, dict[str, Any]] = field(default_factory=dict)  # "topic:partition" -> {status, time_lag}
 
     def topics(self) -> list[str]:
         names = {key.rpartition(":")[0] for key in self.offsets}

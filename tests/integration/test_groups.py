@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 from tests.conftest import Stack, unique, wait_for
 
@@ -240,3 +241,128 @@ def test_metrics_expose_the_lag_the_api_shows(stack: Stack, topic: str) -> None:
     text = stack.get("/metrics").text
     lines = [line for line in text.splitlines() if line.startswith("kafka_consumergroup_group_sum_lag") and f'group="{group}"' in line]
     assert lines and float(lines[0].rsplit(" ", 1)[1]) == stack.get(API + group + "/").json()["total_lag"]
+
+
+def rebalances(stack: Stack, group: str) -> list[dict[str, Any]]:
+    r = stack.get(API + group + "/rebalances/")
+    return r.json()["rebalances"] if r.status_code == 200 else []
+
+
+@pytest.mark.browser
+def test_members_joining_and_leaving_are_recorded_as_rebalances_and_shown_live(stack: Stack, topic: str,
+                                                                             logged_in_page: Any) -> None:
+    group = unique("grp-rebal")
+    first = ActiveMember(stack, group, topic)
+    try:
+        wait_for(lambda: stack.get(API + group + "/").status_code == 200
+                 and stack.get(API + group + "/").json()["members"] == 1, 30, what="first member in the snapshot")
+        page = logged_in_page
+        page.goto(stack.base_url + f"/clusters/local/groups/{group}/")
+        page.wait_for_selector("#group-rebalances")
+        page.evaluate("window.__noReload = true")
+        second = ActiveMember(stack, group, topic)
+        wait_for(lambda: any(r["trigger"] == "member joined" and any(m["client_id"] == f"{group}-live" for m in r["joined"])
+                             for r in rebalances(stack, group)), 60, what="a 'member joined' rebalance")
+        page.wait_for_selector("#group-rebalances tr[data-trigger='member joined']", timeout=15_000)
+        assert page.evaluate("window.__noReload") is True
+        second.close()
+        wait_for(lambda: any(r["trigger"] == "member left or timed out" for r in rebalances(stack, group)), 90,
+                 what="a 'member left' rebalance")
+        joined = next(r for r in rebalances(stack, group) if r["trigger"] == "member joined")
+        assert joined["moved"], "partitions must change owner when a second member joins"
+        assert joined["duration_s"] >= 0
+    finally:
+        first.close()
+    events = stack.get("/api/v1/clusters/local/events/", params={"kind": "rebalance"}).json()["events"]
+    assert any(e["details"].get("group") == group for e in events)
+
+
+def test_time_lag_of_a_paused_consumer_grows_with_the_pause(stack: Stack) -> None:
+    topic = unique("grp-timelag")
+    stack.cluster.tool("kafka-topics", "--create", "--topic", topic, "--partitions", "1", "--replication-factor", "1")
+    group = unique("grp-paused")
+    stop = threading.Event()
+
+    def steady() -> None:
+        producer = Producer({"bootstrap.servers": stack.cluster.bootstrap, "linger.ms": 0})
+        while not stop.is_set():
+            producer.produce(topic, value=b"tick")
+            producer.poll(0)
+            time.sleep(0.05)
+        producer.flush(5)
+
+    writer = threading.Thread(target=steady, daemon=True)
+    writer.start()
+    try:
+        consumer = Consumer({"bootstrap.servers": stack.cluster.bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                             "enable.auto.commit": False})
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + 8
+        while time.monotonic() < deadline:  # keep up for a while, committing
+            if consumer.consume(num_messages=500, timeout=0.2):
+                consumer.commit(asynchronous=False)
+        with contextlib.suppress(Exception):  # nothing new since the last commit is fine
+            consumer.commit(asynchronous=False)
+        paused_at = time.monotonic()
+        consumer.close()  # from here the committed offset stays while the log moves on
+
+        def time_lag() -> float | None:
+            r = stack.get(API + group + "/")
+            return r.json()["time_lag"] if r.status_code == 200 else None
+
+        wait_for(lambda: time.monotonic() - paused_at >= 10, 15, what="ten seconds of pause")
+        lag = wait_for(time_lag, 10, what="a time lag")
+        expected = time.monotonic() - paused_at
+        assert abs(lag - expected) <= 2.5, (lag, expected)
+    finally:
+        stop.set()
+        writer.join(5)
+
+
+def test_a_stalled_group_gets_an_error_status_and_a_healthy_one_ok(stack: Stack) -> None:
+    topic = unique("grp-status")
+    stack.cluster.tool("kafka-topics", "--create", "--topic", topic, "--partitions", "1", "--replication-factor", "1")
+    produce(stack, topic, 50, 1)
+    healthy, stalled = unique("grp-ok"), unique("grp-stall")
+    stop = threading.Event()
+
+    def run(group: str, keep_up: bool) -> None:
+        producer = Producer({"bootstrap.servers": stack.cluster.bootstrap})
+        consumer = Consumer({"bootstrap.servers": stack.cluster.bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                             "enable.auto.commit": False})
+        consumer.subscribe([topic])
+        stuck_at: list[TopicPartition] = []
+        while not stop.is_set():
+            producer.produce(topic, value=b"more")
+            producer.poll(0)
+            if keep_up or not stuck_at:
+                messages = consumer.consume(num_messages=1000 if keep_up else 10, timeout=0.5)
+                if messages and not keep_up:
+                    consumer.commit(asynchronous=False)
+                    stuck_at = consumer.committed(consumer.assignment(), timeout=5)
+                    consumer.pause(consumer.assignment())  # stays in the group, reads nothing more
+                    continue
+                with contextlib.suppress(Exception):
+                    consumer.commit(asynchronous=False)
+            else:
+                consumer.poll(0.5)
+                consumer.commit(offsets=stuck_at, asynchronous=False)  # the same offset, again and again
+        consumer.close()
+
+    threads = [threading.Thread(target=run, args=(g, keep), daemon=True) for g, keep in ((healthy, True), (stalled, False))]
+    for t in threads:
+        t.start()
+    try:
+        def status(group: str) -> str | None:
+            r = stack.get(API + group + "/")
+            return r.json()["status"] if r.status_code == 200 else None
+
+        wait_for(lambda: status(stalled) == "ERR", 60, interval=1, what="the stalled group in ERR")
+        detail = stack.get(API + stalled + "/").json()
+        assert {p["status"] for p in detail["partitions"] if p["status"]} == {"STALL"}
+        wait_for(lambda: status(healthy) in {"OK", "WARN"}, 30, interval=1, what="a status for the healthy group")
+        assert status(healthy) == "OK" or status(healthy) == "WARN"
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(10)

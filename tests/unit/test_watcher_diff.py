@@ -465,7 +465,8 @@ SCENARIOS: dict[str, tuple[Callable[[], Snapshot], Callable[[Snapshot], object],
 
 
 def test_every_event_kind_has_a_scenario_here():
-    assert set(SCENARIOS) == set(KINDS)
+    # Rebalance events come from the consumer group tracker, not from diffing snapshots.
+    assert set(SCENARIOS) == set(KINDS) - {"rebalance"}
 
 
 @pytest.mark.parametrize("kind", sorted(SCENARIOS))
