@@ -43,8 +43,9 @@
         var none = document.getElementById("no-messages"); if (none) none.remove();
         progress.textContent = "read " + msg.scanned + ", matched " + msg.matched + " · " + (msg.reason || "");
         positions = msg.positions;
-        var next = document.getElementById("next-page");
-        if (next) next.href = "?" + query({run: "1", positions: positions});
+        var earlier = document.getElementById("earlier-page"), later = document.getElementById("later-page");
+        if (earlier && msg.earlier) earlier.href = "?" + query({run: "1", direction: "backward", positions: msg.earlier});
+        if (later && msg.later) later.href = "?" + query({run: "1", direction: "forward", positions: msg.later});
         scanButton.disabled = false; stopButton.disabled = true;
       } else if (msg.type === "records") {
         if (paused) { buffered.push(msg.html); pauseButton.textContent = "Resume (" + buffered.length + " batches waiting)"; }

@@ -164,6 +164,24 @@ def positions_param(p: ScanProgress) -> str:
     return ",".join(f"{k}:{v}" for k, v in sorted(p.positions.items()))
 
 
+def page_bounds(records: list[Record], progress: ScanProgress, direction: str) -> tuple[str, str]:
+    """(earlier, later): where the page before this one ends and where the page after it starts.
+
+    Forward pages continue at the scan's positions; going back starts (exclusively) at the lowest
+    offset shown per partition. Backward pages are the mirror image."""
+    lowest: dict[int, int] = {}
+    highest: dict[int, int] = {}
+    for r in records:
+        lowest[r.partition] = min(lowest.get(r.partition, r.offset), r.offset)
+        highest[r.partition] = max(highest.get(r.partition, r.offset), r.offset + 1)
+    continued = positions_param(progress)
+    if direction == "forward":
+        earlier = {**{p: o for p, o in progress.positions.items() if p not in lowest}, **lowest}
+        return ",".join(f"{k}:{v}" for k, v in sorted(earlier.items())), continued
+    later = {**{p: o for p, o in progress.positions.items() if p not in highest}, **highest}
+    return continued, ",".join(f"{k}:{v}" for k, v in sorted(later.items()))
+
+
 # Producing (operator or admin; audited) -------------------------------------------------------------
 
 

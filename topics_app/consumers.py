@@ -79,7 +79,8 @@ class MessagesConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         def work() -> dict[str, Any]:
             records, progress = browse.run_scan(self.cluster, req, on_progress)
             rows = [browse.row(r, req.decode_key, req.decode_value) for r in records]
-            return {"type": "result", "html": message_rows(rows), "count": len(rows),
+            earlier, later = browse.page_bounds(records, progress, req.spec.direction)
+            return {"type": "result", "html": message_rows(rows), "count": len(rows), "earlier": earlier, "later": later,
                     "positions": browse.positions_param(progress), **browse.progress_dict(progress)}
 
         try:

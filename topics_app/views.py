@@ -248,7 +248,13 @@ def messages_page(request: HttpRequest, cluster: str, topic: str) -> HttpRespons
             records, progress = browse.run_scan(cluster, req)
             context["rows"] = [browse.row(r, req.decode_key, req.decode_value) for r in records]
             context["progress"] = browse.progress_dict(progress)
-            context["next_positions"] = browse.positions_param(progress)
+            earlier, later = browse.page_bounds(records, progress, req.spec.direction)
+            query = request.GET.copy()
+            for name in ("positions", "direction"):
+                query.pop(name, None)
+            base = query.urlencode()
+            context["earlier_url"] = f"?{base}&direction=backward&positions={earlier}" if records else None
+            context["later_url"] = f"?{base}&direction=forward&positions={later}" if records else None
         except ConsoleError as exc:
             context["error"] = exc.message
             status = exc.http_status if exc.http_status < 500 else 400

@@ -198,6 +198,7 @@ class ClusterWatcher:
         self._pending_events: list[Event] = []
         self._groups_at: float | None = None
         self.offset_requests = 0
+        self.group_stats: dict[str, float | int] = {}
         self.cycles = 0
 
     def load_previous(self) -> None:
@@ -311,6 +312,7 @@ class ClusterWatcher:
         snap.offsets_at = at
 
     def _poll_groups(self) -> dict[str, GroupState] | None:
+        started = time.monotonic()
         try:
             self.offset_requests += 2
             described = self.gateway.consumer_groups()
@@ -318,6 +320,16 @@ class ClusterWatcher:
         except GatewayError as exc:
             log.info("could not read consumer groups of %s: %s", self.cluster, exc.message)
             return None
+        brokers = len(self.previous.live_broker_ids()) if self.previous else 0
+        coordinators = len({g.coordinator for g in described if g.coordinator is not None})
+        self.group_stats = {
+            "groups": len(described),
+            "group_partitions": sum(len(c) for c in committed.values()),
+            "groups_fetch_seconds": round(time.monotonic() - started, 3),
+            # ListGroups per broker, FindCoordinator batched, DescribeGroups and OffsetFetch per coordinator.
+            "group_requests_bound": brokers + 1 + 2 * coordinators,
+            "coordinators": coordinators,
+        }
         return {
             g.group_id: GroupState(
                 group_id=g.group_id,
@@ -423,7 +435,9 @@ class ClusterWatcher:
                 log.info("could not read log dir sizes of %s", self.cluster)
         if groups is not None:
             try:
+                evaluated = time.monotonic()
                 self._record_rebalances(self._evaluate_groups(groups, results["latest"] or self._ends, now))
+                self.group_stats["groups_evaluate_seconds"] = round(time.monotonic() - evaluated, 3)
             except Exception:
                 log.exception("evaluating consumer groups of %s failed", self.cluster)
         with self._offsets_lock:
@@ -468,6 +482,7 @@ class ClusterWatcher:
             "offset_requests_total": self.offset_requests,
             "cpu_seconds_total": round(usage.ru_utime + usage.ru_stime, 2),
             "max_rss_mb": round(usage.ru_maxrss / 1024, 1),
+            **self.group_stats,
             "at": time.time(),
         })
         return snap, changes

@@ -205,3 +205,10 @@ def test_scan_in_the_browser_reports_progress_and_pages(stack: Stack, known: str
     page.click("#scan-button")
     page.wait_for_selector("#scan-progress:text('matched 4')", timeout=10_000)
     assert page.locator("#message-rows tr").count() == 4  # i in 10..19 with i % 3 == 1: 10, 13, 16, 19
+
+
+def test_paging_back_returns_the_messages_just_before_the_page(stack: Stack, known: str) -> None:
+    page = read(stack, known, start="offset", partitions="0", offset=100, limit=5)  # i = 200..208
+    assert keys(page) == [200, 202, 204, 206, 208]
+    back = read(stack, known, direction="backward", positions="0:100", limit=3)
+    assert sorted(keys(back)) == [194, 196, 198]
