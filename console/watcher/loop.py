@@ -323,6 +323,7 @@ class ClusterWatcher:
         brokers = len(self.previous.live_broker_ids()) if self.previous else 0
         coordinators = len({g.coordinator for g in described if g.coordinator is not None})
         self.group_stats = {
+            "groups_evaluate_seconds": self.group_stats.get("groups_evaluate_seconds", 0),
             "groups": len(described),
             "group_partitions": sum(len(c) for c in committed.values()),
             "groups_fetch_seconds": round(time.monotonic() - started, 3),
