@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,6 +9,7 @@ from console import gateway
 from console.audit import record
 from console.errors import BadParameter, ConsoleError
 from console.gateway.errors import NotFound
+from console.listing import paginate, search
 from console.watcher.snapshot import GroupState, Snapshot
 
 SORTS = {
@@ -108,16 +107,7 @@ _STATUS_ORDER = {None: -1, "NOTFOUND": 0, "OK": 1, "WARN": 2, "ERR": 3}
 
 def groups_page(snap: Snapshot, *, query: str = "", regex: bool = False, sort: str = "group", descending: bool = False,
                 page: int = 1, per_page: int = 50) -> GroupsPage:
-    rows = group_rows(snap)
-    if query:
-        if regex:
-            try:
-                pattern = re.compile(query)
-            except re.error as exc:
-                raise BadParameter(f"'q' is not a valid regular expression: {exc}.") from None
-            rows = [r for r in rows if pattern.search(r["group"])]
-        else:
-            rows = [r for r in rows if query.lower() in r["group"].lower()]
+    rows = search(group_rows(snap), "group", query, regex)
     if sort not in SORTS:
         raise BadParameter(f"'sort' must be one of {', '.join(SORTS)}, not '{sort[:50]}'.")
 
@@ -128,9 +118,8 @@ def groups_page(snap: Snapshot, *, query: str = "", regex: bool = False, sort: s
         return (value is None, value if value is not None else 0, r["group"]) if sort != "group" else r["group"]
 
     rows = sorted(rows, key=key, reverse=descending)
-    pages = max(1, math.ceil(len(rows) / per_page))
-    page = min(max(1, page), pages)
-    return GroupsPage(rows[(page - 1) * per_page : page * per_page], len(rows), page, pages)
+    shown, page, pages = paginate(rows, page, per_page)
+    return GroupsPage(shown, len(rows), page, pages)
 
 
 def group(snap: Snapshot, group_id: str) -> GroupState:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,6 +12,7 @@ from console.audit import record
 from console.errors import BadParameter, ConsoleError
 from console.gateway.errors import ClusterUnavailable, NotFound
 from console.gateway.types import ConfigValue
+from console.listing import paginate, search
 from console.watcher.snapshot import PartitionState, Snapshot, TopicState
 from topics_app.validation import check_counts, check_topic_name
 
@@ -161,16 +161,7 @@ def topics_page(snap: Snapshot, *, query: str = "", regex: bool = False, sort: s
     rows = topic_rows(snap)
     if not internal:
         rows = [r for r in rows if not r["internal"]]
-    if query:
-        if regex:
-            try:
-                pattern = re.compile(query)
-            except re.error as exc:
-                raise BadParameter(f"'q' is not a valid regular expression: {exc}.") from None
-            rows = [r for r in rows if pattern.search(r["name"])]
-        else:
-            needle = query.lower()
-            rows = [r for r in rows if needle in r["name"].lower()]
+    rows = search(rows, "name", query, regex)
     if sort not in SORTS:
         raise BadParameter(f"'sort' must be one of {', '.join(SORTS)}, not '{sort[:50]}'.")
     if sort == "name":
@@ -180,10 +171,8 @@ def topics_page(snap: Snapshot, *, query: str = "", regex: bool = False, sort: s
         unknown = [r for r in rows if r[sort] is None]
         known.sort(key=lambda r: (r[sort], r["name"]), reverse=descending)
         rows = known + sorted(unknown, key=lambda r: r["name"])  # unknown values last either way
-    pages = max(1, math.ceil(len(rows) / per_page))
-    page = min(max(1, page), pages)
-    return TopicsPage(rows=rows[(page - 1) * per_page : page * per_page], total=len(rows), page=page, pages=pages,
-                      per_page=per_page)
+    shown, page, pages = paginate(rows, page, per_page)
+    return TopicsPage(rows=shown, total=len(rows), page=page, pages=pages, per_page=per_page)
 
 
 # Changes (operator or admin; every one audited) ---------------------------------------------------

@@ -1,0 +1,29 @@
+"""What every list page does to its rows: search by name (substring or regex) and cut a page."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from console.errors import BadParameter
+
+
+def search(rows: list[dict[str, Any]], field: str, query: str, regex: bool) -> list[dict[str, Any]]:
+    if not query:
+        return rows
+    if regex:
+        try:
+            pattern = re.compile(query)
+        except re.error as exc:
+            raise BadParameter(f"'q' is not a valid regular expression: {exc}.") from None
+        return [r for r in rows if pattern.search(r[field])]
+    needle = query.lower()
+    return [r for r in rows if needle in r[field].lower()]
+
+
+def paginate(rows: list[dict[str, Any]], page: int, per_page: int) -> tuple[list[dict[str, Any]], int, int]:
+    """(rows of the page, the page actually shown, number of pages); out-of-range pages are clamped."""
+    pages = max(1, math.ceil(len(rows) / per_page))
+    page = min(max(1, page), pages)
+    return rows[(page - 1) * per_page : page * per_page], page, pages
