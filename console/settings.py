@@ -108,7 +108,14 @@ USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "/static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
+def _plotly_js_dir() -> Path:
+    import plotly
+
+    return Path(plotly.__file__).parent / "package_data"
+
+
+# Plotly.js comes from the plotly package on PyPI (installed with the requirements), never a CDN.
+STATICFILES_DIRS = [BASE_DIR / "static", ("vendor/plotly", _plotly_js_dir())]
 STATIC_ROOT = VAR_DIR / "staticfiles"
 STATIC_ROOT.mkdir(exist_ok=True)
 WHITENOISE_USE_FINDERS = True

@@ -68,6 +68,7 @@ urlpatterns = [
     path(api + "<str:cluster>/brokers/", brokers_api.BrokerList.as_view()),
     path(api + "<str:cluster>/events/", brokers_api.EventList.as_view()),
     path(api + "<str:cluster>/consumer-groups/", consumers_api.GroupList.as_view()),
+    path(api + "<str:cluster>/rebalances/most-frequent/", consumers_api.MostRebalancing.as_view()),
     path(api + "<str:cluster>/consumer-groups/<str:group>/", consumers_api.GroupDetail.as_view()),
     path(api + "<str:cluster>/consumer-groups/<str:group>/offsets", consumers_api.GroupOffsets.as_view()),
     path(api + "<str:cluster>/consumer-groups/<str:group>/offsets/", consumers_api.GroupOffsets.as_view()),

@@ -105,6 +105,17 @@ class GroupOffsets(APIView):
         return Response({"deleted_partitions": n})
 
 
+class MostRebalancing(APIView):
+    @extend_schema(responses=OpenApiTypes.OBJECT, summary="Groups that rebalanced most often in the last ?hours= (24)")
+    def get(self, request: Request, cluster: str) -> Response:
+        from console import gateway as gw
+
+        gw.cluster_config(cluster)
+        hours = int_param(request.query_params, "hours", 24, minimum=1, maximum=24 * 30) or 24
+        rows = services.most_rebalancing(cluster, hours=hours, limit=50)
+        return Response({"groups": [{**r, "last": r["last"].isoformat() if r["last"] else None} for r in rows]})
+
+
 class GroupRebalances(APIView):
     @extend_schema(responses=OpenApiTypes.OBJECT, summary="Rebalance history of a group, newest first")
     def get(self, request: Request, cluster: str, group: str) -> Response:

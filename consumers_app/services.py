@@ -143,6 +143,34 @@ def group_detail(snap: Snapshot, group_id: str) -> dict[str, Any]:
     }
 
 
+def lag_history(cluster: str, group_id: str, seconds: float = 3600) -> dict[str, list[Any]]:
+    """The watcher's samples of the group's total lag and time lag over the last hour, for the chart."""
+    import time
+
+    from console.watcher import store
+
+    try:
+        points = store.lag_history(cluster, group_id, time.time() - seconds)
+    except Exception:  # noqa: BLE001 - the chart is secondary: an empty one beats a failed page
+        points = []
+    return {"t": [p[0] for p in points], "lag": [p[1] for p in points], "time_lag": [p[2] for p in points]}
+
+
+def most_rebalancing(cluster: str, hours: float = 24, limit: int = 10) -> list[dict[str, Any]]:
+    """Groups that rebalanced most often in the last `hours`, with their total time spent rebalancing."""
+    from datetime import UTC, datetime, timedelta
+
+    from django.db.models import Count, Max, Sum
+
+    from consumers_app.models import Rebalance
+
+    since = datetime.now(tz=UTC) - timedelta(hours=hours)
+    rows = (Rebalance.objects.filter(cluster=cluster, ended_at__gte=since).values("group")
+            .annotate(count=Count("id"), seconds=Sum("duration_s"), last=Max("ended_at")).order_by("-count", "group")[:limit])
+    return [{"group": r["group"], "rebalances": r["count"], "seconds": round(r["seconds"] or 0, 1), "last": r["last"]}
+            for r in rows]
+
+
 # Offset reset (operator or admin; audited) ------------------------------------------------------------
 
 RESET_TO = {"earliest", "latest", "timestamp", "offset", "shift", "group"}

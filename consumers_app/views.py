@@ -43,7 +43,8 @@ def groups_fragment(live: Live, params: Mapping[str, str]) -> dict[str, str]:
 def groups(request: HttpRequest, cluster: str) -> HttpResponse:
     params = list_params(request.GET)
     live = live_snapshot(cluster)
-    return render(request, "consumers_app/groups.html", {**groups_context(live, params), "view": "groups"})
+    return render(request, "consumers_app/groups.html", {**groups_context(live, params), "view": "groups",
+                                                         "busiest": services.most_rebalancing(cluster)})
 
 
 def detail_context(live: Live, group_id: str) -> dict[str, Any]:
@@ -52,7 +53,8 @@ def detail_context(live: Live, group_id: str) -> dict[str, Any]:
     from consumers_app.models import Rebalance
 
     rebalances = Rebalance.objects.filter(cluster=live.cluster, group=group_id).order_by("-started_at")[:20]
-    return {"live": live, "group": services.group_detail(live.snapshot, group_id), "rebalances": list(rebalances)}
+    return {"live": live, "group": services.group_detail(live.snapshot, group_id), "rebalances": list(rebalances),
+            "history": services.lag_history(live.cluster, group_id)}
 
 
 def detail_fragment(live: Live, params: Mapping[str, str]) -> dict[str, str]:

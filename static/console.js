@@ -61,7 +61,7 @@
         showAge();
       } else if (msg.type === "fragment") {
         var target = document.getElementById(msg.target);
-        if (target) { target.innerHTML = msg.html; relTimes(target); }
+        if (target) { target.innerHTML = msg.html; relTimes(target); document.dispatchEvent(new CustomEvent("fragment:updated", {detail: msg.target})); }
       } else if (msg.type === "prepend") {
         var rows = document.getElementById(msg.target);
         if (rows) {

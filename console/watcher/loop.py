@@ -353,6 +353,7 @@ class ClusterWatcher:
             self._time_tables.setdefault(tp_key, OffsetTimeTable()).add(end_offset, now)
         ended: list[tuple[str, Rebalance]] = []
         live_keys: set[tuple[str, str, int]] = set()
+        history: dict[str, tuple[float, int, float | None]] = {}
         for g in groups.values():
             results: dict[tuple[str, int], PartitionResult] = {}
             time_lags: list[float | None] = []
@@ -373,11 +374,13 @@ class ClusterWatcher:
             g.status = evaluate_group(results).status if results else None
             seconds = group_time_lag(time_lags)
             g.time_lag = None if seconds is None else round(seconds, 3)
+            history[g.group_id] = (round(now, 2), sum(r.lag or 0 for r in results.values()), g.time_lag)
             tracker = self._trackers.setdefault(g.group_id, RebalanceTracker())
             members = {m.member_id: RbMember(m.client_id, m.host, frozenset((a[0], int(a[1])) for a in m.assignment))
                        for m in g.members}
             ended += [(g.group_id, r) for r in tracker.observe(Observation(now, g.state, None, members))]
         self._lag_windows.retain(live_keys)
+        store.append_lag_history(self.cluster, history)
         for gid in set(self._trackers) - set(groups):
             del self._trackers[gid]
         return ended

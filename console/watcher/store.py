@@ -6,6 +6,7 @@ import json
 import logging
 import threading
 import time
+from typing import Any
 
 import orjson
 import redis
@@ -103,6 +104,28 @@ def save_stats(cluster: str, stats: dict[str, object]) -> None:
 def load_stats(cluster: str) -> dict[str, object] | None:
     raw = client().get(f"console:watcher:stats:{cluster}")
     return None if raw is None else dict(json.loads(raw))
+
+
+def append_lag_history(cluster: str, points: dict[str, tuple[float, int, float | None]], keep: int = 1200) -> None:
+    """One point per group per sample (time, total lag, time lag); about an hour is kept."""
+    if not points:
+        return
+    try:
+        pipe = client().pipeline(transaction=False)
+        for group, point in points.items():
+            key = f"console:lag:{cluster}:{group}"
+            pipe.rpush(key, orjson.dumps(point))
+            pipe.ltrim(key, -keep, -1)
+            pipe.expire(key, 7200)
+        pipe.execute()
+    except redis.RedisError:
+        log.debug("cannot store lag history", exc_info=True)
+
+
+def lag_history(cluster: str, group: str, since: float) -> list[list[Any]]:
+    raw = client().lrange(f"console:lag:{cluster}:{group}", 0, -1)
+    points = [orjson.loads(p) for p in raw]
+    return [p for p in points if p[0] >= since]
 
 
 def heartbeat_age(key: str = HEARTBEAT_KEY) -> float | None:

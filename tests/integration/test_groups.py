@@ -265,6 +265,10 @@ def test_members_joining_and_leaving_are_recorded_as_rebalances_and_shown_live(s
                              for r in rebalances(stack, group)), 60, what="a 'member joined' rebalance")
         page.wait_for_selector("#group-rebalances tr[data-trigger='member joined']", timeout=15_000)
         assert page.evaluate("window.__noReload") is True
+        page.wait_for_selector("#lag-chart .main-svg", timeout=15_000)  # Plotly drew the lag history
+        from tests.conftest import OUTPUT
+
+        page.screenshot(path=str(OUTPUT / "group.png"), full_page=True)
         second.close()
         wait_for(lambda: any(r["trigger"] == "member left or timed out" for r in rebalances(stack, group)), 90,
                  what="a 'member left' rebalance")

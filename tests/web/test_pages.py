@@ -79,3 +79,43 @@ def test_delete_form_needs_the_admin_role(client_as, snapshot) -> None:
 def test_topics_list_with_a_bad_regex_is_a_400_page(client_as, snapshot) -> None:
     response = client_as("viewer").get("/clusters/local/topics/?q=%28&regex=1")
     assert response.status_code == 400 and b"not a valid regular expression" in response.content
+
+
+def test_group_page_carries_the_lag_history_for_its_chart(client_as, snapshot) -> None:
+    import json
+    import time
+
+    from console.watcher import store
+    from console.watcher.snapshot import GroupState
+
+    snapshot.groups["billing"] = GroupState("billing", "Stable", "consumer", "classic", "range", [], {"orders:0": 5})
+    snapshot.version += 1
+    store.save(snapshot, snapshot.content_bytes())
+    now = time.time()
+    store.client().delete("console:lag:local:billing")
+    store.append_lag_history("local", {"billing": (now - 30, 12, 1.5)})
+    store.append_lag_history("local", {"billing": (now, 5, 0.5)})
+    store.append_lag_history("local", {"billing": (now - 7200, 99, 9.0)})  # older than an hour: not charted
+    page = client_as("viewer").get("/clusters/local/groups/billing/").content.decode()
+    data = json.loads(page.split('<script id="lag-history" type="application/json">')[1].split("</script>")[0])
+    assert data["lag"] == [12, 5] and data["time_lag"] == [1.5, 0.5]
+    assert "vendor/plotly/plotly.min.js" in page
+    assert client_as("viewer").get("/static/vendor/plotly/plotly.min.js").status_code == 200
+
+
+def test_groups_page_ranks_the_groups_that_rebalance_most(client_as, snapshot) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from consumers_app.models import Rebalance
+
+    now = datetime.now(tz=UTC)
+    for group, count in (("calm", 1), ("busy", 3)):
+        for i in range(count):
+            Rebalance.objects.create(cluster="local", group=group, started_at=now - timedelta(minutes=i + 1),
+                                     ended_at=now - timedelta(minutes=i), duration_s=2.0)
+    Rebalance.objects.create(cluster="local", group="ancient", started_at=now - timedelta(days=3),
+                             ended_at=now - timedelta(days=3), duration_s=1.0)
+    body = client_as("viewer").get("/api/v1/clusters/local/rebalances/most-frequent/").json()["groups"]
+    assert [(g["group"], g["rebalances"], g["seconds"]) for g in body] == [("busy", 3, 6.0), ("calm", 1, 2.0)]
+    page = client_as("viewer").get("/clusters/local/groups/").content.decode()
+    assert page.index(">busy<") < page.index(">calm<") and "ancient" not in page
