@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from console.errors import BadParameter
+from console.params import bool_param, int_param
 
 
 def search(rows: list[dict[str, Any]], field: str, query: str, regex: bool) -> list[dict[str, Any]]:
@@ -27,3 +29,21 @@ def paginate(rows: list[dict[str, Any]], page: int, per_page: int) -> tuple[list
     pages = max(1, math.ceil(len(rows) / per_page))
     page = min(max(1, page), pages)
     return rows[(page - 1) * per_page : page * per_page], page, pages
+
+
+def list_params(params: Mapping[str, str], sorts: Mapping[str, str], default_sort: str) -> dict[str, Any]:
+    """The query string of a list page: q, regex, sort, desc, page, per_page."""
+    query = params.get("q", "").strip()
+    if len(query) > 500:
+        raise BadParameter("'q' is too long (at most 500 characters).")
+    sort = params.get("sort", default_sort) or default_sort
+    if sort not in sorts:
+        raise BadParameter(f"'sort' must be one of {', '.join(sorts)}, not '{sort[:50]}'.")
+    return {
+        "query": query,
+        "regex": bool_param(params, "regex"),
+        "sort": sort,
+        "descending": bool_param(params, "desc"),
+        "page": int_param(params, "page", 1, minimum=1),
+        "per_page": int_param(params, "per_page", 50, minimum=1, maximum=500),
+    }

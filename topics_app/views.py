@@ -13,6 +13,7 @@ from django.urls import reverse
 
 from brokers_app.services import Live
 from brokers_app.services import live as live_snapshot
+from console import listing
 from console.auth import has_role, role_required
 from console.errors import BadParameter, ConsoleError
 from console.gateway.errors import GatewayError
@@ -74,21 +75,7 @@ def at_risk(request: HttpRequest, cluster: str) -> HttpResponse:
 
 
 def list_params(params: Mapping[str, str]) -> dict[str, Any]:
-    query = params.get("q", "").strip()
-    if len(query) > 500:
-        raise BadParameter("'q' is too long (at most 500 characters).")
-    sort = params.get("sort", "name") or "name"
-    if sort not in services.SORTS:
-        raise BadParameter(f"'sort' must be one of {', '.join(services.SORTS)}, not '{sort[:50]}'.")
-    return {
-        "query": query,
-        "regex": bool_param(params, "regex"),
-        "sort": sort,
-        "descending": bool_param(params, "desc"),
-        "page": int_param(params, "page", 1, minimum=1),
-        "per_page": int_param(params, "per_page", 50, minimum=1, maximum=500),
-        "internal": bool_param(params, "internal"),
-    }
+    return {**listing.list_params(params, services.SORTS, "name"), "internal": bool_param(params, "internal")}
 
 
 def topics_context(live: Live, params: dict[str, Any]) -> dict[str, Any]:
