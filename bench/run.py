@@ -51,6 +51,15 @@ def login_session(base_url: str) -> requests.Session:
     return s
 
 
+def setup_django() -> None:
+    """Configure this process like the test stack (its Redis, cluster and database) and start Django."""
+    names = {"REDIS_URL", "DJANGO_SETTINGS_MODULE", "CONSOLE_VAR_DIR", "DEVCLUSTER_BASE_PORT", "DEVCLUSTER_DIR", "DATABASE_URL"}
+    os.environ.update({k: v for k, v in stack_env().items() if k in names})
+    import django
+
+    django.setup()
+
+
 def broker_up(stack: Any, broker: int) -> bool:
     return any(b["id"] == broker and b["up"] for b in stack.get("/api/v1/clusters/local/brokers/").json()["brokers"])
 
@@ -91,11 +100,7 @@ def watcher_window(stack: Any, seconds: float) -> dict[str, Any]:
 
 
 def main() -> None:
-    os.environ.update({k: v for k, v in stack_env().items() if k in {"REDIS_URL", "DJANGO_SETTINGS_MODULE", "CONSOLE_VAR_DIR",
-                                                                      "DEVCLUSTER_BASE_PORT", "DEVCLUSTER_DIR", "DATABASE_URL"}})
-    import django
-
-    django.setup()
+    setup_django()
     from playwright.sync_api import sync_playwright
 
     results: dict[str, Any] = {}

@@ -16,8 +16,8 @@ from typing import Any
 
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from bench.run import login_session, server_time
-from tests.support import BOOTSTRAP, ROOT, running_cluster, running_redis, running_stack, stack_env, wait_for
+from bench.run import login_session, server_time, setup_django
+from tests.support import BOOTSTRAP, ROOT, running_cluster, running_redis, running_stack, wait_for
 
 TOPICS = int(os.environ.get("BENCH_TOPICS", "10000"))
 PARTITIONS = 3
@@ -35,11 +35,7 @@ def create_topics(n: int) -> float:
 
 
 def main() -> None:
-    os.environ.update({k: v for k, v in stack_env().items() if k in {"REDIS_URL", "DJANGO_SETTINGS_MODULE", "CONSOLE_VAR_DIR",
-                                                                      "DEVCLUSTER_BASE_PORT", "DEVCLUSTER_DIR", "DATABASE_URL"}})
-    import django
-
-    django.setup()
+    setup_django()
     from console.watcher import store
 
     results: dict[str, Any] = {}
