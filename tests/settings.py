@@ -4,13 +4,13 @@ import os
 from pathlib import Path
 
 _ROOT = Path(__file__).resolve().parent.parent
-TEST_VAR = _ROOT / "var" / "test"
+TEST_VAR = Path(os.environ.get("TEST_VAR_DIR") or _ROOT / "var" / "test")
 # Forced, not defaulted: whatever the shell says about the console's own Redis or cluster, the
 # suite must use its own (a real cluster named by KAFKA_* must never be touched by tests).
 os.environ.update(
     CONSOLE_VAR_DIR=str(TEST_VAR),
-    REDIS_URL="redis://127.0.0.1:6391/0",
-    DEVCLUSTER_BASE_PORT="29092",
+    REDIS_URL=f"redis://127.0.0.1:{os.environ.get('TEST_REDIS_PORT') or 6391}/0",
+    DEVCLUSTER_BASE_PORT=os.environ.get("TEST_KAFKA_BASE_PORT") or "29092",
     DEVCLUSTER_DIR=str(TEST_VAR / "cluster"),
     CONSOLE_SECRET_KEY="test-only-secret-key-that-is-long-enough-for-django-0123456789",
 )

@@ -20,10 +20,12 @@ from typing import Any
 import requests
 
 ROOT = Path(__file__).resolve().parent.parent
-TEST_VAR = ROOT / "var" / "test"
+# A second suite (a helper's, say) can run beside this one with its own ports and data:
+# TEST_KAFKA_BASE_PORT, TEST_REDIS_PORT and TEST_VAR_DIR (tests/settings.py reads the same names).
+TEST_VAR = Path(os.environ.get("TEST_VAR_DIR") or ROOT / "var" / "test")
 OUTPUT = ROOT / "test-output"
-REDIS_PORT = 6391
-BASE_PORT = 29092
+REDIS_PORT = int(os.environ.get("TEST_REDIS_PORT") or 6391)
+BASE_PORT = int(os.environ.get("TEST_KAFKA_BASE_PORT") or 29092)
 BOOTSTRAP = f"127.0.0.1:{BASE_PORT}"
 PASSWORD = "correct-horse-battery"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",

@@ -6,6 +6,7 @@ import pytest
 
 from tests.conftest import Stack, kafka_tool, unique, wait_for
 from tests.integration.oracle import api_layout, quorum_status, topic_layout
+from tests.support import BASE_PORT
 
 pytestmark = pytest.mark.cluster
 
@@ -77,5 +78,5 @@ def test_quorum_in_the_api_equals_kafka_metadata_quorum(stack: Stack) -> None:
 def test_broker_racks_and_addresses_come_from_the_cluster(stack: Stack) -> None:
     brokers = stack.get("/api/v1/clusters/local/brokers/").json()["brokers"]
     assert [(b["id"], b["rack"], b["port"], b["up"]) for b in brokers] == [
-        (1, "r1", 29092, True), (2, "r2", 29094, True), (3, "r3", 29096, True)
+        (1, "r1", BASE_PORT, True), (2, "r2", BASE_PORT + 2, True), (3, "r3", BASE_PORT + 4, True)
     ]
