@@ -32,6 +32,15 @@ def end_offsets(snap: Snapshot) -> dict[tuple[str, int], int | None]:
     return {(t.name, p.partition): p.end_offset for t in snap.topics.values() for p in t.partitions}
 
 
+def _lag(g: GroupState, tp: tuple[str, int], offset: int | None, end: int | None) -> int | None:
+    """End offset minus committed offset, floored at 0 (ALGORITHMS.md 1); for a share group, the lag
+    Kafka itself reports, which leaves out records acknowledged beyond the start offset."""
+    reported = g.broker_lag.get(f"{tp[0]}:{tp[1]}")
+    if reported is not None:
+        return reported
+    return None if offset is None or end is None else max(0, end - offset)
+
+
 def partition_rows(snap: Snapshot, g: GroupState, ends: dict[tuple[str, int], int | None] | None = None) -> list[dict[str, Any]]:
     """Per partition the group committed or is assigned: committed, end, lag (None = unknown), owner."""
     ends = end_offsets(snap) if ends is None else ends
@@ -48,7 +57,7 @@ def partition_rows(snap: Snapshot, g: GroupState, ends: dict[tuple[str, int], in
             "partition": tp[1],
             "committed": offset,
             "end_offset": end,
-            "lag": None if offset is None or end is None else max(0, end - offset),
+            "lag": _lag(g, tp, offset, end),
             "time_lag": lag_info.get("time_lag"),
             "status": lag_info.get("status"),
             "member_id": owner.member_id if owner else None,
@@ -79,6 +88,8 @@ def group_rows(snap: Snapshot) -> list[dict[str, Any]]:
             "protocol_type": g.protocol_type,
             "group_type": g.group_type,
             "assignor": g.assignor,
+            "generation": g.generation,
+            "error": g.error,
             "members": len(g.members),
             "coordinator": g.coordinator,
             "topics": sorted({p["topic"] for p in parts}),
@@ -136,8 +147,9 @@ def group_detail(snap: Snapshot, group_id: str) -> dict[str, Any]:
         **summary,
         "partitions": partition_rows(snap, g),
         "member_list": [
-            {"member_id": m.member_id, "client_id": m.client_id, "host": m.host,
-             "assignment": [f"{a[0]}-{a[1]}" for a in m.assignment]}
+            {"member_id": m.member_id, "client_id": m.client_id, "host": m.host, "instance_id": m.instance_id,
+             "epoch": m.epoch, "assignment": [f"{a[0]}-{a[1]}" for a in m.assignment],
+             "target_assignment": None if m.target_assignment is None else [f"{a[0]}-{a[1]}" for a in m.target_assignment]}
             for m in g.members
         ],
     }
@@ -187,6 +199,12 @@ class ResetSpec:
     from_group: str | None = None
 
 
+def _not_share(g: GroupState, action: str) -> None:
+    if g.group_type == "share":
+        raise BadParameter(f"'{g.group_id}' is a share group: its start offsets cannot be {action} here yet; "
+                           "use kafka-share-groups --reset-offsets or --delete-offsets.")
+
+
 def _scope(snap: Snapshot, g: GroupState, spec: ResetSpec) -> list[tuple[str, int]]:
     committed = [split_key(k) for k in g.offsets]
     if spec.partitions:
@@ -220,6 +238,7 @@ def plan_reset(cluster: str, snap: Snapshot, group_id: str, spec: ResetSpec) -> 
     if spec.to not in RESET_TO:
         raise BadParameter(f"'to' must be one of {', '.join(sorted(RESET_TO))}, not '{spec.to[:30]}'.")
     g = group(snap, group_id)
+    _not_share(g, "reset")
     scope = _scope(snap, g, spec)
     gw = gateway.for_cluster(cluster)
     starts = gw.list_offsets(scope, "earliest")
@@ -270,7 +289,7 @@ def plan_reset(cluster: str, snap: Snapshot, group_id: str, spec: ResetSpec) -> 
 
 def apply_reset(user: Any, cluster: str, snap: Snapshot, group_id: str, spec: ResetSpec) -> list[dict[str, Any]]:
     gw = gateway.for_cluster(cluster)
-    state, members = gw.group_state(group_id)
+    state, members, _kind = gw.group_state(group_id)
     details: dict[str, Any] = {"to": spec.to, "topics": spec.topics, "partitions": spec.partitions}
     try:
         if state not in {"Empty", "Dead"} or members:
@@ -299,6 +318,7 @@ def delete_group(user: Any, cluster: str, snap: Snapshot, group_id: str) -> None
 
 def delete_group_topic_offsets(user: Any, cluster: str, snap: Snapshot, group_id: str, topic: str) -> int:
     g = group(snap, group_id)
+    _not_share(g, "deleted")
     parts = [split_key(k) for k in g.offsets if split_key(k)[0] == topic]
     if not parts:
         raise BadParameter(f"Group '{group_id}' has no committed offsets on topic '{topic}'.")

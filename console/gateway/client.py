@@ -31,6 +31,7 @@ from confluent_kafka.admin import (
 )
 from kafka.admin import KafkaAdminClient
 
+from console.gateway import protocol
 from console.gateway.config import ClusterConfig
 from console.gateway.errors import (
     ClusterUnavailable,
@@ -416,22 +417,38 @@ class ClusterGateway:
 
     # Consumer groups ---------------------------------------------------------------------------
     def consumer_groups(self) -> list[ConsumerGroup]:
-        """Every group with its state and members: one ListGroups per broker, then one
-        DescribeGroups per coordinator for all of its groups (never one request per group)."""
+        """Every group with its state and members: one ListGroups per broker, one batched
+        FindCoordinator, then per coordinator one DescribeGroups for its classic groups, one
+        ConsumerGroupDescribe for its new-protocol groups (KIP-848) and one ShareGroupDescribe for
+        its share groups (KIP-932); never one request per group."""
 
         def run() -> list[ConsumerGroup]:
-            def describe(admin: KafkaAdminClient) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, int | None]]:
+            def describe(admin: KafkaAdminClient) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any],
+                                                            dict[str, int | None]]:
                 listed = admin.list_groups()
-                ids = sorted({g["group_id"] for g in listed})
-                described = admin.describe_groups(ids) if ids else {}
+                by_type: dict[str, list[str]] = {}
+                for g in listed:
+                    by_type.setdefault(g.get("group_type") or "classic", []).append(g["group_id"])
+                classic = sorted(set(by_type.get("classic", [])))
+                described = admin.describe_groups(classic) if classic else {}
+                modern: dict[str, Any] = {}
+                if protocol.available():
+                    for kind in ("consumer", "share"):
+                        ids = sorted(set(by_type.get(kind, [])))
+                        if ids:
+                            modern.update(protocol.describe(admin, ids, kind))
                 cluster = admin._manager.cluster  # coordinators found while describing, cached by kafka-python
-                return listed, described, {gid: cluster.get_coordinator(gid) for gid in ids}
+                return listed, described, modern, {g["group_id"]: cluster.get_coordinator(g["group_id"]) for g in listed}
 
-            listed, described, coordinators = self._with_kafka_python("groups", describe)
-            ids = sorted({g["group_id"] for g in listed})
+            listed, described, modern, coordinators = self._with_kafka_python("groups", describe)
             kinds = {g["group_id"]: g for g in listed}
             groups = []
-            for gid in ids:
+            for gid in sorted(kinds):
+                listing = kinds[gid]
+                group_type = listing.get("group_type") or "classic"
+                if gid in modern:
+                    groups.append(self._modern_group(gid, group_type, listing, modern[gid]))
+                    continue
                 d = described.get(gid, {})
                 members = []
                 for m in d.get("members", []):
@@ -441,20 +458,50 @@ class ClusterGateway:
                         client_id=m.get("client_id", ""),
                         host=str(m.get("client_host", "")).lstrip("/"),
                         assignment=tuple(sorted((a["topic"], p) for a in assignment for p in a["partitions"])),
+                        instance_id=m.get("group_instance_id"),
                     ))
+                error = d.get("error")
+                if group_type != "classic" and not error:
+                    error = f"The console cannot describe {group_type} groups yet; members are not shown."
                 groups.append(ConsumerGroup(
                     group_id=gid,
-                    state=d.get("group_state") or kinds[gid].get("group_state") or "Unknown",
-                    protocol_type=d.get("protocol_type", kinds[gid].get("protocol_type", "")) or "",
-                    group_type=kinds[gid].get("group_type") or "classic",
+                    state=(d.get("group_state") if group_type == "classic" else None) or listing.get("group_state") or "Unknown",
+                    protocol_type=d.get("protocol_type", listing.get("protocol_type", "")) or listing.get("protocol_type") or "",
+                    group_type=group_type,
                     assignor=d.get("protocol_data", "") or "",
                     members=tuple(sorted(members, key=lambda m: m.member_id)),
-                    error=d.get("error"),
+                    error=error,
                     coordinator=coordinators.get(gid),
                 ))
             return groups
 
         return self._call("list consumer groups", run)
+
+    @staticmethod
+    def _modern_group(gid: str, group_type: str, listing: dict[str, Any], d: dict[str, Any]) -> ConsumerGroup:
+        members = tuple(sorted((
+            GroupMember(
+                member_id=m["member_id"],
+                client_id=m["client_id"],
+                host=m["host"],
+                assignment=tuple(m["assignment"]),
+                instance_id=m.get("instance_id"),
+                epoch=m["epoch"],
+                target_assignment=None if m.get("target_assignment") is None else tuple(m["target_assignment"]),
+            )
+            for m in d["members"]), key=lambda m: m.member_id))
+        return ConsumerGroup(
+            group_id=gid,
+            state=d["state"] or listing.get("group_state") or "Unknown",
+            protocol_type=listing.get("protocol_type") or group_type,
+            group_type=group_type,
+            assignor=d["assignor"] or "",
+            members=members,
+            error=d["error"],
+            coordinator=d["coordinator"],
+            generation=d["epoch"] if d["epoch"] >= 0 else None,
+            assignment_epoch=d["assignment_epoch"] if d["assignment_epoch"] >= 0 else None,
+        )
 
     def group_offsets(self, group_ids: list[str]) -> dict[str, dict[tuple[str, int], int]]:
         """Committed offsets of many groups: one OffsetFetch per coordinator (KIP-709)."""
@@ -470,17 +517,31 @@ class ClusterGateway:
 
         return self._call("fetch committed offsets", run)
 
-    def group_state(self, group_id: str) -> tuple[str, int]:
-        """A group's state and member count, asked now (not from the snapshot): offset changes
-        depend on it. NotFound when the group does not exist."""
+    def share_group_offsets(self, group_ids: list[str]) -> dict[str, dict[tuple[str, int], tuple[int, int]]]:
+        """Share groups' start offset and lag per partition: one DescribeShareGroupOffsets per coordinator."""
+        if not group_ids or not protocol.available():
+            return {}
+        return self._call("fetch share group offsets",
+                          lambda: self._with_kafka_python("groups", lambda admin: protocol.share_group_offsets(admin, group_ids)))
 
-        def run() -> tuple[str, int]:
-            described = self._with_kafka_python("group", lambda admin: admin.describe_groups([group_id]))
-            d = described.get(group_id) or {}
-            state = d.get("group_state") or "Dead"
-            if state == "Dead" and not d.get("members"):
-                raise NotFound(f"Consumer group '{group_id}' does not exist on cluster '{self.name}'.")
-            return state, len(d.get("members", []))
+    def group_state(self, group_id: str) -> tuple[str, int, str]:
+        """A group's state, member count and type ("classic", "consumer" or "share"), asked now (not
+        from the snapshot): offset changes depend on it. NotFound when the group does not exist."""
+
+        def run() -> tuple[str, int, str]:
+            def ask(admin: KafkaAdminClient) -> tuple[str, int, str]:
+                d = admin.describe_groups([group_id]).get(group_id) or {}
+                state = d.get("group_state") or "Dead"
+                if "not a classic group" in str(d.get("error") or "") and protocol.available():
+                    for kind in ("consumer", "share"):
+                        m = protocol.describe(admin, [group_id], kind).get(group_id) or {}
+                        if m and not m["error"]:
+                            return m["state"], len(m["members"]), kind
+                if state == "Dead" and not d.get("members"):
+                    raise NotFound(f"Consumer group '{group_id}' does not exist on cluster '{self.name}'.")
+                return state, len(d.get("members", [])), "classic"
+
+            return self._with_kafka_python("group", ask)
 
         return self._call(f"describe consumer group '{group_id}'", run)
 

@@ -80,6 +80,9 @@ class GroupMember:
     client_id: str
     host: str
     assignment: tuple[tuple[str, int], ...]
+    instance_id: str | None = None  # static membership (group.instance.id)
+    epoch: int | None = None  # member epoch (new consumer protocol and share groups)
+    target_assignment: tuple[tuple[str, int], ...] | None = None  # new consumer protocol, while reconciling
 
 
 @dataclass(frozen=True)
@@ -87,8 +90,10 @@ class ConsumerGroup:
     group_id: str
     state: str
     protocol_type: str  # "consumer" for Kafka consumers, "" for offset-only groups
-    group_type: str  # "classic", "consumer" (KIP-848) or "share"
+    group_type: str  # "classic", "consumer" (KIP-848), "share" (KIP-932) or "streams" (KIP-1071)
     assignor: str
     members: tuple[GroupMember, ...]
     error: str | None = None
     coordinator: int | None = None
+    generation: int | None = None  # group epoch of consumer and share groups; None for classic groups
+    assignment_epoch: int | None = None

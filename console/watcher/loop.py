@@ -314,21 +314,27 @@ class ClusterWatcher:
     def _poll_groups(self) -> dict[str, GroupState] | None:
         started = time.monotonic()
         try:
-            self.offset_requests += 2
             described = self.gateway.consumer_groups()
-            committed = self.gateway.group_offsets([g.group_id for g in described])
+            shared = [g.group_id for g in described if g.group_type == "share"]
+            committed = self.gateway.group_offsets([g.group_id for g in described if g.group_type != "share"])
+            share_offsets = self.gateway.share_group_offsets(shared)
+            self.offset_requests += 2 + bool(shared)
         except GatewayError as exc:
             log.info("could not read consumer groups of %s: %s", self.cluster, exc.message)
             return None
+        for gid, offsets in share_offsets.items():
+            committed[gid] = {tp: start for tp, (start, _lag) in offsets.items()}
         brokers = len(self.previous.live_broker_ids()) if self.previous else 0
         coordinators = len({g.coordinator for g in described if g.coordinator is not None})
+        kinds = len({g.group_type for g in described} & {"classic", "consumer", "share"})
         self.group_stats = {
             "groups_evaluate_seconds": self.group_stats.get("groups_evaluate_seconds", 0),
             "groups": len(described),
             "group_partitions": sum(len(c) for c in committed.values()),
             "groups_fetch_seconds": round(time.monotonic() - started, 3),
-            # ListGroups per broker, FindCoordinator batched, DescribeGroups and OffsetFetch per coordinator.
-            "group_requests_bound": brokers + 1 + 2 * coordinators,
+            # ListGroups per broker, FindCoordinator batched, then per coordinator one describe per
+            # kind of group (classic, consumer, share) and one offset fetch (two with share groups).
+            "group_requests_bound": brokers + 1 + (kinds + 1 + bool(shared)) * coordinators,
             "coordinators": coordinators,
         }
         return {
@@ -338,9 +344,14 @@ class ClusterWatcher:
                 protocol_type=g.protocol_type,
                 group_type=g.group_type,
                 assignor=g.assignor,
-                members=[MemberState(m.member_id, m.client_id, m.host, [list(a) for a in m.assignment]) for m in g.members],
+                members=[MemberState(m.member_id, m.client_id, m.host, [list(a) for a in m.assignment], m.instance_id,
+                                     m.epoch, None if m.target_assignment is None else [list(a) for a in m.target_assignment])
+                         for m in g.members],
                 offsets={f"{t}:{p}": o for (t, p), o in sorted(committed.get(g.group_id, {}).items())},
                 coordinator=g.coordinator,
+                generation=g.generation,
+                broker_lag={f"{t}:{p}": lag for (t, p), (_start, lag) in share_offsets.get(g.group_id, {}).items() if lag >= 0},
+                error=g.error,
             )
             for g in described
         }
@@ -369,7 +380,8 @@ class ClusterWatcher:
                 table = self._time_tables.get(tp)
                 seconds = time_lag(table, committed, now) if table is not None else None
                 time_lags.append(seconds)
-                results[tp] = PartitionResult(status=status, lag=max(0, end - committed), fullness=window.fullness)
+                lag = g.broker_lag.get(key, max(0, end - committed))  # share groups: Kafka's own figure
+                results[tp] = PartitionResult(status=status, lag=lag, fullness=window.fullness)
                 g.lag[key] = {"status": status, "time_lag": None if seconds is None else round(seconds, 3)}
             g.status = evaluate_group(results).status if results else None
             seconds = group_time_lag(time_lags)
@@ -378,7 +390,7 @@ class ClusterWatcher:
             tracker = self._trackers.setdefault(g.group_id, RebalanceTracker())
             members = {m.member_id: RbMember(m.client_id, m.host, frozenset((a[0], int(a[1])) for a in m.assignment))
                        for m in g.members}
-            ended += [(g.group_id, r) for r in tracker.observe(Observation(now, g.state, None, members))]
+            ended += [(g.group_id, r) for r in tracker.observe(Observation(now, g.state, g.generation, members))]
         self._lag_windows.retain(live_keys)
         store.append_lag_history(self.cluster, history)
         for gid in set(self._trackers) - set(groups):

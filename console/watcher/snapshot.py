@@ -131,6 +131,9 @@ class MemberState:
     client_id: str
     host: str
     assignment: list[list[Any]]  # [[topic, partition], ...]
+    instance_id: str | None = None
+    epoch: int | None = None  # member epoch (new consumer protocol, share groups)
+    target_assignment: list[list[Any]] | None = None  # the assignment the member is moving to (new protocol)
 
 
 @dataclass
@@ -141,8 +144,13 @@ class GroupState:
     group_type: str
     assignor: str
     members: list[MemberState]
-    offsets: dict[str, int]  # "topic:partition" -> committed offset (':' cannot occur in a topic name)
+    # "topic:partition" -> committed offset (':' cannot occur in a topic name); for a share group, the
+    # share-partition start offset, its equivalent
+    offsets: dict[str, int]
     coordinator: int | None = None
+    generation: int | None = None  # group epoch (new consumer protocol, share groups); None for classic
+    broker_lag: dict[str, int] = field(default_factory=dict)  # "topic:partition" -> lag Kafka reports (share groups)
+    error: str | None = None  # why the group could not be described, when it could not
     status: str | None = None  # Burrow-style group status: OK, WARN, ERR, NOTFOUND (None until evaluated)
     time_lag: float | None = None  # seconds, max over partitions
     lag: dict[str, dict[str, Any]] = field(default_factory=dict)  # "topic:partition" -> {status, time_lag}

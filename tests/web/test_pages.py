@@ -119,3 +119,43 @@ def test_groups_page_ranks_the_groups_that_rebalance_most(client_as, snapshot) -
     assert [(g["group"], g["rebalances"], g["seconds"]) for g in body] == [("busy", 3, 6.0), ("calm", 1, 2.0)]
     page = client_as("viewer").get("/clusters/local/groups/").content.decode()
     assert page.index(">busy<") < page.index(">calm<") and "ancient" not in page
+
+
+def test_new_protocol_group_page_shows_epochs_reconciliation_and_generations(client_as, snapshot) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from console.watcher import store
+    from console.watcher.snapshot import GroupState, MemberState
+    from consumers_app.models import Rebalance
+
+    members = [MemberState("m-a", "app-a", "10.0.0.1", [["orders", 0]], None, 7, [["orders", 0], ["orders", 1]]),
+               MemberState("m-b", "app-b", "10.0.0.2", [["orders", 1]], "pod-b", 6, [])]
+    snapshot.groups["kip848"] = GroupState("kip848", "Reconciling", "consumer", "consumer", "uniform", members,
+                                           {"orders:0": 5}, coordinator=2, generation=8)
+    snapshot.version += 1
+    store.save(snapshot, snapshot.content_bytes())
+    now = datetime.now(tz=UTC)
+    Rebalance.objects.create(cluster="local", group="kip848", started_at=now - timedelta(seconds=3), ended_at=now,
+                             duration_s=3.0, generation_before=6, generation_after=8, trigger="member joined")
+    page = client_as("viewer").get("/clusters/local/groups/kip848/").content.decode()
+    assert ">8</div><div class=\"lbl\">group epoch" in page
+    assert "moving to: orders-0, orders-1" in page and "(static: pod-b)" in page
+    assert "6 → 8" in page
+    body = client_as("viewer").get("/api/v1/clusters/local/consumer-groups/kip848/").json()
+    assert (body["group_type"], body["generation"]) == ("consumer", 8)
+    assert [(m["epoch"], m["target_assignment"]) for m in body["member_list"]] == [(7, ["orders-0", "orders-1"]), (6, [])]
+
+
+def test_share_group_reset_is_refused_with_a_reason(client_as, snapshot) -> None:
+    from console.watcher import store
+    from console.watcher.snapshot import GroupState
+
+    snapshot.groups["queue"] = GroupState("queue", "Empty", "share", "share", "simple", [], {"orders:0": 5},
+                                          generation=3, broker_lag={"orders:0": 2})
+    snapshot.version += 1
+    store.save(snapshot, snapshot.content_bytes())
+    body = client_as("operator").post("/api/v1/clusters/local/consumer-groups/queue/offsets",
+                                      {"to": "earliest", "dry_run": True}, content_type="application/json")
+    assert body.status_code == 400 and "share group" in body.json()["detail"]
+    detail = client_as("viewer").get("/api/v1/clusters/local/consumer-groups/queue/").json()
+    assert [(p["committed"], p["lag"]) for p in detail["partitions"]] == [(5, 2)]  # Kafka's lag, not end - start
