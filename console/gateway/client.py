@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 import kafka.errors as kp_errors
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, ShareConsumer, TopicPartition
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -695,6 +695,24 @@ class GroupConsumer:
             if exc.args and isinstance(exc.args[0], KafkaError) and exc.args[0].code() == KafkaError._NO_OFFSET:
                 return  # nothing consumed since the last commit
             raise translate(exc, self._cluster, "commit offsets") from exc
+
+    def close(self) -> None:
+        self._consumer.close()
+
+
+class ShareGroupConsumer:
+    """A member of a share group (KIP-932): records are acknowledged implicitly by the next poll."""
+
+    def __init__(self, gateway: ClusterGateway, group: str, topics: list[str]) -> None:
+        self._cluster = gateway.name
+        self._consumer = ShareConsumer({**gateway.config.librdkafka(), "group.id": group, "client.id": group, "log_level": 2})
+        self._consumer.subscribe(topics)
+
+    def poll(self, timeout: float) -> int:
+        try:
+            return len(self._consumer.poll(timeout))
+        except KafkaException as exc:
+            raise translate(exc, self._cluster, "consume") from exc
 
     def close(self) -> None:
         self._consumer.close()

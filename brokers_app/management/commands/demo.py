@@ -17,7 +17,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from console import gateway
-from console.gateway.client import GroupConsumer, MessageProducer
+from console.gateway.client import GroupConsumer, MessageProducer, ShareGroupConsumer
 from console.gateway.errors import GatewayError
 
 TOPICS = [
@@ -53,6 +53,10 @@ class Command(BaseCommand):
             threading.Thread(target=self._produce, args=(gw, opts["rate"], stop), daemon=True),
             threading.Thread(target=self._consume, args=(gw, "demo-healthy", ["demo.orders"], 1000, stop), daemon=True),
             threading.Thread(target=self._consume, args=(gw, "demo-lagging", ["demo.clicks"], 5, stop), daemon=True),
+            # Kafka 4's new consumer protocol (KIP-848) and a share group (KIP-932), beside the classic groups.
+            threading.Thread(target=self._consume, args=(gw, "demo-kip848", ["demo.orders"], 1000, stop),
+                             kwargs={"protocol": "consumer"}, daemon=True),
+            threading.Thread(target=self._share, args=(gw, "demo-queue", ["demo.orders"], stop), daemon=True),
         ]
         self._stopped_group(gw)
         for t in threads:
@@ -88,8 +92,9 @@ class Command(BaseCommand):
             stop.wait(1.0 / rate)
         producer.flush()
 
-    def _consume(self, gw: Any, group: str, topics: list[str], per_second: int, stop: threading.Event) -> None:
-        consumer = GroupConsumer(gw, group, topics)
+    def _consume(self, gw: Any, group: str, topics: list[str], per_second: int, stop: threading.Event,
+                 protocol: str = "classic") -> None:
+        consumer = GroupConsumer(gw, group, topics, **({"group.protocol": protocol} if protocol != "classic" else {}))
         try:
             while not stop.is_set():
                 started = time.monotonic()
@@ -99,6 +104,22 @@ class Command(BaseCommand):
                 except GatewayError as exc:
                     self.stderr.write(f"{group}: {exc.message}")
                 stop.wait(max(0.0, 1.0 - (time.monotonic() - started)))
+        finally:
+            consumer.close()
+
+    def _share(self, gw: Any, group: str, topics: list[str], stop: threading.Event) -> None:
+        try:
+            consumer = ShareGroupConsumer(gw, group, topics)
+        except Exception as exc:  # noqa: BLE001 - a cluster without share groups still runs the rest of the demo
+            self.stderr.write(f"{group}: no share group ({exc})")
+            return
+        try:
+            while not stop.is_set():
+                try:
+                    consumer.poll(1.0)
+                except GatewayError as exc:
+                    self.stderr.write(f"{group}: {exc.message}")
+                    stop.wait(1.0)
         finally:
             consumer.close()
 
