@@ -16,8 +16,9 @@
     ], {
       height: 260, margin: {l: 60, r: 60, t: 10, b: 40}, paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)",
       font: {color: color}, legend: {orientation: "h", y: -0.25},
-      yaxis: {title: "messages", rangemode: "tozero", gridcolor: "rgba(128,128,128,0.2)"},
-      yaxis2: {title: "seconds", overlaying: "y", side: "right", rangemode: "tozero", showgrid: false},
+      yaxis: {title: {text: "lag (messages)"}, rangemode: "tozero", gridcolor: "rgba(128,128,128,0.2)"},
+      yaxis2: {title: {text: "time lag (s)"}, overlaying: "y", side: "right", rangemode: "tozero", showgrid: false,
+               tickmode: "auto", nticks: 6},
       xaxis: {gridcolor: "rgba(128,128,128,0.2)"}
     }, {displayModeBar: false, responsive: true});
   }

@@ -178,7 +178,7 @@ def test_offsets_moved_back_and_left_there_is_rewind(stack: Stack) -> None:
         wait_for(reset, 15, interval=0.5, what="the offset reset to 0 accepted")
         # The rewound entry stays in the 10-entry window for about 9 samples; STOP (evaluated first)
         # cannot fire before as long: the window spans at least ~8 s before the reset's commit.
-        d = wait_for_status(stack, group, "ERR", "REWIND", 8)
+        d = wait_for_status(stack, group, "ERR", "REWIND", 12)
         assert d["partitions"][0]["committed"] == 0
     finally:
         producer.close()
