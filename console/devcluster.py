@@ -150,7 +150,7 @@ class DevCluster:
         if (ndir / "data" / "meta.properties").exists():
             return
         (ndir / "data").mkdir(parents=True, exist_ok=True)
-        cmd = [str(KAFKA_DIR / "bin" / "kafka-storage"), "format", "-t", self.cluster_id(), "-c", str(ndir / "server.properties")]
+        cmd = [str(KAFKA_DIR / "bin" / "kafka-storage"), "format", f"--cluster-id={self.cluster_id()}", "-c", str(ndir / "server.properties")]
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
         if done.returncode != 0:
             raise DevClusterError(f"formatting node {node} failed: {done.stderr.strip() or done.stdout.strip()}")

@@ -199,12 +199,6 @@ class ResetSpec:
     from_group: str | None = None
 
 
-def _not_share(g: GroupState, action: str) -> None:
-    if g.group_type == "share":
-        raise BadParameter(f"'{g.group_id}' is a share group: its start offsets cannot be {action} here yet; "
-                           "use kafka-share-groups --reset-offsets or --delete-offsets.")
-
-
 def _scope(snap: Snapshot, g: GroupState, spec: ResetSpec) -> list[tuple[str, int]]:
     committed = [split_key(k) for k in g.offsets]
     if spec.partitions:
@@ -238,7 +232,6 @@ def plan_reset(cluster: str, snap: Snapshot, group_id: str, spec: ResetSpec) -> 
     if spec.to not in RESET_TO:
         raise BadParameter(f"'to' must be one of {', '.join(sorted(RESET_TO))}, not '{spec.to[:30]}'.")
     g = group(snap, group_id)
-    _not_share(g, "reset")
     scope = _scope(snap, g, spec)
     gw = gateway.for_cluster(cluster)
     starts = gw.list_offsets(scope, "earliest")
@@ -289,14 +282,18 @@ def plan_reset(cluster: str, snap: Snapshot, group_id: str, spec: ResetSpec) -> 
 
 def apply_reset(user: Any, cluster: str, snap: Snapshot, group_id: str, spec: ResetSpec) -> list[dict[str, Any]]:
     gw = gateway.for_cluster(cluster)
-    state, members, _kind = gw.group_state(group_id)
+    state, members, kind = gw.group_state(group_id)
     details: dict[str, Any] = {"to": spec.to, "topics": spec.topics, "partitions": spec.partitions}
     try:
         if state not in {"Empty", "Dead"} or members:
             raise BadParameter(f"Group '{group_id}' is {state} with {members} member{'s' if members != 1 else ''}: Kafka "
                                "only lets offsets be reset while the group is empty. Stop its consumers first.")
         plan = plan_reset(cluster, snap, group_id, spec)
-        gw.alter_group_offsets(group_id, {(r["topic"], r["partition"]): r["new"] for r in plan})
+        new = {(r["topic"], r["partition"]): r["new"] for r in plan}
+        if kind == "share":  # a share group's start offsets (KIP-932)
+            gw.alter_share_group_offsets(group_id, new)
+        else:
+            gw.alter_group_offsets(group_id, new)
     except ConsoleError as exc:
         record(user, "reset_offsets", cluster=cluster, target=group_id, details={**details, "error": exc.message},
                outcome="failed")
@@ -318,12 +315,14 @@ def delete_group(user: Any, cluster: str, snap: Snapshot, group_id: str) -> None
 
 def delete_group_topic_offsets(user: Any, cluster: str, snap: Snapshot, group_id: str, topic: str) -> int:
     g = group(snap, group_id)
-    _not_share(g, "deleted")
     parts = [split_key(k) for k in g.offsets if split_key(k)[0] == topic]
     if not parts:
         raise BadParameter(f"Group '{group_id}' has no committed offsets on topic '{topic}'.")
     try:
-        gateway.for_cluster(cluster).delete_group_offsets(group_id, parts)
+        if g.group_type == "share":  # share groups forget whole topics
+            gateway.for_cluster(cluster).delete_share_group_offsets(group_id, [topic])
+        else:
+            gateway.for_cluster(cluster).delete_group_offsets(group_id, parts)
     except ConsoleError as exc:
         record(user, "delete_group_offsets", cluster=cluster, target=group_id, details={"topic": topic, "error": exc.message},
                outcome="failed")

@@ -575,6 +575,22 @@ class ClusterGateway:
 
         self._call(f"set the offsets of group '{group_id}'", run)
 
+    def alter_share_group_offsets(self, group_id: str, offsets: dict[tuple[str, int], int]) -> None:
+        def run() -> None:
+            failed = self._with_kafka_python("group", lambda admin: protocol.alter_share_group_offsets(admin, group_id, offsets))
+            if failed:
+                raise InvalidRequest(f"Kafka refused some start offsets of share group '{group_id}': {failed}.")
+
+        self._call(f"set the start offsets of share group '{group_id}'", run)
+
+    def delete_share_group_offsets(self, group_id: str, topics: list[str]) -> None:
+        def run() -> None:
+            failed = self._with_kafka_python("group", lambda admin: protocol.delete_share_group_offsets(admin, group_id, topics))
+            if failed:
+                raise InvalidRequest(f"Kafka refused to delete the offsets of share group '{group_id}' on: {failed}.")
+
+        self._call(f"delete offsets of share group '{group_id}'", run)
+
     def delete_group(self, group_id: str) -> None:
         def run() -> None:
             result = self._with_kafka_python("group", lambda admin: admin.delete_groups([group_id]))

@@ -1,5 +1,6 @@
 """Kafka requests kafka-python does not ship, for the groups of Kafka 4: ConsumerGroupDescribe (the new
-consumer protocol, KIP-848), ShareGroupDescribe and DescribeShareGroupOffsets (share groups, KIP-932).
+consumer protocol, KIP-848); ShareGroupDescribe and Describe/Alter/DeleteShareGroupOffsets (share
+groups, KIP-932).
 
 kafka-python builds each request and response from Apache Kafka's own JSON message definitions. The
 definitions of these three are read from the kafka-clients jar that `make kafka-jars` downloads from
@@ -28,7 +29,8 @@ from kafka.admin import KafkaAdminClient
 from kafka.protocol.api_message import ApiMessage
 
 LIB_DIR = Path(os.environ.get("KAFKA_LIB_DIR") or Path(__file__).resolve().parents[2] / "kafka" / "lib")
-MESSAGES = ("ConsumerGroupDescribe", "ShareGroupDescribe", "DescribeShareGroupOffsets")
+MESSAGES = ("ConsumerGroupDescribe", "ShareGroupDescribe", "DescribeShareGroupOffsets", "AlterShareGroupOffsets",
+            "DeleteShareGroupOffsets")
 
 _lock = threading.Lock()
 _classes: dict[str, type[ApiMessage]] | None = None
@@ -174,5 +176,47 @@ def share_group_offsets(admin: KafkaAdminClient, group_ids: list[str]) -> dict[s
                         if p["error_code"] == 0 and p["start_offset"] >= 0:
                             offsets[(t["topic_name"], p["partition_index"])] = (p["start_offset"], p.get("lag", -1))
         return found
+
+    return admin._manager.run(run)  # type: ignore[no-any-return]
+
+
+def _raise_for(code: int, message: str | None, what: str) -> None:
+    if code:
+        raise kp_errors.for_code(code)(f"{what}: {message or ''}".rstrip(": "))
+
+
+def alter_share_group_offsets(admin: KafkaAdminClient, group_id: str, offsets: dict[tuple[str, int], int]) -> dict[str, str]:
+    """Set a share group's start offsets (the group must be empty). Returns the partitions Kafka
+    refused, "topic-partition" -> error."""
+    request_class = classes()["AlterShareGroupOffsetsRequest"]
+    topic_class = request_class.AlterShareGroupOffsetsRequestTopic  # type: ignore[attr-defined]
+    partition_class = topic_class.AlterShareGroupOffsetsRequestPartition
+    by_topic: dict[str, list[Any]] = defaultdict(list)
+    for (topic, partition), offset in sorted(offsets.items()):
+        by_topic[topic].append(partition_class(partition_index=partition, start_offset=offset))
+
+    async def run() -> dict[str, str]:
+        node = await admin._find_coordinator_id(group_id)
+        request = request_class(group_id=group_id, topics=[topic_class(topic_name=t, partitions=ps) for t, ps in by_topic.items()])
+        response = (await admin._manager.send(request, node_id=node)).to_dict()
+        _raise_for(response["error_code"], response.get("error_message"), f"alter the offsets of share group '{group_id}'")
+        return {f"{t['topic_name']}-{p['partition_index']}": str(_error(p["error_code"], p.get("error_message")))
+                for t in response["responses"] for p in t["partitions"] if p["error_code"]}
+
+    return admin._manager.run(run)  # type: ignore[no-any-return]
+
+
+def delete_share_group_offsets(admin: KafkaAdminClient, group_id: str, topics: list[str]) -> dict[str, str]:
+    """Forget a share group's state on whole topics (the group must be empty). Returns the topics
+    Kafka refused, topic -> error."""
+    request_class = classes()["DeleteShareGroupOffsetsRequest"]
+    topic_class = request_class.DeleteShareGroupOffsetsRequestTopic  # type: ignore[attr-defined]
+
+    async def run() -> dict[str, str]:
+        node = await admin._find_coordinator_id(group_id)
+        request = request_class(group_id=group_id, topics=[topic_class(topic_name=t) for t in topics])
+        response = (await admin._manager.send(request, node_id=node)).to_dict()
+        _raise_for(response["error_code"], response.get("error_message"), f"delete the offsets of share group '{group_id}'")
+        return {t["topic_name"]: str(_error(t["error_code"], t.get("error_message"))) for t in response["responses"] if t["error_code"]}
 
     return admin._manager.run(run)  # type: ignore[no-any-return]

@@ -219,7 +219,29 @@ def test_share_group_equals_kafka_share_groups(stack: Stack, topic: str) -> None
         return sum(p["lag"] for p in d["partitions"]) == 40
 
     wait_for(agree, 30, interval=1, what="start offsets and lag equal to kafka-share-groups")
-    r = stack.api("operator").post(stack.base_url + API + group + "/offsets", timeout=20, json={"to": "earliest", "dry_run": True})
-    assert r.status_code == 400 and "share group" in r.json()["detail"], r.text
     listed = stack.get(API, params={"q": group}).json()
     assert [(g["group"], g["group_type"], g["total_lag"]) for g in listed["results"]] == [(group, "share", 40)]
+
+    # Reset (the group is empty now): the preview equals kafka-share-groups' dry run, and after
+    # applying, Kafka reports the new start offsets.
+    wait_for(lambda: (d := detail(stack, group)) and d["state"] == "Empty", 30, what="the share group empty")
+    reset = stack.api("operator").post(stack.base_url + API + group + "/offsets", timeout=20,
+                                       json={"to": "earliest", "topics": [topic], "dry_run": True})
+    assert reset.status_code == 200, reset.text
+    dry = rows(stack.cluster.tool("kafka-share-groups", "--reset-offsets", "--to-earliest", "--dry-run", "--group", group,
+                                  "--topic", topic))
+    assert {(r["topic"], r["partition"]): r["new"] for r in reset.json()["offsets"]} == {
+        (row["TOPIC"], int(row["PARTITION"])): int(row["NEW-OFFSET"]) for row in dry}
+    applied = stack.api("operator").post(stack.base_url + API + group + "/offsets", timeout=20,
+                                         json={"to": "offset", "offset": 10, "topics": [topic], "dry_run": False})
+    assert applied.status_code == 200, applied.text
+    after = rows(stack.cluster.tool("kafka-share-groups", "--describe", "--group", group, "--offsets"))
+    assert {int(row["PARTITION"]): row["START-OFFSET"] for row in after} == {p: "10" for p in range(4)}
+    entries = stack.get("/api/v1/audit/").json()["entries"]
+    assert any(e["action"] == "reset_offsets" and e["target"] == group and e["user"] == "operator" for e in entries)
+
+    # Delete its offsets on the topic: kafka-share-groups then shows none.
+    gone = stack.api("operator").delete(stack.base_url + API + group + "/offsets", params={"topic": topic}, timeout=20)
+    assert gone.status_code == 200, gone.text
+    remaining = rows(stack.cluster.tool("kafka-share-groups", "--describe", "--group", group, "--offsets"))
+    assert all(row["START-OFFSET"] == "-" for row in remaining), remaining
