@@ -32,7 +32,8 @@ class OperatorForChanges(BasePermission):
 
 class GroupList(APIView):
     @extend_schema(responses=OpenApiTypes.OBJECT, summary="Consumer groups with state, members, lag (from the snapshot)",
-                   parameters=[OpenApiParameter("q", str), OpenApiParameter("regex", bool), OpenApiParameter("ordering", str),
+                   parameters=[OpenApiParameter("q", str), OpenApiParameter("regex", bool),
+                               OpenApiParameter("state", str, enum=services.STATES), OpenApiParameter("type", str, enum=services.KINDS), OpenApiParameter("ordering", str),
                                OpenApiParameter("page", int), OpenApiParameter("page_size", int)])
     def get(self, request: Request, cluster: str) -> Response:
         snap = require_snapshot(live(cluster))
@@ -40,7 +41,8 @@ class GroupList(APIView):
         ordering = p.get("ordering", "group") or "group"
         page = services.groups_page(snap, query=p.get("q", ""), regex=bool_param(p, "regex"), sort=ordering.lstrip("-"),
                                     descending=ordering.startswith("-"), page=int_param(p, "page", 1, minimum=1) or 1,
-                                    per_page=int_param(p, "page_size", 50, minimum=1, maximum=1000) or 50)
+                                    per_page=int_param(p, "page_size", 50, minimum=1, maximum=1000) or 50,
+                                    **services.filter_params(p))
         return Response({"count": page.total, "page": page.page, "pages": page.pages, "results": page.rows})
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +22,21 @@ SORTS = {
     "time_lag": "time lag",
     "status": "status",
 }
+
+
+# Filters of the groups list: the states of every kind of group, and the kinds (group types).
+STATES = ("Stable", "Empty", "PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling", "NotReady", "Dead")
+KINDS = ("classic", "consumer", "share", "streams")
+
+
+def filter_params(params: Mapping[str, str]) -> dict[str, str]:
+    """`state` and `type` of the groups list (empty: any), checked against what Kafka has."""
+    state, kind = params.get("state", "") or "", params.get("type", "") or ""
+    if state and state not in STATES:
+        raise BadParameter(f"'state' must be one of {', '.join(STATES)}, not '{state[:40]}'.")
+    if kind and kind not in KINDS:
+        raise BadParameter(f"'type' must be one of {', '.join(KINDS)}, not '{kind[:40]}'.")
+    return {"state": state, "kind": kind}
 
 
 def split_key(key: str) -> tuple[str, int]:
@@ -117,8 +133,12 @@ _STATUS_ORDER = {None: -1, "NOTFOUND": 0, "OK": 1, "WARN": 2, "ERR": 3}
 
 
 def groups_page(snap: Snapshot, *, query: str = "", regex: bool = False, sort: str = "group", descending: bool = False,
-                page: int = 1, per_page: int = 50) -> GroupsPage:
+                page: int = 1, per_page: int = 50, state: str = "", kind: str = "") -> GroupsPage:
     rows = search(group_rows(snap), "group", query, regex)
+    if state:
+        rows = [r for r in rows if r["state"] == state]
+    if kind:
+        rows = [r for r in rows if r["group_type"] == kind]
     if sort not in SORTS:
         raise BadParameter(f"'sort' must be one of {', '.join(SORTS)}, not '{sort[:50]}'.")
 

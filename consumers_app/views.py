@@ -22,12 +22,13 @@ from topics_app.browse import _timestamp_ms
 
 
 def list_params(params: Mapping[str, str]) -> dict[str, Any]:
-    return listing.list_params(params, services.SORTS, "group")
+    return {**listing.list_params(params, services.SORTS, "group"), **services.filter_params(params)}
 
 
 def groups_context(live: Live, params: dict[str, Any]) -> dict[str, Any]:
     page = services.groups_page(live.snapshot, **params) if live.snapshot else None
-    return {"live": live, "groups": page, "params": params, "sorts": services.SORTS}
+    return {"live": live, "groups": page, "params": params, "sorts": services.SORTS, "states": services.STATES,
+            "kinds": services.KINDS}
 
 
 def groups_fragment(live: Live, params: Mapping[str, str]) -> dict[str, str]:

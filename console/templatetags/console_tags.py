@@ -27,6 +27,8 @@ def _query(params: dict[str, Any], **changes: Any) -> str:
         "q": params.get("query", ""),
         "regex": "1" if params.get("regex") else "",
         "internal": "1" if params.get("internal") else "",
+        "state": params.get("state", ""),
+        "type": params.get("kind", ""),
         "sort": params.get("sort", ""),
         "desc": "1" if params.get("descending") else "",
         "page": params.get("page", ""),

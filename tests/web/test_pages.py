@@ -158,3 +158,26 @@ def test_share_group_lag_is_the_figure_kafka_reports(client_as, snapshot) -> Non
     assert [(p["committed"], p["lag"]) for p in detail["partitions"]] == [(5, 2)]  # Kafka's lag, not end - start
     page = client_as("viewer").get("/clusters/local/groups/queue/").content.decode()
     assert "Start offset" in page and "Committed" not in page
+
+
+def test_groups_list_filters_by_state_and_type(client_as, snapshot) -> None:
+    from console.watcher import store
+    from console.watcher.snapshot import GroupState
+
+    snapshot.groups.update({
+        "a-classic": GroupState("a-classic", "Stable", "consumer", "classic", "range", [], {}),
+        "b-new": GroupState("b-new", "Reconciling", "consumer", "consumer", "uniform", [], {}, generation=4),
+        "c-share": GroupState("c-share", "Empty", "share", "share", "simple", [], {}, generation=2),
+    })
+    snapshot.version += 1
+    store.save(snapshot, snapshot.content_bytes())
+    api = "/api/v1/clusters/local/consumer-groups/"
+    names = lambda **q: [g["group"] for g in client_as("viewer").get(api, q).json()["results"]]  # noqa: E731
+    assert names(type="share") == ["c-share"]
+    assert names(state="Reconciling") == ["b-new"]
+    assert names(state="Stable", type="consumer") == []
+    page = client_as("viewer").get("/clusters/local/groups/", {"type": "consumer"}).content.decode()
+    assert "b-new" in page and "a-classic" not in page and '<option selected>consumer</option>' in page
+    bad = client_as("viewer").get(api, {"state": "Sleepy"})
+    assert bad.status_code == 400 and "'state' must be one of" in bad.json()["detail"]
+    assert client_as("viewer").get("/clusters/local/groups/", {"type": "nope"}).status_code == 400
