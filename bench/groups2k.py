@@ -1,8 +1,9 @@
 """Issue 4 scale benchmark: 2,000 consumer groups with 10 partitions each.
 
 `.venv/bin/python -m bench.groups2k` starts the test stack, creates 20 topics of 10 partitions with
-some messages, commits offsets for 2,000 groups (100 per topic, no live members: committed offsets
-are what the lag refresh reads), then records the watcher's group refresh (time, groups, committed
+some messages, commits offsets for 2,000 classic groups (100 per topic, no live members: committed
+offsets are what the lag refresh reads), adds live groups of Kafka 4's other kinds (20 new-protocol
+consumer groups and 10 share groups, one member each), then records the watcher's group refresh (time, groups, committed
 partitions, Kafka requests bound) and the server time of the groups list, a group's detail, a
 topic's consumers and /metrics. Appends the figures to docs/benchmarks.md.
 """
@@ -10,11 +11,12 @@ topic's consumers and /metrics. Appends the figures to docs/benchmarks.md.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from datetime import UTC, datetime
 from typing import Any
 
-from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, ShareConsumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench.run import login_session, server_time, setup_django
@@ -22,6 +24,30 @@ from tests.support import BOOTSTRAP, ROOT, running_cluster, running_redis, runni
 
 GROUPS = int(os.environ.get("BENCH_GROUPS", "2000"))
 TOPICS = 20
+NEW_PROTOCOL = int(os.environ.get("BENCH_NEW_PROTOCOL_GROUPS", "20"))
+SHARE = int(os.environ.get("BENCH_SHARE_GROUPS", "10"))
+
+
+def live_members(stop: threading.Event) -> list[threading.Thread]:
+    """One member in each of NEW_PROTOCOL KIP-848 groups and SHARE share groups, polling until stopped."""
+
+    def run(kind: str, i: int) -> None:
+        conf = {"bootstrap.servers": BOOTSTRAP, "group.id": f"lag.{kind}{i:02d}", "log_level": 2}
+        client: Any
+        if kind == "share":
+            client = ShareConsumer(conf)
+        else:
+            client = Consumer({**conf, "group.protocol": "consumer", "auto.offset.reset": "earliest"})
+        client.subscribe([f"lag.t{i % TOPICS:02d}"])
+        while not stop.is_set():
+            client.poll(0.5)
+        client.close()
+
+    threads = [threading.Thread(target=run, args=("new", i), daemon=True) for i in range(NEW_PROTOCOL)]
+    threads += [threading.Thread(target=run, args=("share", i), daemon=True) for i in range(SHARE)]
+    for t in threads:
+        t.start()
+    return threads
 
 
 def setup_groups() -> float:
@@ -53,6 +79,8 @@ def main() -> None:
     with running_redis(), running_cluster(heap="768m") as cluster, running_stack(cluster) as stack:
         r["setup_s"] = round(setup_groups(), 1)
         print(f"offsets committed for {GROUPS} groups in {r['setup_s']} s", flush=True)
+        stop = threading.Event()
+        members = live_members(stop)
         def listed() -> bool:
             count = stack.get("/api/v1/clusters/local/consumer-groups/").json()["count"]
             print(f"{time.strftime('%H:%M:%S')} groups listed: {count}", flush=True)
@@ -80,6 +108,12 @@ def main() -> None:
         r["api_detail"] = server_time(session, stack.base_url + "/api/v1/clusters/local/consumer-groups/lag.g0421/", 30)
         r["topic_consumers"] = server_time(session, stack.base_url + "/api/v1/clusters/local/topics/lag.t01/", 30)
         r["metrics"] = server_time(session, stack.base_url + "/metrics", 10)
+        r["kinds"] = {kind: stack.get("/api/v1/clusters/local/consumer-groups/", params={"type": kind}).json()["count"]
+                      for kind in ("classic", "consumer", "share")}
+        r["requests"] = sorted(int(str(s.get("group_requests", 0))) for s in samples)
+        stop.set()
+        for t in members:
+            t.join(5)
     report(r)
 
 
@@ -91,12 +125,17 @@ def report(r: dict[str, Any]) -> None:
         f"Command: `.venv/bin/python -m bench.groups2k`. The test stack (3 KRaft nodes, 768 MB heaps) on this 2-core machine; "
         f"{s.get('groups')} groups with {s.get('group_partitions')} committed partitions (10 each, on 20 topics of 10 "
         f"partitions), {s.get('coordinators')} coordinators; offsets committed in {r['setup_s']} s. Groups listed by the "
-        f"console: {r['listed']}; by `kafka-consumer-groups --list`: {r['kafka_listed']}.\n",
-        f"- Full lag refresh (ListGroups, DescribeGroups and OffsetFetch for every group): median "
+        f"console: {r['listed']} ({r['kinds']['classic']} classic, {r['kinds']['consumer']} new-protocol consumer groups, "
+        f"{r['kinds']['share']} share groups); by `kafka-consumer-groups --list`: {r['kafka_listed']} (it leaves out share "
+        "groups).\n",
+        f"- Full lag refresh (ListGroups, DescribeGroups, ConsumerGroupDescribe, ShareGroupDescribe, OffsetFetch and "
+        f"DescribeShareGroupOffsets for every group): median "
         f"{r['fetch'][len(r['fetch']) // 2]:.2f} s, max {r['fetch'][-1]:.2f} s over 10 samples; evaluating lag status, time "
         f"lag and rebalances for all of them: median {r['evaluate'][len(r['evaluate']) // 2]:.2f} s. Budget: 2 s.",
-        f"- Kafka requests per refresh: at most {s.get('group_requests_bound')} (one ListGroups per broker, one batched "
-        "FindCoordinator, one DescribeGroups and one OffsetFetch per coordinator), the same for 20 or 2,000 groups.\n",
+        f"- Kafka requests per refresh, counted: median {r['requests'][len(r['requests']) // 2]}, max {r['requests'][-1]}; "
+        f"the bound is {s.get('group_requests_bound')} (one ListGroups per broker, one batched FindCoordinator, then per "
+        "coordinator one describe per kind of group, one OffsetFetch and one DescribeShareGroupOffsets), the same for 20 "
+        "or 2,000 groups.\n",
         "| request | median | p95 | max | Kafka calls | budget |",
         "|---|---|---|---|---|---|",
     ]

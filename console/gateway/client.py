@@ -161,6 +161,8 @@ class ClusterGateway:
         self._lock = threading.Lock()
         self._admin: AdminClient | None = None
         self._kp_slots: dict[str, _KafkaPythonSlot] = {}
+        # Requests sent through each purpose's kafka-python client (the watcher records them per refresh).
+        self.kafka_python_requests: dict[str, int] = {}
 
     # Clients ---------------------------------------------------------------------------------
     def _admin_client(self) -> AdminClient:
@@ -198,6 +200,7 @@ class ClusterGateway:
                         request_timeout_ms=int(self.timeout * 1000),
                         reconnect_backoff_max_ms=1000,
                     )
+                    self._count_requests(slot.client, purpose)
                 outcome["value"] = fn(slot.client)
             except Exception as exc:  # noqa: BLE001 - handed to the caller below
                 outcome["error"] = exc
@@ -216,6 +219,16 @@ class ClusterGateway:
         if "error" in outcome:
             raise outcome["error"]
         return cast(T, outcome["value"])
+
+    def _count_requests(self, client: KafkaAdminClient, purpose: str) -> None:
+        manager = client._manager
+        send = manager.send
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            self.kafka_python_requests[purpose] = self.kafka_python_requests.get(purpose, 0) + 1
+            return send(*args, **kwargs)
+
+        manager.send = counted  # type: ignore[method-assign]
 
     def _call(self, action: str, fn: Callable[[], T]) -> T:
         counter = request_counter.get()

@@ -313,6 +313,7 @@ class ClusterWatcher:
 
     def _poll_groups(self) -> dict[str, GroupState] | None:
         started = time.monotonic()
+        sent_before = self.gateway.kafka_python_requests.get("groups", 0)
         try:
             described = self.gateway.consumer_groups()
             shared = [g.group_id for g in described if g.group_type == "share"]
@@ -335,6 +336,8 @@ class ClusterWatcher:
             # ListGroups per broker, FindCoordinator batched, then per coordinator one describe per
             # kind of group (classic, consumer, share) and one offset fetch (two with share groups).
             "group_requests_bound": brokers + 1 + (kinds + 1 + bool(shared)) * coordinators,
+            # ... and what was really sent (counted at kafka-python's connection manager).
+            "group_requests": self.gateway.kafka_python_requests.get("groups", 0) - sent_before,
             "coordinators": coordinators,
         }
         return {

@@ -30,19 +30,20 @@ class SteadyProducer:
     """Writes `batch` messages every `period` seconds until closed: about 100 messages a second."""
 
     def __init__(self, stack: Stack, topic: str, batch: int = 10, period: float = 0.1) -> None:
-        self.producer = Producer({"bootstrap.servers": stack.cluster.bootstrap, "linger.ms": 5})
+        self.bootstrap = stack.cluster.bootstrap
         self.topic, self.batch, self.period = topic, batch, period
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self.run, daemon=True)
         self.thread.start()
 
     def run(self) -> None:
+        producer = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 5})  # gone with the thread
         while not self.stop.is_set():
             for _ in range(self.batch):
-                self.producer.produce(self.topic, value=b"tick")
-            self.producer.poll(0)
+                producer.produce(self.topic, value=b"tick")
+            producer.poll(0)
             self.stop.wait(self.period)
-        self.producer.flush(10)
+        producer.flush(10)
 
     def close(self) -> None:
         self.stop.set()
@@ -188,9 +189,8 @@ def test_offsets_moved_back_and_left_there_is_rewind(stack: Stack) -> None:
 def test_lag_chart_follows_new_messages_without_reload(stack: Stack, logged_in_page: Any) -> None:
     topic = new_topic(stack, "st-chart-topic")
     group = unique("st-chart")
-    producer = Producer({"bootstrap.servers": stack.cluster.bootstrap})
-
     def produce(n: int) -> None:
+        producer = Producer({"bootstrap.servers": stack.cluster.bootstrap})
         for i in range(n):
             producer.produce(topic, value=f"m{i}".encode())
         assert producer.flush(20) == 0
