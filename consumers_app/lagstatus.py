@@ -6,11 +6,14 @@ offsets seen at the same refreshes are kept alongside, in a window of the same s
 
 When a new entry is stored: Burrow stores one entry per offset commit, and consumers commit on a
 timer even when the offset has not moved, which is what lets a stalled consumer be told from an
-idle one. The watcher only sees committed offsets when it polls, so each poll counts as a commit:
-an observation at least `min_distance` seconds after the last stored entry is stored as a new entry
-whether or not the offset changed; one that arrives sooner replaces the last entry (offset, lag and
-end offset) but keeps that entry's time, as Burrow does for commits that come too fast. An
-observation older than the last stored entry is dropped.
+idle one. The watcher only sees committed offsets when it polls (OffsetFetch has no commit time),
+so each poll of a group with members counts as a commit: an observation at least `min_distance`
+seconds after the last stored entry is stored as a new entry whether or not the offset changed; one
+that arrives sooner replaces the last entry (offset, lag and end offset) but keeps that entry's
+time, as Burrow does for commits that come too fast. A group with no members cannot commit, so
+there an unchanged offset is not a commit (only the end offset is noted) and the time since the last
+commit grows until STOP fires; a changed offset still is one. An observation older than the last
+stored entry is dropped.
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ class PartitionWindow:
     min_distance: float = DEFAULT_MIN_DISTANCE
     commits: list[Commit] = field(default_factory=list)
     end_offsets: list[int] = field(default_factory=list)  # end offset seen with each commit, same order
+    latest_end: int | None = None  # end offset at the latest refresh, whether or not it stored a commit
 
     def __post_init__(self) -> None:
         if self.size < 1:
@@ -59,17 +63,26 @@ class PartitionWindow:
         if len(self.commits) != len(self.end_offsets):
             raise ValueError("a window needs one end offset per commit")
 
-    def record(self, committed: int, end_offset: int, at: float) -> bool:
-        """Store what one refresh saw; False when the observation was older than the last one and dropped."""
+    def record(self, committed: int, end_offset: int, at: float, committing: bool = True) -> bool:
+        """Store what one refresh saw; False when the observation was older than the last one and dropped.
+
+        `committing` is False when nobody can have committed since the last refresh (the group has no
+        members): an unchanged offset is then not a commit, only the end offset is noted, so the time
+        since the last commit grows and STOP can fire. A changed offset is a commit either way (a
+        reset, or a consumer that commits without joining the group)."""
         lag = max(0, end_offset - committed)
         if self.commits:
             last = self.commits[-1]
             if at < last.at:
                 return False
+            self.latest_end = end_offset
+            if not committing and committed == last.offset:
+                return True
             if at - last.at < self.min_distance:
                 self.commits[-1] = Commit(committed, last.at, lag)
                 self.end_offsets[-1] = end_offset
                 return True
+        self.latest_end = end_offset
         self.commits.append(Commit(committed, at, lag))
         self.end_offsets.append(end_offset)
         del self.commits[: -self.size]
@@ -86,7 +99,8 @@ class PartitionWindow:
         """Latest end offset - latest commit, floored at 0; None before the first commit."""
         if not self.commits:
             return None
-        return max(0, self.end_offsets[-1] - self.commits[-1].offset)
+        end = self.end_offsets[-1] if self.latest_end is None else self.latest_end
+        return max(0, end - self.commits[-1].offset)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -94,6 +108,7 @@ class PartitionWindow:
             "min_distance": self.min_distance,
             "commits": [[c.offset, c.at, c.lag] for c in self.commits],
             "end_offsets": list(self.end_offsets),
+            "latest_end": self.latest_end,
         }
 
     @classmethod
@@ -103,6 +118,7 @@ class PartitionWindow:
             min_distance=float(data.get("min_distance", DEFAULT_MIN_DISTANCE)),
             commits=[Commit(int(o), float(t), int(lag)) for o, t, lag in data.get("commits", [])],
             end_offsets=[int(e) for e in data.get("end_offsets", [])],
+            latest_end=None if data.get("latest_end") is None else int(data["latest_end"]),
         )
 
 
@@ -204,12 +220,13 @@ class LagWindows:
     min_distance: float = DEFAULT_MIN_DISTANCE
     windows: dict[tuple[str, str, int], PartitionWindow] = field(default_factory=dict)
 
-    def record(self, group: str, topic: str, partition: int, committed: int, end_offset: int, at: float) -> PartitionWindow:
+    def record(self, group: str, topic: str, partition: int, committed: int, end_offset: int, at: float,
+               committing: bool = True) -> PartitionWindow:
         key = (group, topic, partition)
         window = self.windows.get(key)
         if window is None:
             window = self.windows[key] = PartitionWindow(self.size, self.min_distance)
-        window.record(committed, end_offset, at)
+        window.record(committed, end_offset, at, committing)
         return window
 
     def get(self, group: str, topic: str, partition: int) -> PartitionWindow | None:

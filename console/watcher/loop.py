@@ -378,7 +378,8 @@ class ClusterWatcher:
                 if end is None:
                     continue
                 live_keys.add((g.group_id, topic, tp[1]))
-                window = self._lag_windows.record(g.group_id, topic, tp[1], committed, end, now)
+                # A group with no members cannot commit: an unchanged offset is then no commit, so STOP can fire.
+                window = self._lag_windows.record(g.group_id, topic, tp[1], committed, end, now, committing=bool(g.members))
                 status = evaluate_partition(window, now)
                 table = self._time_tables.get(tp)
                 seconds = time_lag(table, committed, now) if table is not None else None

@@ -212,6 +212,35 @@ def test_unchanged_offset_after_the_minimum_distance_is_a_new_entry():
     assert [(c.offset, c.at) for c in w.commits] == [(100, 10.0), (100, 15.0)]
 
 
+def test_unchanged_offset_of_a_group_without_members_is_no_commit_so_stop_can_fire():
+    w = PartitionWindow(size=3, min_distance=1.0)
+    for i, (offset, end) in enumerate([(100, 150), (110, 170), (120, 190)]):
+        w.record(offset, end, at=i * 10.0)  # a member committing every 10 s, falling behind
+    for at in (30.0, 40.0, 50.0):
+        assert w.record(120, 250, at=at, committing=False)  # the group is empty now: nothing commits
+    assert [c.at for c in w.commits] == [0.0, 10.0, 20.0]
+    assert w.current_lag == 130  # the latest end offset still counts
+    assert evaluate_partition(w, 50.0) == STOP  # 30 s since the last commit > the 20 s the window spans
+    w.record(20, 250, at=60.0, committing=False)  # but a changed offset (a reset) is a commit
+    assert [c.offset for c in w.commits] == [110, 120, 20]
+    assert evaluate_partition(w, 61.0) == REWIND
+
+
+def test_unchanged_offset_of_a_group_with_members_is_a_new_entry_so_a_stall_is_seen():
+    w = PartitionWindow(size=3, min_distance=1.0)
+    for at in (0.0, 10.0, 20.0):
+        w.record(100, 150 + int(at), at=at, committing=True)
+    assert len(w.commits) == 3 and evaluate_partition(w, 21.0) == STALL
+
+
+def test_latest_end_offset_survives_a_trip_through_json():
+    w = PartitionWindow(size=2)
+    w.record(100, 150, at=0.0)
+    w.record(100, 180, at=10.0, committing=False)
+    copy = PartitionWindow.from_dict(json.loads(json.dumps(w.to_dict())))
+    assert copy == w and copy.current_lag == 80
+
+
 def test_observation_older_than_the_last_entry_is_dropped():
     w = PartitionWindow()
     w.record(100, 150, at=10.0)
