@@ -107,8 +107,10 @@ def test_whole_cluster_down_shows_the_banner_and_the_last_state_then_recovers_by
     page.wait_for_selector("#banner.hidden", state="attached", timeout=90_000)
     wait_for(lambda: stack.get("/api/v1/clusters/local/").json()["status"]["reachable"], 30, what="reachable again")
     wait_for(lambda: all(broker_up(stack, b) for b in (1, 2, 3)), 60, what="all brokers up again")
-    kinds = {e["kind"] for e in events(stack)}
-    assert {"cluster_unreachable", "cluster_reachable"} <= kinds
+    # Asked per kind: the recovery adds a leader and ISR event per partition, and with every topic the
+    # suite made, the newest 1,000 events can be all of those.
+    for kind in ("cluster_unreachable", "cluster_reachable"):
+        assert events(stack, kind=kind), f"no {kind} event"
 
 
 def test_adding_a_fourth_node_shows_a_new_broker_and_a_quorum_observer(stack: Stack) -> None:
