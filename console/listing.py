@@ -3,23 +3,35 @@
 from __future__ import annotations
 
 import math
-import re
+import time
 from collections.abc import Mapping
 from typing import Any
 
+from console import patterns
 from console.errors import BadParameter
 from console.params import bool_param, int_param
+
+SEARCH_BUDGET = 1.0  # seconds for a regex search over a whole list
 
 
 def search(rows: list[dict[str, Any]], field: str, query: str, regex: bool) -> list[dict[str, Any]]:
     if not query:
         return rows
     if regex:
-        try:
-            pattern = re.compile(query)
-        except re.error as exc:
-            raise BadParameter(f"'q' is not a valid regular expression: {exc}.") from None
-        return [r for r in rows if pattern.search(r[field])]
+        _, runner = patterns.compile_checked(query, False, "q")
+        # One budget for the whole list (10,000 names), not per name: a slow pattern is a 400, not a hang.
+        deadline = time.monotonic() + SEARCH_BUDGET
+        found = []
+        for r in rows:
+            left = deadline - time.monotonic()
+            try:
+                if left <= 0 or runner.search(r[field], timeout=left) is not None:
+                    if left <= 0:
+                        raise TimeoutError
+                    found.append(r)
+            except TimeoutError:
+                raise patterns.too_slow("q", SEARCH_BUDGET) from None
+        return found
     needle = query.lower()
     return [r for r in rows if needle in r[field].lower()]
 

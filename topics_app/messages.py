@@ -20,12 +20,14 @@ from typing import Any
 
 import msgpack
 
+from console import patterns
 from console.errors import BadParameter
 from console.gateway.messages import Record
 
 DECODINGS = ("auto", "text", "json", "hex", "base64", "msgpack")
 TARGETS = ("key", "value", "headers", "any")
 MAX_PATTERN_CHARS = 1000
+REGEX_SECONDS_PER_MESSAGE = 0.5  # a filter regex that needs longer on one message stops the scan with a 400
 
 # C0 and C1 control characters other than tab, newline and carriage return: not "printable text".
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
@@ -343,7 +345,8 @@ def required_literals(regex: re.Pattern[str]) -> list[str]:
     return sorted(dict.fromkeys(r for r in runs if len(r) >= 2), key=len, reverse=True)[:3]
 
 
-def _regex_test(regex: re.Pattern[str]) -> ByteTest:
+def _regex_test(regex: re.Pattern[str], search: Callable[[str], bool]) -> ByteTest:
+    """`regex` gives the literals for the cheap pre-test; `search` runs the pattern with a time limit."""
     literals = required_literals(regex)
     if regex.flags & re.IGNORECASE:
         # For ASCII payloads and ASCII literals, case-insensitive means ASCII case folding.
@@ -355,7 +358,7 @@ def _regex_test(regex: re.Pattern[str]) -> ByteTest:
                 for lit in folded:
                     if lit not in lower:
                         return False
-            return regex.search(_text(d)) is not None
+            return search(_text(d))
 
         return insensitive
     exact = []
@@ -369,7 +372,7 @@ def _regex_test(regex: re.Pattern[str]) -> ByteTest:
         for lit in exact:
             if lit not in d:
                 return False
-        return regex.search(_text(d)) is not None
+        return search(_text(d))
 
     return sensitive
 
@@ -381,7 +384,6 @@ def _text(data: bytes) -> str:
 def _byte_tests(spec: FilterSpec) -> list[ByteTest]:
     """One test per substring/regex criterion, on one payload's bytes."""
     tests: list[ByteTest] = []
-    flags = 0 if spec.case_sensitive else re.IGNORECASE
     if spec.substring:
         if len(spec.substring) > MAX_PATTERN_CHARS:
             raise BadParameter(f"'substring' must be at most {MAX_PATTERN_CHARS} characters long.")
@@ -399,11 +401,8 @@ def _byte_tests(spec: FilterSpec) -> list[ByteTest]:
     if spec.regex:
         if len(spec.regex) > MAX_PATTERN_CHARS:
             raise BadParameter(f"'regex' must be at most {MAX_PATTERN_CHARS} characters long.")
-        try:
-            regex = re.compile(spec.regex, flags)
-        except (re.error, OverflowError, RecursionError) as exc:
-            raise BadParameter(f"'regex' is not a valid regular expression: {exc}.") from None
-        tests.append(_regex_test(regex))
+        regex, runner = patterns.compile_checked(spec.regex, not spec.case_sensitive, "regex")
+        tests.append(_regex_test(regex, patterns.limited_search(runner, "regex", REGEX_SECONDS_PER_MESSAGE)))
     return tests
 
 

@@ -75,7 +75,9 @@ class ActiveMember:
 @pytest.fixture
 def topic(stack: Stack) -> str:
     name = unique("grp-topic")
-    stack.cluster.tool("kafka-topics", "--create", "--topic", name, "--partitions", "3", "--replication-factor", "1")
+    # retention.ms=-1: the 2023 timestamps would otherwise fall to the cluster's 24 h time retention.
+    stack.cluster.tool("kafka-topics", "--create", "--topic", name, "--partitions", "3", "--replication-factor", "1",
+                       "--config", "retention.ms=-1")
     produce(stack, name, 100, 3, ts=1_700_000_000_000)
     return name
 

@@ -32,7 +32,10 @@ def content(i: int) -> bytes:
 def known(stack: Stack) -> str:
     """A 2-partition topic: message i is in partition i % 2 at offset i // 2, written at BASE_TS + i s."""
     topic = unique("known")
-    stack.cluster.tool("kafka-topics", "--create", "--topic", topic, "--partitions", "2", "--replication-factor", "3")
+    # Kept forever: the messages carry 2023 timestamps, so the cluster's 24 h time retention would
+    # delete them as soon as a newer message rolls the segment (seen as a flaky test).
+    stack.cluster.tool("kafka-topics", "--create", "--topic", topic, "--partitions", "2", "--replication-factor", "3",
+                       "--config", "retention.ms=-1")
     producer = Producer({"bootstrap.servers": stack.cluster.bootstrap, "acks": "all", "enable.idempotence": True})
     for i in range(1000):
         producer.produce(topic, value=content(i), key=f"k{i}".encode(), partition=i % 2, timestamp=BASE_TS + i * 1000,

@@ -41,6 +41,19 @@ def test_invalid_regex_is_a_bad_parameter_naming_it():
     assert "missing )" in raised.value.message
 
 
+def test_catastrophic_regex_stops_with_a_bad_parameter_instead_of_hanging():
+    import time
+
+    matcher = build_matcher(FilterSpec(regex="(a|aa)+$"))
+    assert matcher is not None
+    assert matcher(record(b"aaaa"))  # fine on a short payload
+    started = time.monotonic()
+    with pytest.raises(BadParameter) as raised:
+        matcher(record(b"a" * 60 + b"!"))  # exponential backtracking: Python's re would not return
+    assert time.monotonic() - started < 5
+    assert "took longer than 0.5 s" in raised.value.message and "'regex'" in raised.value.message
+
+
 @pytest.mark.parametrize("path", ["$.", "$..a", "$[", "$[x]", "$['a'", "$['a'x]", "$a", "$.a]", "$[1", "$.a b"])
 def test_invalid_json_path_is_a_bad_parameter_naming_it(path):
     with pytest.raises(BadParameter) as raised:

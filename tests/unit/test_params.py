@@ -151,3 +151,18 @@ def test_topic_param_invalid_name_raises_bad_parameter_naming_it(raw):
 def test_topic_param_name_with_a_trailing_newline_raises_bad_parameter():
     with pytest.raises(BadParameter):
         topic_param({"topic": "orders\n"}, "topic")
+
+
+def test_regex_list_search_gives_up_on_a_catastrophic_pattern_with_a_bad_parameter():
+    import time
+
+    from console.errors import BadParameter
+    from console.listing import search
+
+    rows = [{"name": "orders"}, {"name": "a" * 60 + "!"}]
+    assert search(rows, "name", "^ord", True) == [{"name": "orders"}]
+    started = time.monotonic()
+    with pytest.raises(BadParameter) as raised:
+        search(rows, "name", "(a|aa)+$", True)
+    assert time.monotonic() - started < 5
+    assert "'q'" in raised.value.message and "took longer than 1 s" in raised.value.message
