@@ -13,8 +13,9 @@ import socket
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
@@ -58,6 +59,37 @@ class CycleStats:
 
     def count(self, name: str) -> None:
         self.requests[name] = self.requests.get(name, 0) + 1
+
+
+def quorum_state_of(quorum: Quorum | None, previous: Snapshot | None) -> QuorumState | None:
+    """The quorum as the snapshot keeps it (lag of each replica behind the leader); the previous one when
+    this cycle could not read it."""
+    quorum_state = None
+    if quorum is not None:
+        leader_leo = next((v.log_end_offset for v in quorum.voters if v.replica_id == quorum.leader_id), None)
+
+        def member(r: object) -> QuorumMember:
+            assert hasattr(r, "replica_id")
+            leo = r.log_end_offset  # type: ignore[attr-defined]
+            return QuorumMember(
+                id=r.replica_id,
+                log_end_offset=leo,
+                lag=None if leader_leo is None or leo < 0 else max(0, leader_leo - leo),
+                last_fetch_ms=r.last_fetch_timestamp,  # type: ignore[attr-defined]
+                last_caught_up_ms=r.last_caught_up_timestamp,  # type: ignore[attr-defined]
+            )
+
+        quorum_state = QuorumState(
+            leader_id=quorum.leader_id,
+            leader_epoch=quorum.leader_epoch,
+            high_watermark=quorum.high_watermark,
+            voters=[member(v) for v in quorum.voters],
+            observers=[member(o) for o in quorum.observers],
+        )
+    elif previous is not None:
+        quorum_state = previous.quorum
+
+    return quorum_state
 
 
 def build_snapshot(
@@ -112,30 +144,7 @@ def build_snapshot(
             produce_rate=old_topic.produce_rate if old_topic else None,
         )
 
-    quorum_state = None
-    if quorum is not None:
-        leader_leo = next((v.log_end_offset for v in quorum.voters if v.replica_id == quorum.leader_id), None)
-
-        def member(r: object) -> QuorumMember:
-            assert hasattr(r, "replica_id")
-            leo = r.log_end_offset  # type: ignore[attr-defined]
-            return QuorumMember(
-                id=r.replica_id,
-                log_end_offset=leo,
-                lag=None if leader_leo is None or leo < 0 else max(0, leader_leo - leo),
-                last_fetch_ms=r.last_fetch_timestamp,  # type: ignore[attr-defined]
-                last_caught_up_ms=r.last_caught_up_timestamp,  # type: ignore[attr-defined]
-            )
-
-        quorum_state = QuorumState(
-            leader_id=quorum.leader_id,
-            leader_epoch=quorum.leader_epoch,
-            high_watermark=quorum.high_watermark,
-            voters=[member(v) for v in quorum.voters],
-            observers=[member(o) for o in quorum.observers],
-        )
-    elif previous is not None:
-        quorum_state = previous.quorum
+    quorum_state = quorum_state_of(quorum, previous)
 
     return Snapshot(
         cluster=cluster,
@@ -197,6 +206,12 @@ class ClusterWatcher:
         self._trackers: dict[str, RebalanceTracker] = {}
         self._pending_events: list[Event] = []
         self._groups_at: float | None = None
+        # Bumped whenever the sampling thread stores something the snapshot shows (offsets, sizes,
+        # groups, min ISR): with unchanged metadata and no new sample, a cycle reuses the last snapshot.
+        self._sample_gen = 0
+        self._last_inputs: tuple[Any, ...] | None = None
+        self.unchanged = False  # the last poll reused the previous snapshot's content
+        self.cycles_reused = 0
         self.offset_requests = 0
         self.group_stats: dict[str, float | int] = {}
         self.cycles = 0
@@ -213,6 +228,7 @@ class ClusterWatcher:
         """Ask Kafka for what changed; an unreachable cluster keeps the last known state."""
         stats = CycleStats()
         previous = self.previous
+        self.unchanged = False
         try:
             stats.count("metadata")
             md = self.gateway.metadata()
@@ -255,12 +271,26 @@ class ClusterWatcher:
                 known_min_isr.update(found)
                 with self._offsets_lock:
                     self._min_isr.update(found)
+                    self._sample_gen += 1
             except GatewayError:
                 log.info("could not read topic configs of %s", self.cluster)
 
+        self.stats = stats
+        with self._offsets_lock:
+            inputs = (md, self._sample_gen, tuple(sorted(self.racks.items())))
+        last_inputs, self._last_inputs = self._last_inputs, inputs
+        quorum_state = quorum_state_of(quorum, previous)
+        leader = quorum_state.leader_id if quorum_state else None
+        # Steady state at 30,000 partitions: building, diffing and serialising an identical snapshot
+        # costs more than reading the metadata, so when nothing it is made of changed (the controller
+        # included) only the stamp is new. Comparing the metadata costs a few tens of ms.
+        self.unchanged = (previous is not None and previous.reachable and leader == previous.controller_id
+                          and inputs == last_inputs)
+        if self.unchanged:
+            assert previous is not None
+            return replace(previous, taken_at=now, checked_at=now, quorum=quorum_state, quorum_error=quorum_error)
         snap = build_snapshot(self.cluster, previous, md, quorum, quorum_error, self.racks, known_min_isr, now)
         self._apply_offsets(snap)
-        self.stats = stats
         return snap
 
     def _read_min_isr(self, topics: list[str]) -> dict[str, int]:
@@ -280,6 +310,7 @@ class ClusterWatcher:
             return
         with self._offsets_lock:
             self._min_isr = found
+            self._sample_gen += 1
         self.next_configs = time.time() + settings.WATCHER_CONFIGS_INTERVAL
 
     def _apply_offsets(self, snap: Snapshot) -> None:
@@ -471,14 +502,19 @@ class ClusterWatcher:
                 self._groups, self._groups_at = groups, now
             if previous_at is not None and now > previous_at:
                 self._rates = produce_rates(previous_ends, results["latest"], now - previous_at)
+            self._sample_gen += 1
 
     def cycle(self) -> tuple[Snapshot, list[Change]]:
         now = time.time()
         started = time.monotonic()
         with no_gc():
             snap = self.poll(now)
-        changes = diff(self.previous, snap)
-        content = snap.content_bytes()
+        if self.unchanged and self._content is not None:
+            changes: list[Change] = []
+            content = self._content
+        else:
+            changes = diff(self.previous, snap)
+            content = snap.content_bytes()
         changed = content != self._content
         if changed:
             snap.version = (self.previous.version if self.previous else 0) + 1
@@ -489,11 +525,13 @@ class ClusterWatcher:
         self._content = content
         self.previous = snap
         self.cycles += 1
+        self.cycles_reused += self.unchanged
         self._cycle_times.append(time.monotonic() - started)
         ordered = sorted(self._cycle_times)
         usage = resource.getrusage(resource.RUSAGE_SELF)
         store.save_stats(self.cluster, {
             "cycles": self.cycles,
+            "cycles_reused": self.cycles_reused,  # nothing changed: the last snapshot's content was kept
             "cycle_seconds": round(self.stats.seconds, 4),
             "cycle_p50_seconds": round(ordered[len(ordered) // 2], 4),
             "cycle_max_seconds": round(ordered[-1], 4),

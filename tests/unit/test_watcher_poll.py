@@ -1,0 +1,101 @@
+"""ClusterWatcher.poll: a cycle whose inputs did not change reuses the last snapshot's content."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from console.gateway.types import Broker, ClusterMetadata, Partition, Quorum, QuorumReplica, Topic
+from console.watcher.loop import ClusterWatcher
+
+
+def metadata(isr: tuple[int, ...] = (1, 2)) -> ClusterMetadata:
+    return ClusterMetadata("cid", (Broker(1, "h1", 9092, "r1"), Broker(2, "h2", 9094, "r2")),
+                           (Topic("orders", False, (Partition("orders", 0, 1, (1, 2), isr),)),))
+
+
+def quorum(leader: int = 1) -> Quorum:
+    voters = tuple(QuorumReplica(i, 10, 0, 0) for i in (1, 2))
+    return Quorum(leader, 3, 10, voters, ())
+
+
+class FakeGateway:
+    def __init__(self) -> None:
+        self.md = metadata()
+        self.q = quorum()
+
+    def metadata(self) -> ClusterMetadata:
+        return self.md
+
+    def quorum(self) -> Quorum:
+        return self.q
+
+    def broker_racks(self) -> dict[int, str | None]:
+        return {1: "r1", 2: "r2"}
+
+    def topic_configs(self, topics: Any, keys: Any = None) -> dict[str, dict[str, str]]:
+        return {t: {"min.insync.replicas": "2"} for t in topics}
+
+
+@pytest.fixture
+def watcher(settings: Any) -> ClusterWatcher:
+    w = ClusterWatcher("local", "test")
+    w.gateway = FakeGateway()  # type: ignore[assignment]
+    return w
+
+
+def step(w: ClusterWatcher, now: float) -> Any:
+    snap = w.poll(now)
+    w.previous = snap
+    return snap
+
+
+def test_unchanged_metadata_and_no_new_sample_reuse_the_content_with_a_new_stamp(watcher: ClusterWatcher) -> None:
+    step(watcher, 100.0)
+    assert not watcher.unchanged
+    second = step(watcher, 101.0)  # the first poll read min ISR: that was new input
+    third = step(watcher, 102.0)
+    assert watcher.unchanged
+    assert third.topics is second.topics and third.taken_at == 102.0 and third.checked_at == 102.0
+    assert third.content_bytes() == second.content_bytes()
+    assert third.topics["orders"].min_isr == 2
+
+
+def test_changed_metadata_a_new_sample_or_a_new_controller_rebuild_the_snapshot(watcher: ClusterWatcher) -> None:
+    step(watcher, 100.0)
+    step(watcher, 101.0)
+    step(watcher, 102.0)
+    assert watcher.unchanged
+    watcher.gateway.md = metadata(isr=(1,))  # type: ignore[attr-defined]
+    snap = step(watcher, 103.0)
+    assert not watcher.unchanged and snap.topics["orders"].partitions[0].isr == [1]
+    step(watcher, 104.0)
+    assert watcher.unchanged
+    with watcher._offsets_lock:  # what the sampling thread does after storing offsets
+        watcher._ends = {("orders", 0): 42}
+        watcher._offsets_at = 104.5
+        watcher._sample_gen += 1
+    snap = step(watcher, 105.0)
+    assert not watcher.unchanged and snap.topics["orders"].partitions[0].end_offset == 42
+    watcher.gateway.q = quorum(leader=2)  # type: ignore[attr-defined]
+    snap = step(watcher, 106.0)
+    assert not watcher.unchanged and snap.controller_id == 2
+
+
+def test_a_cycle_after_the_cluster_was_unreachable_is_rebuilt(watcher: ClusterWatcher) -> None:
+    from console.gateway.errors import ClusterUnavailable
+
+    step(watcher, 100.0)
+    step(watcher, 101.0)
+
+    def down() -> ClusterMetadata:
+        raise ClusterUnavailable("no broker answered")
+
+    good = watcher.gateway.metadata  # type: ignore[attr-defined]
+    watcher.gateway.metadata = down  # type: ignore[method-assign]
+    snap = step(watcher, 102.0)
+    assert not snap.reachable and not watcher.unchanged
+    watcher.gateway.metadata = good  # type: ignore[method-assign]
+    snap = step(watcher, 103.0)
+    assert snap.reachable and not watcher.unchanged
