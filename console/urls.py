@@ -1,6 +1,6 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import path
+from django.urls import path, register_converter
 from drf_spectacular.views import SpectacularAPIView
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -10,6 +10,7 @@ from brokers_app import api as brokers_api
 from brokers_app import views as brokers_views
 from console import views
 from console.auth import IsAdminRole
+from console.converters import FreeNameConverter
 from console.models import AuditEntry
 from consumers_app import api as consumers_api
 from consumers_app import views as consumers_views
@@ -33,6 +34,8 @@ class AuditList(APIView):
         )
 
 
+register_converter(FreeNameConverter, "name")  # group ids: any character Kafka allows
+
 api = "api/v1/clusters/"
 urlpatterns = [
     path("", views.home, name="home"),
@@ -47,9 +50,9 @@ urlpatterns = [
     path("clusters/<str:cluster>/at-risk/", topics_views.at_risk, name="at_risk"),
     path("clusters/<str:cluster>/events/", brokers_views.events, name="events"),
     path("clusters/<str:cluster>/groups/", consumers_views.groups, name="groups"),
-    path("clusters/<str:cluster>/groups/<str:group>/", consumers_views.group_detail, name="group"),
-    path("clusters/<str:cluster>/groups/<str:group>/reset/", consumers_views.group_reset, name="group_reset"),
-    path("clusters/<str:cluster>/groups/<str:group>/delete/", consumers_views.group_delete, name="group_delete"),
+    path("clusters/<str:cluster>/groups/<name:group>/", consumers_views.group_detail, name="group"),
+    path("clusters/<str:cluster>/groups/<name:group>/reset/", consumers_views.group_reset, name="group_reset"),
+    path("clusters/<str:cluster>/groups/<name:group>/delete/", consumers_views.group_delete, name="group_delete"),
     path("clusters/<str:cluster>/topics/", topics_views.topics, name="topics"),
     path("clusters/<str:cluster>/topics/new/", topics_views.topic_create, name="topic_create"),
     path("clusters/<str:cluster>/topics/<str:topic>/", topics_views.topic_detail, name="topic"),
@@ -69,10 +72,10 @@ urlpatterns = [
     path(api + "<str:cluster>/events/", brokers_api.EventList.as_view()),
     path(api + "<str:cluster>/consumer-groups/", consumers_api.GroupList.as_view()),
     path(api + "<str:cluster>/rebalances/most-frequent/", consumers_api.MostRebalancing.as_view()),
-    path(api + "<str:cluster>/consumer-groups/<str:group>/", consumers_api.GroupDetail.as_view()),
-    path(api + "<str:cluster>/consumer-groups/<str:group>/offsets", consumers_api.GroupOffsets.as_view()),
-    path(api + "<str:cluster>/consumer-groups/<str:group>/offsets/", consumers_api.GroupOffsets.as_view()),
-    path(api + "<str:cluster>/consumer-groups/<str:group>/rebalances/", consumers_api.GroupRebalances.as_view()),
+    path(api + "<str:cluster>/consumer-groups/<name:group>/", consumers_api.GroupDetail.as_view()),
+    path(api + "<str:cluster>/consumer-groups/<name:group>/offsets", consumers_api.GroupOffsets.as_view()),
+    path(api + "<str:cluster>/consumer-groups/<name:group>/offsets/", consumers_api.GroupOffsets.as_view()),
+    path(api + "<str:cluster>/consumer-groups/<name:group>/rebalances/", consumers_api.GroupRebalances.as_view()),
     path(api + "<str:cluster>/topics/", topics_api.TopicList.as_view()),
     path(api + "<str:cluster>/topics/<str:topic>/", topics_api.TopicDetail.as_view()),
     path(api + "<str:cluster>/topics/<str:topic>/configs/", topics_api.TopicConfigs.as_view()),
