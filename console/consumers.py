@@ -92,4 +92,4 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
                 await self.send_json({"type": "fragment", "target": target, "html": html})
 
     def _render(self) -> dict[str, str]:
-        return FRAGMENTS[self.view](services.live(self.cluster), self.params)
+        return FRAGMENTS[self.view](services.live(self.cluster, fresh=False), self.params)

@@ -11,6 +11,7 @@ from console.audit import record
 from console.errors import BadParameter, ConsoleError
 from console.gateway.errors import NotFound
 from console.listing import paginate, search
+from console.watcher import store
 from console.watcher.snapshot import GroupState, Snapshot
 
 SORTS = {
@@ -314,6 +315,7 @@ def apply_reset(user: Any, cluster: str, snap: Snapshot, group_id: str, spec: Re
             gw.alter_share_group_offsets(group_id, new)
         else:
             gw.alter_group_offsets(group_id, new)
+        store.note_change(cluster, {f"group:{group_id}": 1})
     except ConsoleError as exc:
         record(user, "reset_offsets", cluster=cluster, target=group_id, details={**details, "error": exc.message},
                outcome="failed")
@@ -327,6 +329,7 @@ def delete_group(user: Any, cluster: str, snap: Snapshot, group_id: str) -> None
     group(snap, group_id)
     try:
         gateway.for_cluster(cluster).delete_group(group_id)
+        store.note_change(cluster, {f"group:{group_id}": 0})
     except ConsoleError as exc:
         record(user, "delete_group", cluster=cluster, target=group_id, details={"error": exc.message}, outcome="failed")
         raise
@@ -343,6 +346,7 @@ def delete_group_topic_offsets(user: Any, cluster: str, snap: Snapshot, group_id
             gateway.for_cluster(cluster).delete_share_group_offsets(group_id, [topic])
         else:
             gateway.for_cluster(cluster).delete_group_offsets(group_id, parts)
+        store.note_change(cluster, {f"group:{group_id}": 1})
     except ConsoleError as exc:
         record(user, "delete_group_offsets", cluster=cluster, target=group_id, details={"topic": topic, "error": exc.message},
                outcome="failed")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,6 +14,7 @@ from console.errors import BadParameter, ConsoleError
 from console.gateway.errors import ClusterUnavailable, NotFound
 from console.gateway.types import ConfigValue
 from console.listing import paginate, search
+from console.watcher import store
 from console.watcher.snapshot import PartitionState, Snapshot, TopicState
 from topics_app.validation import check_counts, check_topic_name
 
@@ -71,11 +73,31 @@ def layout(snap: Snapshot, query: str = "", page: int = 1, per_page: int = 20, i
     return result
 
 
+_absent: dict[tuple[str, str], float] = {}  # (cluster, topic) -> until when Kafka said "no such topic"
+
+
 def topic(snap: Snapshot, name: str) -> TopicState:
+    """A topic from the snapshot or, when the snapshot does not show it yet (created a moment ago,
+    by the console or anyone else), from Kafka: a topic Kafka has is never a 404. A name Kafka does
+    not have either is remembered for two seconds, so live pages of a deleted topic cost Kafka little."""
     found = snap.topics.get(name)
-    if found is None:
-        raise NotFound(f"Topic '{name}' does not exist on cluster '{snap.cluster}'.")
-    return found
+    if found is not None:
+        return found
+    key = (snap.cluster, name)
+    if _absent.get(key, 0.0) < time.monotonic() and snap.reachable:
+        try:
+            meta = gateway.for_cluster(snap.cluster).topic_metadata(name)
+        except NotFound:
+            _absent[key] = time.monotonic() + 2.0
+        except ClusterUnavailable:
+            pass
+        else:
+            live = snap.live_broker_ids()
+            return TopicState(name, meta.internal, [
+                PartitionState(p.partition, p.leader, list(p.replicas), list(p.isr), [r for r in p.replicas if r not in live])
+                for p in meta.partitions
+            ])
+    raise NotFound(f"Topic '{name}' does not exist on cluster '{snap.cluster}'.")
 
 
 def partitions(snap: Snapshot, name: str) -> list[dict[str, Any]]:
@@ -217,6 +239,8 @@ def create_topic(user: Any, cluster: str, name: str, partitions: int, replicatio
 
     def run() -> Outcome:
         gateway.for_cluster(cluster).create_topic(name, partitions, replication_factor, configs, validate_only=dry_run)
+        if not dry_run:
+            store.note_change(cluster, {f"topic:{name}": partitions})
         verb = "Kafka accepts" if dry_run else "Created"
         return Outcome(dry_run, f"{verb} topic '{name}' with {partitions} partition{'s' if partitions != 1 else ''}, "
                                 f"replication factor {replication_factor}.")
@@ -274,6 +298,8 @@ def add_partitions(user: Any, cluster: str, name: str, total: int, dry_run: bool
 
     def run() -> Outcome:
         gateway.for_cluster(cluster).add_partitions(name, total, validate_only=dry_run)
+        if not dry_run:
+            store.note_change(cluster, {f"topic:{name}": total})
         verb = "Kafka accepts going" if dry_run else "Went"
         return Outcome(dry_run, f"{verb} from {current} to {total} partitions on topic '{name}'. Keys now map to "
                                 "different partitions: per-key ordering holds only for messages written from now on.",
@@ -309,6 +335,7 @@ def purge_records(user: Any, cluster: str, name: str, before: dict[int, int] | N
             return Outcome(True, f"About {count} records of topic '{name}' would be deleted from "
                                  f"{len(before)} partition{'s' if len(before) != 1 else ''}.", {"records": count})
         low = gateway.for_cluster(cluster).delete_records(name, before)
+        store.note_change(cluster, {f"offsets:{name}": 1})
         return Outcome(False, f"Deleted records of topic '{name}'; partitions now start at "
                               + ", ".join(f"{p}: {o}" for p, o in sorted(low.items())) + ".",
                        {"start_offsets": {str(p): o for p, o in low.items()}})
@@ -323,6 +350,7 @@ def delete_topic(user: Any, cluster: str, name: str, confirmation: str) -> Outco
 
     def run() -> Outcome:
         gateway.for_cluster(cluster).delete_topic(name)
+        store.note_change(cluster, {f"topic:{name}": 0})
         return Outcome(False, f"Deleted topic '{name}'.")
 
     return _audited(user, cluster, "delete_topic", name, {}, False, run)

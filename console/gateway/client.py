@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -88,6 +89,27 @@ _UNAVAILABLE = {
     "NOT_COORDINATOR",
     "NETWORK_EXCEPTION",
 }
+_COORDINATOR_MOVED = re.compile(r"(?i)not.?coordinator|coordinator.?not.?available|coordinator.?load")
+
+# Errors that mean the client's idea of leaders or partitions is out of date: refresh and retry.
+_STALE_METADATA = {
+    "NOT_LEADER_FOR_PARTITION",
+    "NOT_LEADER_OR_FOLLOWER",
+    "LEADER_NOT_AVAILABLE",
+    "UNKNOWN_TOPIC_OR_PART",
+    "UNKNOWN_LEADER_EPOCH",
+    "FENCED_LEADER_EPOCH",
+    "REPLICA_NOT_AVAILABLE",
+    "OFFSET_NOT_AVAILABLE",
+    "_TRANSPORT",
+    "_TIMED_OUT",
+    "REQUEST_TIMED_OUT",
+    "NOT_COORDINATOR",
+    "COORDINATOR_NOT_AVAILABLE",
+    "BROKER_NOT_AVAILABLE",
+    "_UNKNOWN_PARTITION",
+    "_UNKNOWN_TOPIC",
+}
 _NOT_FOUND = {"UNKNOWN_TOPIC_OR_PART", "UNKNOWN_TOPIC_OR_PARTITION", "_UNKNOWN_TOPIC", "_UNKNOWN_PARTITION", "GROUP_ID_NOT_FOUND", "RESOURCE_NOT_FOUND"}
 _NOT_AUTHORIZED = {
     "TOPIC_AUTHORIZATION_FAILED",
@@ -160,7 +182,12 @@ class ClusterGateway:
         self.timeout = timeout
         self._lock = threading.Lock()
         self._admin: AdminClient | None = None
+        self._admin_born = 0.0
         self._kp_slots: dict[str, _KafkaPythonSlot] = {}
+        # How often a client was replaced after a retriable error, and the retries that followed
+        # (bench/leadermove.py reads them).
+        self.renewals = 0
+        self.retries = 0
         # Requests sent through each purpose's kafka-python client (the watcher records them per refresh).
         self.kafka_python_requests: dict[str, int] = {}
 
@@ -176,7 +203,20 @@ class ClusterGateway:
                     "log_level": 2,  # connection failures are reported as errors instead
                 }
                 self._admin = AdminClient(conf)
+                self._admin_born = time.monotonic()
             return self._admin
+
+    def renew_admin(self) -> bool:
+        """Replace the librdkafka admin client after a retriable error (not leader, unknown
+        partition, leader not available): librdkafka's admin ListOffsets keeps asking the leader it
+        cached (librdkafka #2955, #4620), and a fresh client asks the cluster for metadata first.
+        At most once a second, so an offline partition cannot make the console reconnect in a loop."""
+        with self._lock:
+            if self._admin is None or time.monotonic() - self._admin_born < 1.0:
+                return False
+            self._admin = None
+            self.renewals += 1
+            return True
 
     def _with_kafka_python(self, purpose: str, fn: Callable[[KafkaAdminClient], T]) -> T:
         """Run `fn` on this purpose's own kafka-python client, in a helper thread with a hard time
@@ -201,6 +241,7 @@ class ClusterGateway:
                         reconnect_backoff_max_ms=1000,
                     )
                     self._count_requests(slot.client, purpose)
+                self._fresh_metadata(slot.client)
                 outcome["value"] = fn(slot.client)
             except Exception as exc:  # noqa: BLE001 - handed to the caller below
                 outcome["error"] = exc
@@ -219,6 +260,27 @@ class ClusterGateway:
         if "error" in outcome:
             raise outcome["error"]
         return cast(T, outcome["value"])
+
+    @staticmethod
+    def _fresh_metadata(client: KafkaAdminClient, max_age_ms: float = 5000) -> None:
+        """kafka-python keeps its broker list for metadata_max_age_ms (5 min by default): a broker
+        that registers after the console started would not be asked for its groups, nor its log
+        dirs, for minutes. Refresh it when older than a few seconds (one small Metadata request)."""
+        cluster = client._manager.cluster
+        if time.monotonic() * 1000 - cluster._last_successful_refresh_ms > max_age_ms:
+            client._manager.run(cluster.refresh_metadata)
+
+    def forget_kafka_python(self, purpose: str) -> None:
+        """Drop a purpose's kafka-python client (its cached coordinators and connections) once
+        it is idle, so the next call finds coordinators afresh."""
+        with self._lock:
+            slot = self._kp_slots.get(purpose)
+            if slot is None or slot.busy_since is not None or slot.client is None:
+                return
+            client, slot.client = slot.client, None
+            self.renewals += 1
+        with contextlib.suppress(Exception):
+            client.close()
 
     def _count_requests(self, client: KafkaAdminClient, purpose: str) -> None:
         manager = client._manager
@@ -279,6 +341,24 @@ class ClusterGateway:
 
         return self._call("read the cluster metadata", run)
 
+    def topic_metadata(self, name: str) -> Topic:
+        """One topic's partitions, asked now (for a name the watcher's snapshot does not show yet);
+        NotFound when Kafka does not have it either."""
+
+        def run() -> Topic:
+            md = self._admin_client().list_topics(topic=name, timeout=self.timeout)
+            tm = md.topics.get(name)
+            if tm is None or (tm.error is not None and tm.error.code() in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC)):
+                raise NotFound(f"Topic '{name}' does not exist on cluster '{self.name}'.")
+            if tm.error is not None and tm.error.code() != 0:
+                raise KafkaException(tm.error)
+            parts = tuple(sorted((Partition(topic=name, partition=pm.id, leader=pm.leader, replicas=tuple(pm.replicas),
+                                            isr=tuple(pm.isrs), error=None) for pm in tm.partitions.values()),
+                                 key=lambda p: p.partition))
+            return Topic(name=name, internal=name in INTERNAL_TOPICS, partitions=parts, error=None)
+
+        return self._call(f"describe topic '{name}'", run)
+
     def broker_racks(self) -> dict[int, str | None]:
         """Rack of every live broker (librdkafka's metadata does not carry racks)."""
 
@@ -335,16 +415,33 @@ class ClusterGateway:
             return {}
 
         def run() -> dict[tuple[str, int], int]:
-            futures = self._admin_client().list_offsets(request, request_timeout=self.timeout)
+            deadline = time.monotonic() + self.timeout
             result: dict[tuple[str, int], int] = {}
-            failures = 0
-            for tp, fut in futures.items():
-                try:
-                    result[(tp.topic, tp.partition)] = self._result(fut).offset
-                except KafkaException:
-                    failures += 1
-            if failures and not result:
-                raise ClusterUnavailable(f"Cluster '{self.name}' returned no offsets ({failures} partitions failed).")
+            pending = dict(request)
+            errors: dict[str, int] = {}
+            while True:
+                futures = self._admin_client().list_offsets(pending, request_timeout=max(0.5, deadline - time.monotonic()))
+                retry: dict[TopicPartition, OffsetSpec] = {}
+                errors = {}
+                for tp, fut in futures.items():
+                    try:
+                        result[(tp.topic, tp.partition)] = self._result(fut).offset
+                    except KafkaException as exc:
+                        name = exc.args[0].name() if exc.args and isinstance(exc.args[0], KafkaError) else "UNKNOWN"
+                        errors[name] = errors.get(name, 0) + 1
+                        if name in _STALE_METADATA:
+                            retry[TopicPartition(tp.topic, tp.partition)] = pending[tp]
+                    except FutureTimeout:
+                        errors["_TIMED_OUT"] = errors.get("_TIMED_OUT", 0) + 1
+                # A stale leader: ask a fresh client once more, inside this call's deadline.
+                if not retry or time.monotonic() + 0.2 > deadline or not self.renew_admin():
+                    break
+                self.retries += 1
+                pending = retry
+            failed = len(request) - len(result)
+            if failed and not result:
+                why = ", ".join(f"{n} x{c}" for n, c in sorted(errors.items()))
+                raise ClusterUnavailable(f"Cluster '{self.name}' returned no offsets ({failed} partitions failed: {why}).")
             return result
 
         return self._call(f"list {which} offsets", run)
@@ -454,6 +551,10 @@ class ClusterGateway:
                 return listed, described, modern, {g["group_id"]: cluster.get_coordinator(g["group_id"]) for g in listed}
 
             listed, described, modern, coordinators = self._with_kafka_python("groups", describe)
+            moved = [gid for gid, d in [*described.items(), *modern.items()] if _COORDINATOR_MOVED.search(str(d.get("error") or ""))]
+            if moved:  # the coordinator moved (broker restart, leader election): find it afresh next time
+                log.info("coordinator of %d group(s) moved (e.g. %s); renewing the groups client", len(moved), moved[0])
+                self.forget_kafka_python("groups")
             kinds = {g["group_id"]: g for g in listed}
             groups = []
             for gid in sorted(kinds):

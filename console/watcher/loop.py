@@ -466,6 +466,8 @@ class ClusterWatcher:
         snap = self.previous
         if snap is None or not snap.reachable:
             return
+        # Samples are stamped with the time they were asked for: a change noted before it is in them.
+        started = time.time()
         partitions = [(t.name, p.partition) for t in snap.topics.values() for p in t.partitions if not p.offline]
         results: dict[str, dict[tuple[str, int], int]] = {}
         for which in ("latest", "earliest"):
@@ -495,13 +497,13 @@ class ClusterWatcher:
             previous_ends, previous_at = self._ends, self._offsets_at
             self._ends = {**self._ends, **results["latest"]}
             self._starts = {**self._starts, **results["earliest"]}
-            self._offsets_at = now
+            self._offsets_at = started
             if sizes is not None:
                 self._sizes = sizes
             if groups is not None:
-                self._groups, self._groups_at = groups, now
-            if previous_at is not None and now > previous_at:
-                self._rates = produce_rates(previous_ends, results["latest"], now - previous_at)
+                self._groups, self._groups_at = groups, started
+            if previous_at is not None and started > previous_at:
+                self._rates = produce_rates(previous_ends, results["latest"], started - previous_at)
             self._sample_gen += 1
 
     def cycle(self) -> tuple[Snapshot, list[Change]]:
@@ -602,7 +604,11 @@ def run_offsets(watcher: ClusterWatcher, stop: threading.Event, active: threadin
                 watcher.refresh_configs()
             except Exception:
                 log.exception("offset sampling for %s failed", watcher.cluster)
-        stop.wait(max(0.1, settings.WATCHER_OFFSETS_INTERVAL - (time.monotonic() - started)))
+        delay = max(0.1, settings.WATCHER_OFFSETS_INTERVAL - (time.monotonic() - started))
+        if active.is_set():  # a change made through the console wakes the sampler at once
+            store.wait_for_nudge(watcher.cluster, "samples", delay)
+        else:
+            stop.wait(delay)
 
 
 def run_cluster(cluster: str, stop: threading.Event, lease_ttl: float = 10.0) -> None:
@@ -635,7 +641,11 @@ def run_cluster(cluster: str, stop: threading.Event, lease_ttl: float = 10.0) ->
         elapsed = time.monotonic() - started
         # On a large cluster a cycle can outlast the interval: rest a quarter of the cycle at least,
         # so the watcher never takes a whole core from the brokers and the web.
-        stop.wait(max(0.05, 0.25 * elapsed, settings.WATCHER_METADATA_INTERVAL - elapsed))
+        delay = max(0.05, 0.25 * elapsed, settings.WATCHER_METADATA_INTERVAL - elapsed)
+        if active:  # a change made through the console (store.note_change) wakes the watcher at once
+            store.wait_for_nudge(cluster, "metadata", delay)
+        else:
+            stop.wait(delay)
 
 
 def run(stop: threading.Event) -> None:
