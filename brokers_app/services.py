@@ -43,13 +43,52 @@ class Live:
         }
 
 
-def live(cluster: str) -> Live:
-    """The snapshot of a configured cluster (UnknownCluster otherwise); Redis down serves the last copy."""
+def live(cluster: str, fresh: bool = True) -> Live:
+    """The snapshot of a configured cluster (UnknownCluster otherwise); Redis down serves the last copy.
+
+    `fresh`: when a change made through the console moments ago is not in the snapshot yet, wait
+    (at most READ_YOUR_WRITES_WAIT seconds after the change) for the watcher to show it, so the
+    next request after a change sees the change. Live pushes pass False: they follow the watcher."""
     gateway.cluster_config(cluster)
     try:
-        return Live(cluster, store.load(cluster))
+        snap = store.load(cluster)
+        if fresh and snap is not None:
+            snap = _until_changes_show(cluster, snap)
+        return Live(cluster, snap)
     except store.StoreUnavailable as exc:
         return Live(cluster, store.cached(cluster), store_error=f"{exc}; live updates are paused.")
+
+
+def change_shown(snap: Snapshot, what: str, when: float, expected: Any) -> bool:
+    """Does the snapshot show a change noted by store.note_change?"""
+    kind, _, name = what.partition(":")
+    if kind == "topic":
+        t = snap.topics.get(name)
+        return t is None if expected == 0 else (t is not None and len(t.partitions) >= int(expected))
+    if kind == "group":
+        if expected == 0:
+            return name not in snap.groups
+        return (snap.groups_at or 0.0) >= when
+    if kind == "offsets":
+        return (snap.offsets_at or 0.0) >= when
+    return True
+
+
+def _until_changes_show(cluster: str, snap: Snapshot) -> Snapshot:
+    from django.conf import settings
+
+    wait: float = settings.READ_YOUR_WRITES_WAIT
+    if wait <= 0:
+        return snap
+    pending = store.pending_changes(cluster, wait)
+    while snap.reachable:
+        unmet = [when for what, (when, expected) in pending.items() if not change_shown(snap, what, when, expected)]
+        left = max(unmet, default=0.0) + wait - time.time()
+        if not unmet or left <= 0:
+            break
+        time.sleep(min(0.05, left))
+        snap = store.load(cluster) or snap
+    return snap
 
 
 def overview(snap: Snapshot) -> dict[str, Any]:

@@ -107,7 +107,7 @@ class TopicDetail(APIView):
     @extend_schema(responses=OpenApiTypes.OBJECT, summary="A topic: summary, partitions, consumer groups")
     def get(self, request: Request, cluster: str, topic: str) -> Response:
         snap = require_snapshot(live(cluster))
-        summary = next(r for r in services.topic_rows(snap) if r["name"] == services.topic(snap, topic).name)
+        summary = services.topic_summary(snap, topic)
         return Response({**summary, "partition_count": summary["partitions"], "partitions": services.partitions(snap, topic),
                          "consumer_groups": services.topic_group_lags(snap, topic)})
 

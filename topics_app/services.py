@@ -154,28 +154,36 @@ def topic_rows(snap: Snapshot) -> list[dict[str, Any]]:
     cached = _rows_cache.get(key)
     if cached is not None:
         return cached
-    rows = []
-    for t in snap.topics.values():
-        counts = t.counts()
-        rows.append(
-            {
-                "name": t.name,
-                "internal": t.internal,
-                "partitions": len(t.partitions),
-                "replication_factor": t.replication_factor,
-                "min_isr": t.min_isr,
-                "under_replicated": counts["under_replicated"],
-                "offline": counts["offline"],
-                "under_min_isr": counts["under_min_isr"],
-                "size": t.size,
-                "messages": t.messages,
-                "produce_rate": t.produce_rate,
-                "groups": snap.topic_groups.get(t.name, []),
-            }
-        )
+    rows = [_row(snap, t) for t in snap.topics.values()]
     _rows_cache.clear()
     _rows_cache[key] = rows
     return rows
+
+
+def _row(snap: Snapshot, t: TopicState) -> dict[str, Any]:
+    counts = t.counts()
+    return {
+        "name": t.name,
+        "internal": t.internal,
+        "partitions": len(t.partitions),
+        "replication_factor": t.replication_factor,
+        "min_isr": t.min_isr,
+        "under_replicated": counts["under_replicated"],
+        "offline": counts["offline"],
+        "under_min_isr": counts["under_min_isr"],
+        "size": t.size,
+        "messages": t.messages,
+        "produce_rate": t.produce_rate,
+        "groups": snap.topic_groups.get(t.name, []),
+    }
+
+
+def topic_summary(snap: Snapshot, name: str) -> dict[str, Any]:
+    """A topic's row of the topics list, also for a topic only Kafka knows yet (see `topic`)."""
+    t = topic(snap, name)
+    if snap.topics.get(name) is t:
+        return next(r for r in topic_rows(snap) if r["name"] == name)
+    return _row(snap, t)
 
 
 def topics_page(snap: Snapshot, *, query: str = "", regex: bool = False, sort: str = "name", descending: bool = False,
