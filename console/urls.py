@@ -9,7 +9,6 @@ from rest_framework.views import APIView
 from brokers_app import api as brokers_api
 from brokers_app import views as brokers_views
 from console import views
-from console.auth import IsAdminRole
 from console.converters import FreeNameConverter
 from console.models import AuditEntry
 from consumers_app import api as consumers_api
@@ -19,7 +18,7 @@ from topics_app import views as topics_views
 
 
 class AuditList(APIView):
-    permission_classes = [IsAdminRole]
+    roles = {"GET": "admin"}
 
     def get(self, request: Request) -> Response:
         entries = AuditEntry.objects.all()[:500]
