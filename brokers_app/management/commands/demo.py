@@ -1,7 +1,22 @@
 """`manage.py demo`: demo topics plus producers and consumer groups at modest rates.
 
-Groups: demo-healthy keeps up with demo.orders, demo-lagging reads demo.clicks slower than it
-is written, demo-stopped read part of demo.payments once and then stopped.
+Every topic gets `--rate` messages a second. The groups are built so that the console shows each
+lag status (Burrow's rules, ALGORITHMS.md 2; the watcher stores one window entry per offsets
+sample, WATCHER_OFFSETS_INTERVAL, and judges a partition once its 10-entry window is full):
+
+- demo-healthy (classic) and demo-kip848 (Kafka 4's new consumer protocol, KIP-848) read
+  demo.orders and commit four times a second, so the lag at a sample is 0 or a message or two: OK.
+- demo-lagging reads demo.invoices (one partition, so the rate at which its committed offset moves
+  is exact) at 3 messages a second against 20 written: it commits every second, yet the lag grows
+  at every sample: WARN, about 10 samples after it starts.
+- demo-stopped reads one batch of demo.payments, commits it, and then hangs: its member stays in the
+  group and never commits again while the topic keeps growing, so every sample stores the same
+  offset with a growing lag: STALL (ERR), about 10 samples after its commit. Once the console has
+  judged it (and at least 12 samples have passed) the consumer goes away: with no member there is no
+  commit any more, and once the time since the last one exceeds the span of the window the
+  partitions are STOP. It stays that way for as long as the watcher runs. Restarted, the demo does it
+  again from the group's committed offsets, so the group becomes ERR, then STOP, again.
+- demo-queue is a share group (KIP-932) on demo.orders.
 """
 
 from __future__ import annotations
@@ -14,11 +29,14 @@ import time
 from types import FrameType
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
 from console import gateway
 from console.gateway.client import GroupConsumer, MessageProducer, ShareGroupConsumer
 from console.gateway.errors import GatewayError
+from console.watcher import store
+from consumers_app.lagstatus import DEFAULT_WINDOW
 
 TOPICS = [
     # name, partitions, replication factor, configs
@@ -26,7 +44,12 @@ TOPICS = [
     ("demo.payments", 3, 3, {}),
     ("demo.clicks", 12, 2, {}),
     ("demo.audit", 1, 1, {"cleanup.policy": "compact"}),
+    ("demo.invoices", 1, 3, {}),
 ]
+GROUPS = ("demo-healthy", "demo-kip848", "demo-lagging", "demo-stopped", "demo-queue")
+STOPPED_GROUP = "demo-stopped"
+# The stopped group's consumer hangs at most this long waiting for the console to judge it, then goes.
+STOPPED_HANG_MAX = 600.0
 
 
 class Command(BaseCommand):
@@ -51,18 +74,20 @@ class Command(BaseCommand):
             return
         threads = [
             threading.Thread(target=self._produce, args=(gw, opts["rate"], stop), daemon=True),
-            threading.Thread(target=self._consume, args=(gw, "demo-healthy", ["demo.orders"], 1000, stop), daemon=True),
-            threading.Thread(target=self._consume, args=(gw, "demo-lagging", ["demo.clicks"], 5, stop), daemon=True),
+            threading.Thread(target=self._consume, args=(gw, "demo-healthy", ["demo.orders"], 1000, 0.25, stop), daemon=True),
+            threading.Thread(target=self._consume, args=(gw, "demo-lagging", ["demo.invoices"], 3, 1.0, stop), daemon=True),
             # Kafka 4's new consumer protocol (KIP-848) and a share group (KIP-932), beside the classic groups.
-            threading.Thread(target=self._consume, args=(gw, "demo-kip848", ["demo.orders"], 1000, stop),
+            threading.Thread(target=self._consume, args=(gw, "demo-kip848", ["demo.orders"], 1000, 0.25, stop),
                              kwargs={"protocol": "consumer"}, daemon=True),
             threading.Thread(target=self._share, args=(gw, "demo-queue", ["demo.orders"], stop), daemon=True),
+            threading.Thread(target=self._stopped_group, args=(gw, name, stop), daemon=True),
         ]
-        self._stopped_group(gw)
         for t in threads:
             t.start()
         self.stdout.write(f"demo traffic running on cluster {name}")
         stop.wait()
+        for t in threads:
+            t.join(5)  # consumers leave their groups on the way out
 
     def _create_topics(self, gw: Any, stop: threading.Event) -> None:
         pending = list(TOPICS)
@@ -92,18 +117,19 @@ class Command(BaseCommand):
             stop.wait(1.0 / rate)
         producer.flush()
 
-    def _consume(self, gw: Any, group: str, topics: list[str], per_second: int, stop: threading.Event,
+    def _consume(self, gw: Any, group: str, topics: list[str], per_poll: int, period: float, stop: threading.Event,
                  protocol: str = "classic") -> None:
+        """Read up to `per_poll` messages and commit them, once every `period` seconds."""
         consumer = GroupConsumer(gw, group, topics, **({"group.protocol": protocol} if protocol != "classic" else {}))
         try:
             while not stop.is_set():
                 started = time.monotonic()
                 try:
-                    consumer.poll(per_second, 1.0)
+                    consumer.poll(per_poll, period)
                     consumer.commit()
                 except GatewayError as exc:
                     self.stderr.write(f"{group}: {exc.message}")
-                stop.wait(max(0.0, 1.0 - (time.monotonic() - started)))
+                stop.wait(max(0.0, period - (time.monotonic() - started)))
         finally:
             consumer.close()
 
@@ -123,15 +149,55 @@ class Command(BaseCommand):
         finally:
             consumer.close()
 
-    def _stopped_group(self, gw: Any) -> None:
-        """Read some of demo.payments once, commit, and leave: a group that has stopped."""
-        consumer = GroupConsumer(gw, "demo-stopped", ["demo.payments"])
+    def _stopped_group(self, gw: Any, cluster: str, stop: threading.Event) -> None:
+        """Read a batch of demo.payments and commit it, hang (a member, never committing: STALL), then
+        go away (no member: STOP). See the module docstring for the timing."""
+        consumer = GroupConsumer(gw, STOPPED_GROUP, ["demo.payments"])
         try:
-            deadline = time.monotonic() + 10
-            while time.monotonic() < deadline and consumer.poll(50, 1.0) == 0:
-                pass
-            consumer.commit()
-        except GatewayError as exc:
-            self.stderr.write(f"demo-stopped: {exc.message}")
+            got = 0
+            while not stop.is_set() and got == 0:  # the producer writes there from the start
+                try:
+                    got = consumer.poll(100, 1.0)
+                    got += consumer.poll(100, 1.0)  # a second poll: usually every partition has answered by then
+                except GatewayError as exc:
+                    self.stderr.write(f"{STOPPED_GROUP}: {exc.message}")
+                    stop.wait(1.0)
+            # The producer moves on meanwhile, so the committed offsets are behind from the first sample.
+            stop.wait(1.0)
+            committed = False
+            while not stop.is_set() and not committed:
+                try:
+                    consumer.commit()
+                    committed = True
+                except GatewayError as exc:
+                    self.stderr.write(f"{STOPPED_GROUP}: {exc.message}")
+                    stop.wait(1.0)
+            if stop.is_set():
+                return
+            self.stdout.write(f"{STOPPED_GROUP}: committed {got} messages, now hanging without committing")
+            self._hang_until_judged(cluster, time.monotonic(), stop)
         finally:
             consumer.close()
+        if not stop.is_set():
+            self.stdout.write(f"{STOPPED_GROUP}: consumer gone")
+
+    def _hang_until_judged(self, cluster: str, since: float, stop: threading.Event) -> None:
+        """Wait until the console shows the stopped group as ERR (its window full of samples of this
+        hung member), but at least 12 samples, so an ERR left from before a restart is not taken for
+        it; at most STOPPED_HANG_MAX (no watcher running, say). Leaving before the window is full
+        would leave the group OK for good: with no member, an unchanged offset adds no entry."""
+        interval = float(settings.WATCHER_OFFSETS_INTERVAL)
+        at_least = since + 1.2 * DEFAULT_WINDOW * interval
+        while not stop.wait(interval):
+            now = time.monotonic()
+            if now - since >= STOPPED_HANG_MAX:
+                return
+            if now < at_least:
+                continue
+            try:
+                snap = store.load(cluster)
+            except store.StoreUnavailable:
+                continue
+            group = snap.groups.get(STOPPED_GROUP) if snap is not None else None
+            if group is not None and group.status == "ERR":
+                return
