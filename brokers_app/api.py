@@ -9,27 +9,15 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from brokers_app import services
+from brokers_app.services import require_snapshot
 from brokers_app.views import event_filters
 from console import gateway
-from console.errors import ConsoleError
 from console.params import int_param
-from console.watcher.snapshot import Snapshot
-
-
-class NoSnapshot(ConsoleError):
-    http_status = 503
-
-
-def require_snapshot(live: services.Live) -> Snapshot:
-    if live.snapshot is None:
-        raise NoSnapshot(
-            f"There is no snapshot of cluster '{live.cluster}' yet: the watcher has not reported "
-            f"({live.store_error or 'is it running?'})."
-        )
-    return live.snapshot
 
 
 class ClusterList(APIView):
+    roles = {"GET": "viewer"}
+
     @extend_schema(responses=OpenApiTypes.OBJECT, summary="Configured clusters and their state")
     def get(self, request: Request) -> Response:
         result = []
@@ -40,6 +28,8 @@ class ClusterList(APIView):
 
 
 class ClusterDetail(APIView):
+    roles = {"GET": "viewer"}
+
     @extend_schema(responses=OpenApiTypes.OBJECT, summary="Cluster overview: counts, brokers, KRaft quorum")
     def get(self, request: Request, cluster: str) -> Response:
         live = services.live(cluster)
@@ -47,6 +37,8 @@ class ClusterDetail(APIView):
 
 
 class BrokerList(APIView):
+    roles = {"GET": "viewer"}
+
     @extend_schema(responses=OpenApiTypes.OBJECT, summary="Brokers with up/down, leaders and replicas")
     def get(self, request: Request, cluster: str) -> Response:
         live = services.live(cluster)
@@ -54,6 +46,8 @@ class BrokerList(APIView):
 
 
 class EventList(APIView):
+    roles = {"GET": "viewer"}
+
     @extend_schema(
         responses=OpenApiTypes.OBJECT,
         summary="Events timeline, newest first",

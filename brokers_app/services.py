@@ -10,6 +10,7 @@ from django.db.models import QuerySet
 
 from brokers_app.models import Event
 from console import gateway
+from console.errors import NoSnapshot
 from console.watcher import store
 from console.watcher.snapshot import Snapshot
 
@@ -55,8 +56,8 @@ def live(cluster: str, fresh: bool = True) -> Live:
         if fresh and snap is not None:
             snap = _until_changes_show(cluster, snap)
         return Live(cluster, snap)
-    except store.StoreUnavailable as exc:
-        return Live(cluster, store.cached(cluster), store_error=f"{exc}; live updates are paused.")
+    except store.StoreUnavailable:  # the cause is in the watcher's log; pages say only what is down
+        return Live(cluster, store.cached(cluster), store_error="Redis is unreachable; live updates are paused.")
 
 
 def change_shown(snap: Snapshot, what: str, when: float, expected: Any) -> bool:
@@ -89,6 +90,13 @@ def _until_changes_show(cluster: str, snap: Snapshot) -> Snapshot:
         time.sleep(min(0.05, left))
         snap = store.load(cluster) or snap
     return snap
+
+
+def require_snapshot(current: Live) -> Snapshot:
+    """The snapshot, or the console's one "no snapshot yet" answer (503) for pages and API alike."""
+    if current.snapshot is None:
+        raise NoSnapshot(current.cluster)
+    return current.snapshot
 
 
 def overview(snap: Snapshot) -> dict[str, Any]:

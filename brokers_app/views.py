@@ -12,6 +12,7 @@ from django.template.loader import render_to_string
 
 from brokers_app import services
 from brokers_app.models import Event
+from console.auth import allow
 from console.params import choice_param, int_param, topic_param
 from console.watcher.diff import KINDS
 
@@ -24,6 +25,7 @@ def overview_fragment(live: services.Live, params: Mapping[str, str]) -> dict[st
     return {"live-overview": render_to_string("brokers_app/_overview.html", overview_context(live))}
 
 
+@allow(GET="viewer")
 def overview(request: HttpRequest, cluster: str) -> HttpResponse:
     live = services.live(cluster)
     return render(request, "brokers_app/overview.html", {**overview_context(live), "view": "overview"})
@@ -37,6 +39,7 @@ def event_filters(params: Mapping[str, str]) -> dict[str, Any]:
     }
 
 
+@allow(GET="viewer")
 def events(request: HttpRequest, cluster: str) -> HttpResponse:
     live = services.live(cluster)
     filters = event_filters(request.GET)

@@ -1,13 +1,22 @@
-"""The audit log: who changed what. Logins and logouts are recorded too."""
+"""The audit log: who changed what. Logins and logouts are recorded too.
+
+Every change made through a page or the API runs inside `audited()`, which writes one entry
+whatever happens: "ok", "refused" (the console or Kafka said no: a 4xx sentence) or "failed"
+(the cluster could not be reached, or the console broke). Dry runs change nothing and are not
+recorded.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from django.contrib.auth.signals import user_logged_in, user_logged_out, user_login_failed
 from django.dispatch import receiver
 from django.http import HttpRequest
 
+from console.errors import ConsoleError
 from console.models import AuditEntry
 
 
@@ -23,6 +32,32 @@ def record(user: Any, action: str, *, cluster: str = "", target: str = "", detai
         details=details or {},
         outcome=outcome,
     )
+
+
+@contextmanager
+def audited(user: Any, action: str, *, cluster: str = "", target: str = "", details: dict[str, Any] | None = None,
+            dry_run: bool = False) -> Iterator[dict[str, Any]]:
+    """Run a change and record its outcome. Yields the entry's details, to which the change may
+    add what it learned (new offsets, the diff applied) before the entry is written.
+
+        with audited(request.user, "create_topic", cluster=cluster, target=name, details={...}) as entry:
+            entry.update(services.create_topic(...).details)
+    """
+    entry: dict[str, Any] = dict(details or {})
+    try:
+        yield entry
+    except ConsoleError as exc:
+        if not dry_run:
+            outcome = "refused" if exc.http_status < 500 else "failed"
+            record(user, action, cluster=cluster, target=target, details={**entry, "error": exc.message}, outcome=outcome)
+        raise
+    except Exception:
+        if not dry_run:
+            record(user, action, cluster=cluster, target=target,
+                   details={**entry, "error": "The console failed; the error is in its log."}, outcome="failed")
+        raise
+    if not dry_run:
+        record(user, action, cluster=cluster, target=target, details=entry)
 
 
 @receiver(user_logged_in)

@@ -15,3 +15,17 @@ class BadParameter(ConsoleError):
     """A query parameter or form field the console cannot use."""
 
     http_status = 400
+
+
+class NoSnapshot(ConsoleError):
+    """The watcher has not written a snapshot of this cluster yet (just started, or not running).
+    Pages and API answer it the same way: 503, one sentence."""
+
+    http_status = 503
+
+    def __init__(self, cluster: str) -> None:
+        super().__init__(
+            f"There is no snapshot of cluster '{cluster}' yet: the watcher has not reported it. "
+            "Try again in a few seconds; if this lasts, check that the watcher (manage.py watch) is running."
+        )
+        self.cluster = cluster

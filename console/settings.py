@@ -61,6 +61,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "console.csp.ContentSecurityPolicyMiddleware",
     "console.middleware.LoginRequiredMiddleware",
     "console.middleware.ConsoleErrorMiddleware",
 ]
@@ -146,8 +147,10 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # Each view declares its role per method (`roles = {"GET": "viewer", ...}`); undeclared is refused.
+    "DEFAULT_PERMISSION_CLASSES": ["console.auth.RolePermission"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],  # bodies are typed JSON (console/api_edge.py)
+    "DEFAULT_SCHEMA_CLASS": "console.api_edge.ConsoleAutoSchema",
     "EXCEPTION_HANDLER": "console.api_errors.exception_handler",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "URL_FORMAT_OVERRIDE": None,  # ?format= belongs to the messages export (json, jsonl, csv)
@@ -156,6 +159,7 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "Kafka console API",
     "VERSION": "1",
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "console.api_edge.strict_bodies"],
 }
 
 # Kafka clusters: KAFKA_CLUSTERS_FILE (JSON), or one cluster from KAFKA_* variables;
@@ -164,6 +168,8 @@ DEVCLUSTER_BASE_PORT = env_int("DEVCLUSTER_BASE_PORT", 9092, minimum=1024)
 DEVCLUSTER_DIR = Path(env_str("DEVCLUSTER_DIR", str(VAR_DIR / "devcluster")))
 KAFKA_CLUSTERS = load_clusters(DEVCLUSTER_BASE_PORT)
 KAFKA_REQUEST_TIMEOUT = env_float("KAFKA_REQUEST_TIMEOUT", 5.0, minimum=0.5)
+# Seconds one HTTP message scan may read before it answers with what it found and where to resume.
+MESSAGES_SCAN_TIME_BUDGET = env_float("MESSAGES_SCAN_TIME_BUDGET", 10.0, minimum=0.5)
 
 WATCHER_METADATA_INTERVAL = env_float("WATCHER_METADATA_INTERVAL", 1.0, minimum=0.2)
 WATCHER_OFFSETS_INTERVAL = env_float("WATCHER_OFFSETS_INTERVAL", 3.0, minimum=0.5)

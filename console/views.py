@@ -2,50 +2,57 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.views.decorators.http import require_safe
 
 from console import gateway
-from console.auth import role_required
+from console.auth import allow
 from console.models import AuditEntry
 from console.watcher import store
 
+log = logging.getLogger(__name__)
 
+
+@allow(GET="viewer")
 def home(request: HttpRequest) -> HttpResponse:
     return redirect("overview", cluster=gateway.cluster_configs()[0].name)
 
 
+@require_safe
 def healthz(request: HttpRequest) -> JsonResponse:
-    """State of every part; 200 when all are fine, 503 otherwise. Needs no login."""
+    """State of every part; 200 when all are fine, 503 otherwise. Needs no login, so it says what
+    is down in fixed sentences and never passes on an exception's text (hosts, paths, versions)."""
     checks: dict[str, Any] = {}
     ok = True
     try:
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1")
         checks["database"] = {"ok": True}
-    except Exception as exc:  # noqa: BLE001 - report, never fail the health check itself
-        checks["database"] = {"ok": False, "error": str(exc)}
+    except Exception:  # noqa: BLE001 - report, never fail the health check itself
+        log.warning("healthz: the database is unreachable", exc_info=True)
+        checks["database"] = {"ok": False, "error": "The database is unreachable."}
         ok = False
     redis_ok = True
     try:
         store.client().ping()
         checks["redis"] = {"ok": True}
-    except Exception as exc:  # noqa: BLE001
-        checks["redis"] = {"ok": False, "error": f"Redis is unreachable ({exc})"}
+    except Exception:  # noqa: BLE001
+        log.warning("healthz: Redis is unreachable", exc_info=True)
+        checks["redis"] = {"ok": False, "error": "Redis is unreachable."}
         redis_ok = ok = False
     watcher_age = celery_age = None
     if redis_ok:
         watcher_age = store.heartbeat_age()
         celery_age = store.heartbeat_age(store.CELERY_HEARTBEAT_KEY)
-    watcher_ok = watcher_age is not None and watcher_age < 15
-    celery_ok = celery_age is not None and celery_age < 45
-    checks["watcher"] = {"ok": watcher_ok, "heartbeat_age_seconds": None if watcher_age is None else round(watcher_age, 1)}
-    checks["celery"] = {"ok": celery_ok, "heartbeat_age_seconds": None if celery_age is None else round(celery_age, 1)}
-    ok = ok and watcher_ok and celery_ok
+    checks["watcher"] = _heartbeat("The watcher", watcher_age, 15, redis_ok)
+    checks["celery"] = _heartbeat("The Celery worker", celery_age, 45, redis_ok)
+    ok = ok and checks["watcher"]["ok"] and checks["celery"]["ok"]
     clusters = {}
     for config in gateway.cluster_configs():
         snap = None
@@ -56,10 +63,16 @@ def healthz(request: HttpRequest) -> JsonResponse:
                 snap = None
         age = None if snap is None or snap.taken_at is None else round(max(0.0, time.time() - snap.taken_at), 1)
         reachable = bool(snap and snap.reachable)
+        if snap is None:
+            error: str | None = f"There is no snapshot of cluster '{config.name}' yet."
+        elif not reachable:
+            error = f"Cluster '{config.name}' is unreachable."
+        else:
+            error = None
         clusters[config.name] = {
             "ok": reachable,
             "reachable": reachable,
-            "error": snap.error if snap else "no snapshot yet",
+            "error": error,
             "snapshot_age_seconds": age,
             "brokers_up": len(snap.live_broker_ids()) if snap else 0,
             "brokers": len(snap.brokers) if snap else 0,
@@ -69,6 +82,19 @@ def healthz(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"ok": ok, **checks}, status=200 if ok else 503)
 
 
-@role_required("admin")
+def _heartbeat(who: str, age: float | None, limit: float, redis_ok: bool) -> dict[str, Any]:
+    fine = age is not None and age < limit
+    result: dict[str, Any] = {"ok": fine, "heartbeat_age_seconds": None if age is None else round(age, 1)}
+    if not fine:
+        if not redis_ok:
+            result["error"] = f"{who}'s heartbeat cannot be read: Redis is unreachable."
+        elif age is None:
+            result["error"] = f"{who} has not reported; is it running?"
+        else:
+            result["error"] = f"{who} last reported {age:.0f} s ago (more than {limit:.0f} s)."
+    return result
+
+
+@allow(GET="admin")
 def audit(request: HttpRequest) -> HttpResponse:
     return render(request, "audit.html", {"entries": AuditEntry.objects.all()[:500], "view": "audit"})

@@ -6,31 +6,59 @@ from typing import Any
 
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework.permissions import SAFE_METHODS, BasePermission
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_field
+from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from brokers_app.api import require_snapshot
-from brokers_app.services import live
-from console.auth import has_role
+from brokers_app.services import live, require_snapshot
+from console.api_edge import INT32_MAX, INT64_MAX, Body, StrictBooleanField, StrictCharField, StrictIntegerField, validated
+from console.audit import audited
 from console.errors import BadParameter
 from console.params import bool_param, int_param
 from consumers_app import services
-from consumers_app.views import reset_spec
+from topics_app.browse import _timestamp_ms
 
 
-class OperatorForChanges(BasePermission):
-    message = "This needs the operator role."
+@extend_schema_field({"oneOf": [{"type": "string", "description": "ISO date and time (UTC unless it says)"},
+                                {"type": "integer", "minimum": 0, "description": "milliseconds since 1970"}]})
+class TimestampField(serializers.Field):  # type: ignore[type-arg]
+    default_error_messages = {"invalid": "must be milliseconds since 1970 or an ISO date and time."}
 
-    def has_permission(self, request: Request, view: APIView) -> bool:
-        if request.method in SAFE_METHODS:
-            return bool(request.user and request.user.is_authenticated)
-        return has_role(request.user, "operator")
+    def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, bool) or not isinstance(data, (str, int)) or (isinstance(data, int) and not 0 <= data <= 2**53):
+            self.fail("invalid")
+        return _timestamp_ms(str(data))
+
+    def to_representation(self, value: Any) -> Any:
+        return value
+
+
+class ResetBody(Body):
+    to = serializers.ChoiceField(choices=sorted(services.RESET_TO),
+                                 error_messages={"invalid_choice": f"must be one of {', '.join(sorted(services.RESET_TO))}."})
+    topics = serializers.ListField(child=StrictCharField(max_length=249), required=False, default=list,
+                                   help_text="Only these topics (default: every topic the group has offsets for).")
+    partitions = serializers.DictField(child=serializers.ListField(child=StrictIntegerField(min_value=0, max_value=INT32_MAX)),
+                                       required=False, default=dict, help_text="Topic -> only these partitions.")
+    timestamp = TimestampField(required=False, allow_null=True, default=None, help_text="With to=timestamp.")
+    offset = StrictIntegerField(required=False, allow_null=True, default=None, min_value=0, max_value=INT64_MAX,
+                                help_text="With to=offset.")
+    shift = StrictIntegerField(required=False, allow_null=True, default=None, min_value=-INT64_MAX, max_value=INT64_MAX,
+                               help_text="With to=shift: added to the committed offset.")
+    from_group = StrictCharField(required=False, allow_null=True, default=None, max_length=255, help_text="With to=group.")
+    dry_run = StrictBooleanField(required=False, default=False)
+
+    @staticmethod
+    def spec(d: dict[str, Any]) -> services.ResetSpec:
+        return services.ResetSpec(to=d["to"], topics=d["topics"], partitions=d["partitions"], timestamp_ms=d["timestamp"],
+                                  offset=d["offset"], shift=d["shift"], from_group=d["from_group"] or None)
 
 
 class GroupList(APIView):
+    roles = {"GET": "viewer"}
+
     @extend_schema(responses=OpenApiTypes.OBJECT, summary="Consumer groups with state, members, lag (from the snapshot)",
                    parameters=[OpenApiParameter("q", str), OpenApiParameter("regex", bool),
                                OpenApiParameter("state", str, enum=services.STATES), OpenApiParameter("type", str, enum=services.KINDS), OpenApiParameter("ordering", str),
@@ -47,7 +75,7 @@ class GroupList(APIView):
 
 
 class GroupDetail(APIView):
-    permission_classes = [OperatorForChanges]
+    roles = {"GET": "viewer", "DELETE": "operator"}
 
     @extend_schema(responses=OpenApiTypes.OBJECT, summary="A group: partitions (committed, end, lag, owner) and members")
     def get(self, request: Request, cluster: str, group: str) -> Response:
@@ -55,59 +83,46 @@ class GroupDetail(APIView):
 
     @extend_schema(responses=OpenApiTypes.OBJECT, summary="Delete a group (it must be empty)")
     def delete(self, request: Request, cluster: str, group: str) -> Response:
-        services.delete_group(request.user, cluster, require_snapshot(live(cluster)), group)
+        with audited(request.user, "delete_group", cluster=cluster, target=group):
+            services.delete_group(request.user, cluster, require_snapshot(live(cluster)), group)
         return Response({"deleted": group})
 
 
-def _body(request: Request) -> dict[str, Any]:
-    if not isinstance(request.data, dict):
-        raise BadParameter("The request body must be a JSON object.")
-    return request.data
-
-
 class GroupOffsets(APIView):
-    permission_classes = [OperatorForChanges]
+    roles = {"POST": "operator", "DELETE": "operator"}
 
     @extend_schema(
-        request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT,
-        summary="Reset offsets: {to: earliest|latest|timestamp|offset|shift|group, topics, partitions, timestamp, offset, "
-                "shift, from_group, dry_run}",
+        request=ResetBody, responses=OpenApiResponse(OpenApiTypes.OBJECT, description="{dry_run, offsets: [rows]}"),
+        summary="Reset offsets (the group must be empty); dry_run previews the new offsets",
     )
     def post(self, request: Request, cluster: str, group: str) -> Response:
-        d = _body(request)
-        dry_run = d.get("dry_run", False)
-        if not isinstance(dry_run, bool):
-            raise BadParameter("'dry_run' must be true or false.")
-        fields: dict[str, str] = {}
-        for name in ("to", "timestamp", "offset", "shift", "from_group"):
-            if d.get(name) is not None:
-                fields[name] = str(d[name])
-        topics = d.get("topics", [])
-        if not isinstance(topics, list) or not all(isinstance(t, str) for t in topics):
-            raise BadParameter("'topics' must be a list of topic names.")
-        fields["topics"] = ",".join(topics)
-        partitions = d.get("partitions", {})
-        if not isinstance(partitions, dict) or not all(isinstance(v, list) for v in partitions.values()):
-            raise BadParameter("'partitions' must map topic names to lists of partition numbers.")
-        fields["partitions"] = ",".join(f"{t}:{p}" for t, ps in partitions.items() for p in ps)
-        spec = reset_spec(fields)
+        d = validated(ResetBody, request)
+        spec, dry_run = ResetBody.spec(d), d["dry_run"]
         snap = require_snapshot(live(cluster))
         if dry_run:
             plan = services.plan_reset(cluster, snap, group, spec)
         else:
-            plan = services.apply_reset(request.user, cluster, snap, group, spec)
+            with audited(request.user, "reset_offsets", cluster=cluster, target=group,
+                         details={"to": spec.to, "topics": spec.topics, "partitions": spec.partitions}) as entry:
+                plan = services.apply_reset(request.user, cluster, snap, group, spec)
+                entry["offsets"] = {f"{r['topic']}-{r['partition']}": r["new"] for r in plan}
         return Response({"dry_run": dry_run, "offsets": plan})
 
-    @extend_schema(responses=OpenApiTypes.OBJECT, summary="Delete the group's committed offsets on one topic: ?topic=")
+    @extend_schema(responses=OpenApiTypes.OBJECT, summary="Delete the group's committed offsets on one topic",
+                   parameters=[OpenApiParameter("topic", str, required=True)])
     def delete(self, request: Request, cluster: str, group: str) -> Response:
         topic = request.query_params.get("topic", "")
         if not topic:
             raise BadParameter("Give the 'topic' whose offsets to delete.")
-        n = services.delete_group_topic_offsets(request.user, cluster, require_snapshot(live(cluster)), group, topic)
+        with audited(request.user, "delete_group_offsets", cluster=cluster, target=group, details={"topic": topic}) as entry:
+            n = services.delete_group_topic_offsets(request.user, cluster, require_snapshot(live(cluster)), group, topic)
+            entry["partitions"] = n
         return Response({"deleted_partitions": n})
 
 
 class MostRebalancing(APIView):
+    roles = {"GET": "viewer"}
+
     @extend_schema(responses=OpenApiTypes.OBJECT, summary="Groups that rebalanced most often in the last ?hours= (24)")
     def get(self, request: Request, cluster: str) -> Response:
         from console import gateway as gw
@@ -119,6 +134,8 @@ class MostRebalancing(APIView):
 
 
 class GroupRebalances(APIView):
+    roles = {"GET": "viewer"}
+
     @extend_schema(responses=OpenApiTypes.OBJECT, summary="Rebalance history of a group, newest first")
     def get(self, request: Request, cluster: str, group: str) -> Response:
         snap = require_snapshot(live(cluster))
@@ -131,6 +148,8 @@ class GroupRebalances(APIView):
 
 class Metrics(APIView):
     """`GET /metrics`: Prometheus text format; needs a login (session or `Authorization: Token <key>`)."""
+
+    roles = {"GET": "viewer"}
 
     @extend_schema(responses=OpenApiTypes.STR, summary="Prometheus metrics: lag, time lag, status per group/partition")
     def get(self, request: Request) -> HttpResponse:

@@ -7,8 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from console import gateway
-from console.audit import record
-from console.errors import BadParameter, ConsoleError
+from console.errors import BadParameter
 from console.gateway.errors import NotFound
 from console.listing import paginate, search
 from console.watcher import store
@@ -304,36 +303,23 @@ def plan_reset(cluster: str, snap: Snapshot, group_id: str, spec: ResetSpec) -> 
 def apply_reset(user: Any, cluster: str, snap: Snapshot, group_id: str, spec: ResetSpec) -> list[dict[str, Any]]:
     gw = gateway.for_cluster(cluster)
     state, members, kind = gw.group_state(group_id)
-    details: dict[str, Any] = {"to": spec.to, "topics": spec.topics, "partitions": spec.partitions}
-    try:
-        if state not in {"Empty", "Dead"} or members:
-            raise BadParameter(f"Group '{group_id}' is {state} with {members} member{'s' if members != 1 else ''}: Kafka "
-                               "only lets offsets be reset while the group is empty. Stop its consumers first.")
-        plan = plan_reset(cluster, snap, group_id, spec)
-        new = {(r["topic"], r["partition"]): r["new"] for r in plan}
-        if kind == "share":  # a share group's start offsets (KIP-932)
-            gw.alter_share_group_offsets(group_id, new)
-        else:
-            gw.alter_group_offsets(group_id, new)
-        store.note_change(cluster, {f"group:{group_id}": 1})
-    except ConsoleError as exc:
-        record(user, "reset_offsets", cluster=cluster, target=group_id, details={**details, "error": exc.message},
-               outcome="failed")
-        raise
-    record(user, "reset_offsets", cluster=cluster, target=group_id,
-           details={**details, "offsets": {f"{r['topic']}-{r['partition']}": r["new"] for r in plan}})
-    return plan
+    if state not in {"Empty", "Dead"} or members:
+        raise BadParameter(f"Group '{group_id}' is {state} with {members} member{'s' if members != 1 else ''}: Kafka "
+                           "only lets offsets be reset while the group is empty. Stop its consumers first.")
+    plan = plan_reset(cluster, snap, group_id, spec)
+    new = {(r["topic"], r["partition"]): r["new"] for r in plan}
+    if kind == "share":  # a share group's start offsets (KIP-932)
+        gw.alter_share_group_offsets(group_id, new)
+    else:
+        gw.alter_group_offsets(group_id, new)
+    store.note_change(cluster, {f"group:{group_id}": 1})
+    return plan  # audited by the caller (console.audit.audited), like every change
 
 
 def delete_group(user: Any, cluster: str, snap: Snapshot, group_id: str) -> None:
     group(snap, group_id)
-    try:
-        gateway.for_cluster(cluster).delete_group(group_id)
-        store.note_change(cluster, {f"group:{group_id}": 0})
-    except ConsoleError as exc:
-        record(user, "delete_group", cluster=cluster, target=group_id, details={"error": exc.message}, outcome="failed")
-        raise
-    record(user, "delete_group", cluster=cluster, target=group_id)
+    gateway.for_cluster(cluster).delete_group(group_id)
+    store.note_change(cluster, {f"group:{group_id}": 0})
 
 
 def delete_group_topic_offsets(user: Any, cluster: str, snap: Snapshot, group_id: str, topic: str) -> int:
@@ -341,15 +327,9 @@ def delete_group_topic_offsets(user: Any, cluster: str, snap: Snapshot, group_id
     parts = [split_key(k) for k in g.offsets if split_key(k)[0] == topic]
     if not parts:
         raise BadParameter(f"Group '{group_id}' has no committed offsets on topic '{topic}'.")
-    try:
-        if g.group_type == "share":  # share groups forget whole topics
-            gateway.for_cluster(cluster).delete_share_group_offsets(group_id, [topic])
-        else:
-            gateway.for_cluster(cluster).delete_group_offsets(group_id, parts)
-        store.note_change(cluster, {f"group:{group_id}": 1})
-    except ConsoleError as exc:
-        record(user, "delete_group_offsets", cluster=cluster, target=group_id, details={"topic": topic, "error": exc.message},
-               outcome="failed")
-        raise
-    record(user, "delete_group_offsets", cluster=cluster, target=group_id, details={"topic": topic, "partitions": len(parts)})
+    if g.group_type == "share":  # share groups forget whole topics
+        gateway.for_cluster(cluster).delete_share_group_offsets(group_id, [topic])
+    else:
+        gateway.for_cluster(cluster).delete_group_offsets(group_id, parts)
+    store.note_change(cluster, {f"group:{group_id}": 1})
     return len(parts)

@@ -11,10 +11,11 @@ from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
 
-from brokers_app.services import Live
+from brokers_app.services import Live, require_snapshot
 from brokers_app.services import live as live_snapshot
 from console import listing
-from console.auth import has_role, role_required
+from console.audit import audited
+from console.auth import allow, has_role
 from console.errors import BadParameter, ConsoleError
 from console.params import int_param
 from consumers_app import services
@@ -35,6 +36,7 @@ def groups_fragment(live: Live, params: Mapping[str, str]) -> dict[str, str]:
     return {"live-groups": render_to_string("consumers_app/_groups.html", groups_context(live, list_params(params)))}
 
 
+@allow(GET="viewer")
 def groups(request: HttpRequest, cluster: str) -> HttpResponse:
     params = list_params(request.GET)
     live = live_snapshot(cluster)
@@ -43,12 +45,11 @@ def groups(request: HttpRequest, cluster: str) -> HttpResponse:
 
 
 def detail_context(live: Live, group_id: str) -> dict[str, Any]:
-    if live.snapshot is None:
-        raise BadParameter(f"There is no snapshot of cluster '{live.cluster}' yet.")
+    snap = require_snapshot(live)
     from consumers_app.models import Rebalance
 
     rebalances = Rebalance.objects.filter(cluster=live.cluster, group=group_id).order_by("-started_at")[:20]
-    return {"live": live, "group": services.group_detail(live.snapshot, group_id), "rebalances": list(rebalances),
+    return {"live": live, "group": services.group_detail(snap, group_id), "rebalances": list(rebalances),
             "history": services.lag_history(live.cluster, group_id)}
 
 
@@ -56,6 +57,7 @@ def detail_fragment(live: Live, params: Mapping[str, str]) -> dict[str, str]:
     return {"live-group": render_to_string("consumers_app/_group.html", detail_context(live, params.get("group", "")))}
 
 
+@allow(GET="viewer")
 def group_detail(request: HttpRequest, cluster: str, group: str) -> HttpResponse:
     live = live_snapshot(cluster)
     return render(request, "consumers_app/group.html", {**detail_context(live, group), "view": "group",
@@ -82,45 +84,46 @@ def reset_spec(p: Mapping[str, str]) -> services.ResetSpec:
     )
 
 
-@role_required("operator")
+@allow(GET="operator", POST="operator")
 def group_reset(request: HttpRequest, cluster: str, group: str) -> HttpResponse:
     """Preview first (always); apply only from the preview, and only while the group is empty."""
     live = live_snapshot(cluster)
-    if live.snapshot is None:
-        raise BadParameter(f"There is no snapshot of cluster '{cluster}' yet.")
-    services.group(live.snapshot, group)
+    snap = require_snapshot(live)
+    services.group(snap, group)
     context: dict[str, Any] = {"live": live, "view": "status", "group_id": group, "form": request.POST or request.GET}
     status = 200
     if request.method == "POST":
         try:
             spec = reset_spec(request.POST)
             if request.POST.get("apply") == "1":
-                plan = services.apply_reset(request.user, cluster, live.snapshot, group, spec)
+                with audited(request.user, "reset_offsets", cluster=cluster, target=group,
+                             details={"to": spec.to, "topics": spec.topics, "partitions": spec.partitions}) as entry:
+                    plan = services.apply_reset(request.user, cluster, snap, group, spec)
+                    entry["offsets"] = {f"{r['topic']}-{r['partition']}": r["new"] for r in plan}
                 messages.success(request, f"Reset {len(plan)} partition offsets of group '{group}'.")
                 return redirect(reverse("group", args=[cluster, group]))
-            context["plan"] = services.plan_reset(cluster, live.snapshot, group, spec)
-        except ConsoleError as exc:
+            context["plan"] = services.plan_reset(cluster, snap, group, spec)
+        except ConsoleError as exc:  # a form error: the form shows it beside what was chosen
             context["error"] = exc.message
-            status = exc.http_status if exc.http_status < 500 else 400
+            status = exc.http_status
     return render(request, "consumers_app/reset.html", context, status=status)
 
 
-@role_required("operator")
+@allow(POST="operator")
 def group_delete(request: HttpRequest, cluster: str, group: str) -> HttpResponse:
-    if request.method != "POST":
-        return redirect(reverse("group", args=[cluster, group]))
-    live = live_snapshot(cluster)
-    try:
-        if live.snapshot is None:
-            raise BadParameter(f"There is no snapshot of cluster '{cluster}' yet.")
+    snap = require_snapshot(live_snapshot(cluster))
+    try:  # a refusal is the form's error: shown as a message on the group's page
         topic = request.POST.get("topic", "").strip()
         if topic:
-            n = services.delete_group_topic_offsets(request.user, cluster, live.snapshot, group, topic)
+            with audited(request.user, "delete_group_offsets", cluster=cluster, target=group, details={"topic": topic}) as entry:
+                n = services.delete_group_topic_offsets(request.user, cluster, snap, group, topic)
+                entry["partitions"] = n
             messages.success(request, f"Deleted the offsets of group '{group}' on '{topic}' ({n} partitions).")
             return redirect(reverse("group", args=[cluster, group]))
-        if request.POST.get("confirm") != group:
-            raise BadParameter(f"To delete group '{group}', type its name exactly; nothing was deleted.")
-        services.delete_group(request.user, cluster, live.snapshot, group)
+        with audited(request.user, "delete_group", cluster=cluster, target=group):
+            if request.POST.get("confirm") != group:
+                raise BadParameter(f"To delete group '{group}', type its name exactly; nothing was deleted.")
+            services.delete_group(request.user, cluster, snap, group)
         messages.success(request, f"Deleted consumer group '{group}'.")
         return redirect(reverse("groups", args=[cluster]))
     except ConsoleError as exc:

@@ -2,14 +2,6 @@
 (function () {
   "use strict";
   var bar = document.getElementById("live-status");
-  window.toggleTheme = function () {
-    var root = document.documentElement;
-    var dark = root.getAttribute("data-theme") === "dark" ||
-      (root.getAttribute("data-theme") === "auto" && matchMedia("(prefers-color-scheme: dark)").matches);
-    var next = dark ? "light" : "dark";
-    root.setAttribute("data-theme", next);
-    localStorage.setItem("theme", next);
-  };
   function relTimes(scope) {
     (scope || document).querySelectorAll("[data-epoch-ms]").forEach(function (el) {
       var ms = Number(el.getAttribute("data-epoch-ms"));

@@ -23,5 +23,6 @@
     }, {displayModeBar: false, responsive: true});
   }
   document.addEventListener("fragment:updated", draw);
+  document.addEventListener("theme:changed", draw);
   draw();
 })();

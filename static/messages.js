@@ -1,4 +1,5 @@
-// Message browser: scans with live progress and stop, paging, live tail with pause, export, republish.
+// Message browser: the newest messages as soon as the page opens; scans with live progress and stop,
+// paging, live tail with pause, export, republish.
 (function () {
   "use strict";
   var form = document.getElementById("browse-form");
@@ -10,7 +11,11 @@
   var tailButton = document.getElementById("tail-button");
   var pauseButton = document.getElementById("pause-button");
   var errorBox = document.getElementById("ws-error");
+  var pager = document.getElementById("pager");
+  var noMessages = document.getElementById("no-messages");
   var paused = false, buffered = [], tailing = false, ws = null, positions = "";
+  // Each scan is numbered; replies of a scan that was replaced (or given up for the tail) are ignored.
+  var scanId = 0, autoscan = form.dataset.autoscan === "1";
 
   function params(extra) {
     var data = {};
@@ -34,18 +39,24 @@
   function connect() {
     var proto = location.protocol === "https:" ? "wss://" : "ws://";
     ws = new WebSocket(proto + location.host + form.dataset.ws);
+    ws.onopen = function () {
+      if (autoscan) { autoscan = false; scan(); }  // the newest messages, without a click
+    };
     ws.onmessage = function (ev) {
       var msg = JSON.parse(ev.data);
+      if ((msg.type === "progress" || msg.type === "result" || msg.type === "error") && "id" in msg && msg.id !== scanId) {
+        return;  // a replaced scan
+      }
       if (msg.type === "progress") {
-        progress.textContent = "scanning… read " + msg.scanned + ", matched " + msg.matched;
+        if (!msg.done) progress.textContent = "scanning… read " + msg.scanned + ", matched " + msg.matched;
       } else if (msg.type === "result") {
         rows.innerHTML = msg.html;
-        var none = document.getElementById("no-messages"); if (none) none.remove();
+        noMessages.classList.toggle("hidden", msg.count > 0);
         progress.textContent = "read " + msg.scanned + ", matched " + msg.matched + " · " + (msg.reason || "");
         positions = msg.positions;
-        var earlier = document.getElementById("earlier-page"), later = document.getElementById("later-page");
-        if (earlier && msg.earlier) earlier.href = "?" + query({run: "1", direction: "backward", positions: msg.earlier});
-        if (later && msg.later) later.href = "?" + query({run: "1", direction: "forward", positions: msg.later});
+        document.getElementById("earlier-page").href = "?" + query({run: "1", direction: "backward", positions: msg.earlier});
+        document.getElementById("later-page").href = "?" + query({run: "1", direction: "forward", positions: msg.later});
+        pager.classList.toggle("hidden", !msg.count && !msg.stopped);  // a stopped scan can be continued
         scanButton.disabled = false; stopButton.disabled = true;
       } else if (msg.type === "records") {
         if (paused) { buffered.push(msg.html); pauseButton.textContent = "Resume (" + buffered.length + " batches waiting)"; }
@@ -63,20 +74,30 @@
   }
   connect();
 
+  function scan() {
+    showError("");
+    scanId += 1;
+    scanButton.disabled = true; stopButton.disabled = false;
+    progress.textContent = "scanning…";
+    ws.send(JSON.stringify({action: "scan", id: scanId, params: params()}));
+  }
   form.addEventListener("submit", function (ev) {
     if (!ws || ws.readyState !== 1) return;  // without the socket the form loads the page instead
     ev.preventDefault();
-    showError("");
-    scanButton.disabled = true; stopButton.disabled = false;
-    progress.textContent = "scanning…";
+    autoscan = false;
     history.replaceState(null, "", "?" + query({run: "1"}));
-    ws.send(JSON.stringify({action: "scan", params: params()}));
+    scan();
   });
   stopButton.addEventListener("click", function () { ws.send(JSON.stringify({action: "stop"})); });
   tailButton.addEventListener("click", function () {
     showError("");
     if (tailing) { ws.send(JSON.stringify({action: "stop_tail"})); return; }
-    rows.innerHTML = ""; buffered = []; paused = false; pauseButton.textContent = "Pause";
+    if (!stopButton.disabled) {  // the tail replaces the rows: a scan still running would overwrite them
+      ws.send(JSON.stringify({action: "stop"}));
+      scanId += 1; scanButton.disabled = false; stopButton.disabled = true; progress.textContent = "";
+    }
+    autoscan = false;
+    rows.innerHTML = ""; buffered = []; pager.classList.add("hidden"); noMessages.classList.add("hidden"); paused = false; pauseButton.textContent = "Pause";
     ws.send(JSON.stringify({action: "tail", params: params()}));
   });
   pauseButton.addEventListener("click", function () {

@@ -8,69 +8,134 @@ from typing import Any
 
 from django.http import HttpResponseBase, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework.permissions import SAFE_METHODS, BasePermission
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_field
+from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from brokers_app.api import require_snapshot
-from brokers_app.services import live
-from console.auth import IsOperatorRole, has_role
+from brokers_app.services import live, require_snapshot
+from console.api_edge import (
+    INT32_MAX,
+    INT64_MAX,
+    Body,
+    ConfigValueField,
+    StrictBooleanField,
+    StrictCharField,
+    StrictIntegerField,
+    validated,
+)
+from console.audit import audited
 from console.errors import BadParameter
 from console.params import bool_param, int_param
 from topics_app import browse, services
 from topics_app.messages import to_csv, to_jsonl
+from topics_app.validation import MAX_NAME_LENGTH, check_topic_name
+
+# A console limit, not Kafka's: one form or call never asks for more partitions than this.
+MAX_PARTITIONS = 10_000
 
 
-def body(request: Request) -> dict[str, Any]:
-    data = request.data
-    if not isinstance(data, dict):
-        raise BadParameter("The request body must be a JSON object.")
-    return data
+@extend_schema_field({"type": "string", "minLength": 1, "maxLength": MAX_NAME_LENGTH, "pattern": "^[a-zA-Z0-9._-]+$"})
+class TopicNameField(StrictCharField):
+    """A name Kafka accepts (its own rules, with its sentences)."""
+
+    def to_internal_value(self, data: Any) -> str:
+        return check_topic_name(super().to_internal_value(data))
 
 
-def _dry_run(data: Any) -> bool:
-    value = data.get("dry_run", False)
-    if isinstance(value, bool):
+@extend_schema_field({"description": "A string; with encoding json, any JSON value; null for a tombstone.", "nullable": True})
+class ProducedValueField(serializers.Field):  # type: ignore[type-arg]
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(allow_null=True, **kwargs)
+
+    def to_internal_value(self, data: Any) -> Any:
+        return data
+
+    def to_representation(self, value: Any) -> Any:
         return value
-    raise BadParameter("'dry_run' must be true or false.")
 
 
-def _int(data: Any, name: str) -> int:
-    value = data.get(name)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise BadParameter(f"'{name}' must be a whole number.")
-    return value
+class TopicCreateBody(Body):
+    name = TopicNameField()
+    partitions = StrictIntegerField(min_value=1, max_value=MAX_PARTITIONS,
+                                    error_messages={"min_value": "must be at least 1: a topic needs at least 1 partition."})
+    replication_factor = StrictIntegerField(min_value=1, max_value=32767)
+    configs = serializers.DictField(child=ConfigValueField(), required=False, default=dict)
+    dry_run = StrictBooleanField(required=False, default=False)
 
 
-def _str_map(data: Any, name: str) -> dict[str, str]:
-    value = data.get(name, {})
-    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, (str, int, float)) and not isinstance(v, bool)
-                                              for k, v in value.items()):
-        raise BadParameter(f"'{name}' must be an object of config names to values.")
-    return {k: str(v) for k, v in value.items()}
+class TopicDeleteBody(Body):
+    confirm = StrictCharField(help_text="The topic's name, typed again.", allow_blank=True, max_length=MAX_NAME_LENGTH)
+
+
+class TopicConfigsBody(Body):
+    set = serializers.DictField(child=ConfigValueField(), required=False, default=dict, help_text="Config name -> new value.")
+    delete = serializers.ListField(child=StrictCharField(max_length=255), required=False, default=list,
+                                   help_text="Config names to return to their default.")
+    dry_run = StrictBooleanField(required=False, default=False)
+
+
+class PurgeBody(Body):
+    offsets = serializers.DictField(child=StrictIntegerField(min_value=-1, max_value=INT64_MAX), required=False,
+                                    help_text="Partition number -> delete records below this offset (-1: all).")
+    all = StrictBooleanField(required=False, default=False, help_text="true: delete every record of every partition.")
+    dry_run = StrictBooleanField(required=False, default=False)
+
+    def validate_offsets(self, value: dict[str, int]) -> dict[str, int]:
+        for key in value:
+            if not key.isdigit() or len(key) > 10:
+                raise serializers.ValidationError("must map partition numbers to whole-number offsets.")
+        return value
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if not attrs.get("all") and not attrs.get("offsets"):
+            raise serializers.ValidationError("Give 'offsets' as {\"partition\": offset} or 'all': true.")
+        return attrs
+
+
+class PartitionsBody(Body):
+    count = StrictIntegerField(min_value=1, max_value=MAX_PARTITIONS, help_text="The new total number of partitions.")
+    dry_run = StrictBooleanField(required=False, default=False)
+
+
+class ProduceBody(Body):
+    value = ProducedValueField(required=False, default=None)
+    key = StrictCharField(required=False, allow_null=True, allow_blank=True, default=None)
+    headers = serializers.DictField(child=StrictCharField(allow_blank=True), required=False, default=dict)
+    partition = StrictIntegerField(required=False, allow_null=True, default=None, min_value=0, max_value=INT32_MAX,
+                                   help_text="null: partition by key.")
+    encoding = serializers.ChoiceField(choices=sorted(browse.ENCODINGS), required=False, default="text",
+                                       error_messages={"invalid_choice": f"must be one of {', '.join(sorted(browse.ENCODINGS))}."})
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        value = attrs.get("value")
+        if value is not None and not isinstance(value, str):
+            if attrs.get("encoding") != "json":
+                raise serializers.ValidationError({"value": ["must be a string (or null for a tombstone)."]})
+            attrs["value"] = json.dumps(value)
+        return attrs
+
+
+class RepublishBody(Body):
+    partition = StrictIntegerField(min_value=0, max_value=INT32_MAX)
+    offset = StrictIntegerField(min_value=0, max_value=INT64_MAX)
+    target_topic = TopicNameField(required=False, help_text="Default: the same topic.")
+
+
+class OutcomeSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    """What a change (or its dry run) did; a change adds what it learned (diff, offsets)."""
+
+    dry_run = serializers.BooleanField()
+    message = serializers.CharField()
 
 
 def outcome(result: services.Outcome, status: int = 200) -> Response:
     return Response({"dry_run": result.dry_run, "message": result.message, **result.details}, status=status)
 
 
-class OperatorForWrites(BasePermission):
-    """Anyone logged in may read; changing needs the operator role; deleting a topic needs admin."""
-
-    message = "This needs the operator role."
-
-    def has_permission(self, request: Request, view: APIView) -> bool:
-        if request.method in SAFE_METHODS:
-            return bool(request.user and request.user.is_authenticated)
-        needed = "admin" if request.method == "DELETE" and isinstance(view, TopicDetail) else "operator"
-        self.message = f"This needs the {needed} role."
-        return has_role(request.user, needed)
-
-
 class TopicList(APIView):
-    permission_classes = [OperatorForWrites]
+    roles = {"GET": "viewer", "POST": "operator"}
 
     @extend_schema(
         responses=OpenApiTypes.OBJECT, summary="Topics: search, sort, paginate (from the snapshot)",
@@ -89,20 +154,22 @@ class TopicList(APIView):
         )
         return Response({"count": page.total, "page": page.page, "pages": page.pages, "results": page.rows})
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT,
-                   summary="Create a topic: name, partitions, replication_factor, configs, dry_run")
+    @extend_schema(request=TopicCreateBody, responses={200: OutcomeSerializer, 201: OutcomeSerializer},
+                   summary="Create a topic (201), or with dry_run Kafka's verdict only (200)")
     def post(self, request: Request, cluster: str) -> Response:
-        d = body(request)
-        name = d.get("name")
-        if not isinstance(name, str):
-            raise BadParameter("'name' must be a string.")
-        result = services.create_topic(request.user, cluster, name, _int(d, "partitions"), _int(d, "replication_factor"),
-                                       _str_map(d, "configs"), dry_run=_dry_run(d))
+        d = validated(TopicCreateBody, request)
+        with audited(request.user, "create_topic", cluster=cluster, target=d["name"], dry_run=d["dry_run"],
+                     details={"partitions": d["partitions"], "replication_factor": d["replication_factor"],
+                              "configs": d["configs"]}) as entry:
+            result = services.create_topic(request.user, cluster, d["name"], d["partitions"], d["replication_factor"],
+                                           d["configs"], dry_run=d["dry_run"])
+            entry.update(result.details)
         return outcome(result, 200 if result.dry_run else 201)
 
 
 class TopicDetail(APIView):
-    permission_classes = [OperatorForWrites]
+    roles = {"GET": "viewer", "DELETE": "admin"}
+    body_on_delete = True
 
     @extend_schema(responses=OpenApiTypes.OBJECT, summary="A topic: summary, partitions, consumer groups")
     def get(self, request: Request, cluster: str, topic: str) -> Response:
@@ -111,15 +178,18 @@ class TopicDetail(APIView):
         return Response({**summary, "partition_count": summary["partitions"], "partitions": services.partitions(snap, topic),
                          "consumer_groups": services.topic_group_lags(snap, topic)})
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT,
-                   summary="Delete a topic (admin); body {\"confirm\": \"<topic name>\"}")
+    @extend_schema(request=TopicDeleteBody, responses=OutcomeSerializer,
+                   summary="Delete a topic (admin); the body repeats its name")
     def delete(self, request: Request, cluster: str, topic: str) -> Response:
-        confirm = body(request).get("confirm", "")
-        return outcome(services.delete_topic(request.user, cluster, topic, str(confirm)))
+        d = validated(TopicDeleteBody, request)
+        with audited(request.user, "delete_topic", cluster=cluster, target=topic) as entry:
+            result = services.delete_topic(request.user, cluster, topic, d["confirm"])
+            entry.update(result.details)
+        return outcome(result)
 
 
 class TopicConfigs(APIView):
-    permission_classes = [OperatorForWrites]
+    roles = {"GET": "viewer", "PATCH": "operator"}
 
     @extend_schema(responses=OpenApiTypes.OBJECT, summary="Every config with its source; sensitive values masked")
     def get(self, request: Request, cluster: str, topic: str) -> Response:
@@ -127,45 +197,46 @@ class TopicConfigs(APIView):
         configs = services.topic_configs(cluster, topic)
         return Response({"configs": [{**asdict(c), "overridden": c.overridden} for c in configs]})
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT,
-                   summary="Incremental alter: {\"set\": {k: v}, \"delete\": [k], \"dry_run\": bool}")
+    @extend_schema(request=TopicConfigsBody, responses=OutcomeSerializer,
+                   summary="Incremental alter: set some configs, return others to their default; dry_run first if you like")
     def patch(self, request: Request, cluster: str, topic: str) -> Response:
-        d = body(request)
-        delete = d.get("delete", [])
-        if not isinstance(delete, list) or not all(isinstance(k, str) for k in delete):
-            raise BadParameter("'delete' must be a list of config names.")
-        return outcome(services.alter_configs(request.user, cluster, topic, _str_map(d, "set"), delete, _dry_run(d)))
+        d = validated(TopicConfigsBody, request)
+        with audited(request.user, "alter_topic_configs", cluster=cluster, target=topic, dry_run=d["dry_run"],
+                     details={"set": d["set"], "delete": d["delete"]}) as entry:
+            result = services.alter_configs(request.user, cluster, topic, d["set"], d["delete"], d["dry_run"])
+            entry.update(result.details)
+        return outcome(result)
 
 
 class TopicRecords(APIView):
-    permission_classes = [OperatorForWrites]
+    roles = {"DELETE": "operator"}
+    body_on_delete = True
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT,
+    @extend_schema(request=PurgeBody, responses=OutcomeSerializer,
                    summary="Purge: {\"offsets\": {\"0\": 100}} deletes below each offset; {\"all\": true} everything")
     def delete(self, request: Request, cluster: str, topic: str) -> Response:
-        d = body(request)
-        if d.get("all") is True:
-            before = None
-        else:
-            raw = d.get("offsets")
-            if not isinstance(raw, dict) or not raw:
-                raise BadParameter("Give 'offsets' as {\"partition\": offset} or 'all': true.")
-            before = {}
-            for k, v in raw.items():
-                if not str(k).isdigit() or isinstance(v, bool) or not isinstance(v, int):
-                    raise BadParameter("'offsets' must map partition numbers to whole-number offsets.")
-                before[int(k)] = v
-        return outcome(services.purge_records(request.user, cluster, topic, before, _dry_run(d)))
+        d = validated(PurgeBody, request)
+        before = None if d["all"] else {int(k): v for k, v in d["offsets"].items()}
+        details = {"before": "all" if before is None else {str(k): v for k, v in before.items()}}
+        with audited(request.user, "purge_records", cluster=cluster, target=topic, dry_run=d["dry_run"],
+                     details=details) as entry:
+            result = services.purge_records(request.user, cluster, topic, before, d["dry_run"])
+            entry.update(result.details)
+        return outcome(result)
 
 
 class PartitionList(APIView):
-    permission_classes = [OperatorForWrites]
+    roles = {"GET": "viewer", "POST": "operator"}
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT,
-                   summary="Add partitions: {\"count\": new total, \"dry_run\": bool}")
+    @extend_schema(request=PartitionsBody, responses=OutcomeSerializer,
+                   summary="Add partitions: the new total count; dry_run for Kafka's verdict only")
     def post(self, request: Request, cluster: str, topic: str) -> Response:
-        d = body(request)
-        return outcome(services.add_partitions(request.user, cluster, topic, _int(d, "count"), _dry_run(d)))
+        d = validated(PartitionsBody, request)
+        with audited(request.user, "add_partitions", cluster=cluster, target=topic, dry_run=d["dry_run"],
+                     details={"total": d["count"]}) as entry:
+            result = services.add_partitions(request.user, cluster, topic, d["count"], d["dry_run"])
+            entry.update(result.details)
+        return outcome(result)
 
     @extend_schema(responses=OpenApiTypes.OBJECT, summary="A topic's partitions: leader, replicas, ISR, offsets")
     def get(self, request: Request, cluster: str, topic: str) -> Response:
@@ -185,14 +256,16 @@ class PartitionList(APIView):
 
 
 class TopicMessages(APIView):
-    permission_classes = [OperatorForWrites]
+    roles = {"GET": "viewer", "POST": "operator"}
 
     @extend_schema(
-        responses=OpenApiTypes.OBJECT,
+        responses={(200, "application/json"): OpenApiTypes.OBJECT, (200, "application/x-ndjson"): OpenApiTypes.STR,
+                   (200, "text/csv"): OpenApiTypes.STR},
         summary="Read messages: seek (start=newest|oldest|offset|timestamp), decode, filter; format=json|jsonl|csv",
         parameters=[OpenApiParameter(name, str) for name in (
             "partitions", "start", "offset", "timestamp", "newest_n", "limit", "direction", "positions", "max_scanned",
-            "decode_key", "decode_value", "q", "regex", "json_path", "json_value", "target", "case", "format")],
+            "decode_key", "decode_value", "q", "regex", "json_path", "json_value", "target", "case",
+            "time_budget_ms")] + [OpenApiParameter("format", str, enum=["json", "jsonl", "csv"])],
     )
     def get(self, request: Request, cluster: str, topic: str) -> HttpResponseBase:
         services.topic(require_snapshot(live(cluster)), topic)
@@ -201,59 +274,43 @@ class TopicMessages(APIView):
         if fmt not in {"json", "jsonl", "csv"}:
             raise BadParameter(f"'format' must be json, jsonl or csv, not '{fmt[:20]}'.")
         req = browse.parse_request(topic, params)
-        records, progress = browse.run_scan(cluster, req)
-        if fmt == "jsonl":
-            response = StreamingHttpResponse(to_jsonl(records, req.decode_value), content_type="application/x-ndjson")
-            response["Content-Disposition"] = f'attachment; filename="{topic}.jsonl"'
-            return response
-        if fmt == "csv":
-            response = StreamingHttpResponse(to_csv(records, req.decode_value), content_type="text/csv")
-            response["Content-Disposition"] = f'attachment; filename="{topic}.csv"'
+        # Bounded in time: past the budget it answers with what it found and where to resume
+        # (next_positions, same direction), instead of holding a worker.
+        records, progress = browse.run_scan(cluster, req, budget=browse.time_budget(params))
+        if fmt in {"jsonl", "csv"}:
+            lines = to_jsonl(records, req.decode_value) if fmt == "jsonl" else to_csv(records, req.decode_value)
+            response = StreamingHttpResponse(lines, content_type="application/x-ndjson" if fmt == "jsonl" else "text/csv")
+            response["Content-Disposition"] = f'attachment; filename="{topic}.{fmt}"'
+            response["X-Scan-Budget-Exhausted"] = "true" if progress.budget_exhausted else "false"
+            response["X-Scan-Next-Positions"] = browse.positions_param(progress)
             return response
         return Response({
             "records": [browse.row(r, req.decode_key, req.decode_value) for r in records],
             "progress": browse.progress_dict(progress),
             "next_positions": browse.positions_param(progress),
+            "direction": req.spec.direction,
+            "budget_exhausted": progress.budget_exhausted,
         })
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT,
-                   summary="Produce: {value, key, headers: {name: value}, partition, encoding: text|json|base64|hex}")
+    @extend_schema(request=ProduceBody, responses={201: OpenApiResponse(OpenApiTypes.OBJECT, description="Where it went")},
+                   summary="Produce one message: value, key, headers {name: value}, partition, encoding text|json|base64|hex")
     def post(self, request: Request, cluster: str, topic: str) -> Response:
-        d = body(request)
+        d = validated(ProduceBody, request)
         services.topic(require_snapshot(live(cluster)), topic)
-        encoding = d.get("encoding", "text")
-        if encoding not in browse.ENCODINGS:
-            raise BadParameter(f"'encoding' must be one of {', '.join(sorted(browse.ENCODINGS))}.")
-        value = d.get("value")
-        if value is not None and not isinstance(value, str):
-            value = json.dumps(value) if encoding == "json" else None
-            if value is None:
-                raise BadParameter("'value' must be a string (or null for a tombstone).")
-        key = d.get("key")
-        if key is not None and not isinstance(key, str):
-            raise BadParameter("'key' must be a string or null.")
-        headers_raw = d.get("headers", {})
-        if not isinstance(headers_raw, dict) or not all(isinstance(v, str) for v in headers_raw.values()):
-            raise BadParameter("'headers' must be an object of names to string values.")
-        partition = d.get("partition")
-        if partition is not None and (isinstance(partition, bool) or not isinstance(partition, int) or partition < 0):
-            raise BadParameter("'partition' must be a partition number, or null to partition by key.")
         produced = browse.produce_message(
-            request.user, cluster, topic, browse.encode(value, encoding, "value"),
-            key.encode() if key is not None else None, [(k, v.encode()) for k, v in headers_raw.items()], partition,
+            request.user, cluster, topic, browse.encode(d["value"], d["encoding"], "value"),
+            d["key"].encode() if d["key"] is not None else None, [(k, v.encode()) for k, v in d["headers"].items()],
+            d["partition"],
         )
         return Response(asdict(produced), status=201)
 
 
 class RepublishMessage(APIView):
-    permission_classes = [IsOperatorRole]
+    roles = {"POST": "operator"}
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT,
-                   summary="Republish one message: {partition, offset, target_topic}")
+    @extend_schema(request=RepublishBody, responses={201: OpenApiResponse(OpenApiTypes.OBJECT, description="Where it went")},
+                   summary="Republish one message (partition, offset) to target_topic (default: the same topic)")
     def post(self, request: Request, cluster: str, topic: str) -> Response:
-        d = body(request)
-        target = d.get("target_topic", topic)
-        if not isinstance(target, str) or not target:
-            raise BadParameter("'target_topic' must be a topic name.")
-        produced = browse.republish(request.user, cluster, topic, _int(d, "partition"), _int(d, "offset"), target)
+        d = validated(RepublishBody, request)
+        produced = browse.republish(request.user, cluster, topic, d["partition"], d["offset"], d.get("target_topic", topic))
         return Response(asdict(produced), status=201)

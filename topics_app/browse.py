@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from django.conf import settings
+
 from console import gateway
 from console.audit import record as audit
 from console.errors import BadParameter, ConsoleError
@@ -146,12 +148,22 @@ def row(r: Record, decode_key: str = "auto", decode_value: str = "auto") -> dict
 
 def progress_dict(p: ScanProgress) -> dict[str, Any]:
     return {"scanned": p.scanned, "matched": p.matched, "positions": {str(k): v for k, v in sorted(p.positions.items())},
-            "done": p.done, "stopped": p.stopped, "reason": p.reason}
+            "done": p.done, "stopped": p.stopped, "budget_exhausted": p.budget_exhausted, "reason": p.reason}
 
 
-def run_scan(cluster: str, req: BrowseRequest, on_progress: Callable[[ScanProgress], bool] | None = None
-             ) -> tuple[list[Record], ScanProgress]:
-    return scan(gateway.for_cluster(cluster), req.spec, req.matcher, on_progress=on_progress, raw_matcher=req.raw_matcher)
+def time_budget(params: Mapping[str, str]) -> float:
+    """Seconds an HTTP scan may read: MESSAGES_SCAN_TIME_BUDGET, or less when `time_budget_ms` asks for it.
+
+    A request holds a web worker while it scans; the websocket's scans have Stop instead."""
+    most = float(settings.MESSAGES_SCAN_TIME_BUDGET)
+    asked = int_param(params, "time_budget_ms", minimum=100, maximum=max(100, int(most * 1000)))
+    return most if asked is None else asked / 1000
+
+
+def run_scan(cluster: str, req: BrowseRequest, on_progress: Callable[[ScanProgress], bool] | None = None,
+             cancel: threading.Event | None = None, budget: float | None = None) -> tuple[list[Record], ScanProgress]:
+    return scan(gateway.for_cluster(cluster), req.spec, req.matcher, on_progress=on_progress, raw_matcher=req.raw_matcher,
+                cancel=cancel, time_budget=budget)
 
 
 def run_tail(cluster: str, req: BrowseRequest, on_records: Callable[[list[Record]], bool], stop: threading.Event,

@@ -1,12 +1,15 @@
 """The message browser's websocket: scans with live progress and stop, and live tail.
 
 Kafka is read in worker threads (never on the event loop); each socket runs at most one scan and
-one tail at a time, and both stop when the socket closes.
+one tail at a time, and both stop when the socket closes. Scans and tails run as tasks beside the
+socket's message loop, never inside it: Channels handles one message per consumer at a time, so a
+scan awaited in receive_json would hold back its own "stop" (and the disconnect) until it ended.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from typing import Any
 
@@ -18,6 +21,8 @@ from console.gateway.messages import Record, ScanProgress
 from topics_app import browse
 from topics_app.views import message_rows
 
+log = logging.getLogger(__name__)
+
 
 class MessagesConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
     async def connect(self) -> None:
@@ -28,74 +33,92 @@ class MessagesConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         kwargs = self.scope["url_route"]["kwargs"]
         self.cluster, self.topic = kwargs["cluster"], kwargs["topic"]
         self.loop = asyncio.get_running_loop()
+        self.closed = False
         self.scan_stop = threading.Event()
+        self.scan_task: asyncio.Task[None] | None = None
         self.tail_stop = threading.Event()
-        self.scanning = False
-        self.tailing = False
+        self.tail_task: asyncio.Task[None] | None = None
         await self.accept()
 
     async def disconnect(self, code: int) -> None:
+        # The reading threads see these within one batch (well under a second) and end.
+        self.closed = True
         if hasattr(self, "scan_stop"):
             self.scan_stop.set()
             self.tail_stop.set()
 
+    async def _send(self, message: dict[str, Any]) -> None:
+        if not self.closed:
+            await self.send_json(message)
+
     def _send_from_thread(self, message: dict[str, Any]) -> None:
-        asyncio.run_coroutine_threadsafe(self.send_json(message), self.loop)
+        if not self.closed:
+            asyncio.run_coroutine_threadsafe(self._send(message), self.loop)
 
     async def receive_json(self, content: dict[str, Any], **kwargs: Any) -> None:
+        if not isinstance(content, dict):
+            await self._send({"type": "error", "message": "A message must be a JSON object."})
+            return
         action = content.get("action")
+        # The page numbers its scans; replies carry the number so a superseded scan's are ignored.
+        tag = content.get("id")
+        ident: dict[str, Any] = {"id": tag} if isinstance(tag, (int, str)) and not isinstance(tag, bool) and len(str(tag)) <= 40 else {}
         params = content.get("params") or {}
         if not isinstance(params, dict):
-            await self.send_json({"type": "error", "message": "'params' must be an object."})
+            await self._send({"type": "error", **ident, "message": "'params' must be an object."})
             return
         params = {str(k): str(v) for k, v in params.items()}
         try:
             if action == "scan":
-                await self._scan(params)
+                await self._scan(params, ident)
             elif action == "stop":
                 self.scan_stop.set()
             elif action == "tail":
-                await self._tail(params)
+                self._tail(params)
             elif action == "stop_tail":
                 self.tail_stop.set()
             else:
-                await self.send_json({"type": "error", "message": f"Unknown action '{str(action)[:40]}'."})
+                await self._send({"type": "error", "message": f"Unknown action '{str(action)[:40]}'."})
         except ConsoleError as exc:
-            await self.send_json({"type": "error", "message": exc.message})
+            await self._send({"type": "error", **ident, "message": exc.message})
 
-    async def _scan(self, params: dict[str, str]) -> None:
-        if self.scanning:
-            await self.send_json({"type": "error", "message": "A scan is already running: stop it first."})
-            return
-        req = browse.parse_request(self.topic, params)
-        self.scan_stop = threading.Event()
-        self.scanning = True
-        stop = self.scan_stop
+    async def _scan(self, params: dict[str, str], ident: dict[str, Any]) -> None:
+        req = browse.parse_request(self.topic, params)  # a bad request is refused before anything stops
+        if self.scan_task is not None and not self.scan_task.done():
+            # A new scan replaces the running one, which ends within one batch.
+            self.scan_stop.set()
+            await asyncio.wait([self.scan_task])
+        stop = self.scan_stop = threading.Event()
+        self.scan_task = asyncio.ensure_future(self._run_scan(req, stop, ident))
 
+    async def _run_scan(self, req: browse.BrowseRequest, stop: threading.Event, ident: dict[str, Any]) -> None:
         def on_progress(p: ScanProgress) -> bool:
-            self._send_from_thread({"type": "progress", **browse.progress_dict(p)})
+            self._send_from_thread({"type": "progress", **ident, **browse.progress_dict(p)})
             return not stop.is_set()
 
         def work() -> dict[str, Any]:
-            records, progress = browse.run_scan(self.cluster, req, on_progress)
+            records, progress = browse.run_scan(self.cluster, req, on_progress, cancel=stop)
             rows = [browse.row(r, req.decode_key, req.decode_value) for r in records]
             earlier, later = browse.page_bounds(records, progress, req.spec.direction)
-            return {"type": "result", "html": message_rows(rows), "count": len(rows), "earlier": earlier, "later": later,
-                    "positions": browse.positions_param(progress), **browse.progress_dict(progress)}
+            return {"type": "result", **ident, "html": message_rows(rows), "count": len(rows), "earlier": earlier,
+                    "later": later, "positions": browse.positions_param(progress), **browse.progress_dict(progress)}
 
         try:
             result = await sync_to_async(work, thread_sensitive=False)()
-        finally:
-            self.scanning = False
-        await self.send_json(result)
+        except ConsoleError as exc:
+            await self._send({"type": "error", **ident, "message": exc.message})
+        except Exception as exc:
+            log.exception("message scan of %s on %s failed", self.topic, self.cluster)
+            await self._send({"type": "error", **ident,
+                              "message": f"The scan failed unexpectedly ({type(exc).__name__}); the server log has the details."})
+        else:
+            await self._send(result)
 
-    async def _tail(self, params: dict[str, str]) -> None:
-        if self.tailing:
+    def _tail(self, params: dict[str, str]) -> None:
+        if self.tail_task is not None and not self.tail_task.done():
             return
         req = browse.parse_request(self.topic, params)
-        self.tail_stop = threading.Event()
-        self.tailing = True
-        stop = self.tail_stop
+        stop = self.tail_stop = threading.Event()
 
         def on_records(records: list[Record]) -> bool:
             rows = [browse.row(r, req.decode_key, req.decode_value) for r in records]
@@ -111,9 +134,8 @@ class MessagesConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             try:
                 await sync_to_async(work, thread_sensitive=False)()
             except ConsoleError as exc:
-                await self.send_json({"type": "error", "message": exc.message})
+                await self._send({"type": "error", "message": exc.message})
             finally:
-                self.tailing = False
-                await self.send_json({"type": "tail_stopped"})
+                await self._send({"type": "tail_stopped"})
 
-        asyncio.ensure_future(run())
+        self.tail_task = asyncio.ensure_future(run())

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from console import gateway
-from console.audit import record
-from console.errors import BadParameter, ConsoleError
+from console.errors import BadParameter
 from console.gateway.errors import ClusterUnavailable, NotFound
 from console.gateway.types import ConfigValue
 from console.listing import paginate, search
@@ -224,26 +222,11 @@ def _snapshot(cluster: str) -> Snapshot:
     return snap
 
 
-def _audited(user: Any, cluster: str, action: str, target: str, details: dict[str, Any], dry_run: bool,
-             run: Callable[[], Outcome]) -> Outcome:
-    """Run a change; record it (and a refused attempt) in the audit log. Dry runs are not changes."""
-    try:
-        outcome = run()
-    except ConsoleError as exc:
-        if not dry_run:
-            record(user, action, cluster=cluster, target=target, details={**details, "error": exc.message}, outcome="failed")
-        raise
-    if not dry_run:
-        record(user, action, cluster=cluster, target=target, details={**details, **outcome.details})
-    return outcome
-
-
 def create_topic(user: Any, cluster: str, name: str, partitions: int, replication_factor: int, configs: dict[str, str],
                  dry_run: bool) -> Outcome:
     snap = _snapshot(cluster)
     check_topic_name(name, snap.topics)
     check_counts(partitions, replication_factor, len(snap.live_broker_ids()))
-    details = {"partitions": partitions, "replication_factor": replication_factor, "configs": configs}
 
     def run() -> Outcome:
         gateway.for_cluster(cluster).create_topic(name, partitions, replication_factor, configs, validate_only=dry_run)
@@ -253,7 +236,7 @@ def create_topic(user: Any, cluster: str, name: str, partitions: int, replicatio
         return Outcome(dry_run, f"{verb} topic '{name}' with {partitions} partition{'s' if partitions != 1 else ''}, "
                                 f"replication factor {replication_factor}.")
 
-    return _audited(user, cluster, "create_topic", name, details, dry_run, run)
+    return run()  # audited by the caller (console.audit.audited)
 
 
 def topic_configs(cluster: str, name: str) -> list[ConfigValue]:
@@ -296,7 +279,7 @@ def alter_configs(user: Any, cluster: str, name: str, set_values: dict[str, str]
         return Outcome(dry_run, f"{verb} {len(diff)} config change{'s' if len(diff) != 1 else ''} to topic '{name}'.",
                        {"diff": diff})
 
-    return _audited(user, cluster, "alter_topic_configs", name, {"set": set_values, "delete": delete}, dry_run, run)
+    return run()  # audited by the caller (console.audit.audited)
 
 
 def add_partitions(user: Any, cluster: str, name: str, total: int, dry_run: bool) -> Outcome:
@@ -313,7 +296,7 @@ def add_partitions(user: Any, cluster: str, name: str, total: int, dry_run: bool
                                 "different partitions: per-key ordering holds only for messages written from now on.",
                        {"old": current, "new": total})
 
-    return _audited(user, cluster, "add_partitions", name, {"total": total}, dry_run, run)
+    return run()  # audited by the caller (console.audit.audited)
 
 
 def purge_records(user: Any, cluster: str, name: str, before: dict[int, int] | None, dry_run: bool) -> Outcome:
@@ -348,7 +331,7 @@ def purge_records(user: Any, cluster: str, name: str, before: dict[int, int] | N
                               + ", ".join(f"{p}: {o}" for p, o in sorted(low.items())) + ".",
                        {"start_offsets": {str(p): o for p, o in low.items()}})
 
-    return _audited(user, cluster, "purge_records", name, {"before": {str(k): v for k, v in before.items()}}, dry_run, run)
+    return run()  # audited by the caller (console.audit.audited)
 
 
 def delete_topic(user: Any, cluster: str, name: str, confirmation: str) -> Outcome:
@@ -361,7 +344,7 @@ def delete_topic(user: Any, cluster: str, name: str, confirmation: str) -> Outco
         store.note_change(cluster, {f"topic:{name}": 0})
         return Outcome(False, f"Deleted topic '{name}'.")
 
-    return _audited(user, cluster, "delete_topic", name, {}, False, run)
+    return run()  # audited by the caller (console.audit.audited)
 
 
 def topic_group_lags(snap: Snapshot, name: str) -> list[dict[str, Any]]:

@@ -11,10 +11,11 @@ from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
 
-from brokers_app.services import Live
+from brokers_app.services import Live, require_snapshot
 from brokers_app.services import live as live_snapshot
 from console import listing
-from console.auth import has_role, role_required
+from console.audit import audited
+from console.auth import allow, has_role
 from console.errors import BadParameter, ConsoleError
 from console.gateway.errors import GatewayError
 from console.params import bool_param, int_param
@@ -43,6 +44,7 @@ def layout_fragment(live: Live, params: Mapping[str, str]) -> dict[str, str]:
     return {"live-layout": render_to_string("topics_app/_layout.html", layout_context(live, layout_params(params)))}
 
 
+@allow(GET="viewer")
 def layout(request: HttpRequest, cluster: str) -> HttpResponse:
     params = layout_params(request.GET)
     live = live_snapshot(cluster)
@@ -65,6 +67,7 @@ def at_risk_fragment(live: Live, params: Mapping[str, str]) -> dict[str, str]:
     return {"live-at-risk": render_to_string("topics_app/_at_risk.html", at_risk_context(live, broker))}
 
 
+@allow(GET="viewer")
 def at_risk(request: HttpRequest, cluster: str) -> HttpResponse:
     broker = int_param(request.GET, "broker", minimum=0)
     live = live_snapshot(cluster)
@@ -87,6 +90,7 @@ def topics_fragment(live: Live, params: Mapping[str, str]) -> dict[str, str]:
     return {"live-topics": render_to_string("topics_app/_topics.html", topics_context(live, list_params(params)))}
 
 
+@allow(GET="viewer")
 def topics(request: HttpRequest, cluster: str) -> HttpResponse:
     params = list_params(request.GET)
     live = live_snapshot(cluster)
@@ -94,15 +98,14 @@ def topics(request: HttpRequest, cluster: str) -> HttpResponse:
 
 
 def detail_context(live: Live, name: str) -> dict[str, Any]:
-    if live.snapshot is None:
-        raise BadParameter(f"There is no snapshot of cluster '{live.cluster}' yet.")
-    t = services.topic(live.snapshot, name)
+    snap = require_snapshot(live)
+    t = services.topic(snap, name)
     return {
         "live": live,
         "topic": t,
-        "partitions": services.partitions(live.snapshot, name),
-        "brokers": sorted(live.snapshot.brokers),
-        "groups": services.topic_group_lags(live.snapshot, name),
+        "partitions": services.partitions(snap, name),
+        "brokers": sorted(snap.brokers),
+        "groups": services.topic_group_lags(snap, name),
     }
 
 
@@ -110,6 +113,7 @@ def detail_fragment(live: Live, params: Mapping[str, str]) -> dict[str, str]:
     return {"live-topic": render_to_string("topics_app/_topic.html", detail_context(live, params.get("topic", "")))}
 
 
+@allow(GET="viewer")
 def topic_detail(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
     live = live_snapshot(cluster)
     context = detail_context(live, topic)
@@ -139,28 +143,32 @@ def _action(request: HttpRequest, cluster: str, title: str, template: str, run: 
             if apply:
                 messages.success(request, outcome.message)
                 return redirect(extra.get("done_url") or reverse("topics", args=[cluster]))
-        except ConsoleError as exc:
+        except ConsoleError as exc:  # a form error: the form shows it beside what was typed
             context["error"] = exc.message
-            status = exc.http_status if exc.http_status < 500 else 400
+            status = exc.http_status
     live = live_snapshot(cluster)
     return render(request, template, {**context, "live": live, "view": "status"}, status=status)
 
 
-@role_required("operator")
+@allow(GET="operator", POST="operator")
 def topic_create(request: HttpRequest, cluster: str) -> HttpResponse:
     def run(apply: bool) -> services.Outcome:
         p = request.POST
-        return services.create_topic(
-            request.user, cluster, p.get("name", "").strip(),
-            int_param(p, "partitions", minimum=None) or 0,
-            int_param(p, "replication_factor", minimum=None) or 0,
-            parse_configs(p.get("configs", "")), dry_run=not apply,
-        )
+        name = p.get("name", "").strip()
+        partitions = int_param(p, "partitions", minimum=None) or 0
+        replication_factor = int_param(p, "replication_factor", minimum=None) or 0
+        configs = parse_configs(p.get("configs", ""))
+        with audited(request.user, "create_topic", cluster=cluster, target=name, dry_run=not apply,
+                     details={"partitions": partitions, "replication_factor": replication_factor, "configs": configs}) as entry:
+            outcome = services.create_topic(request.user, cluster, name, partitions, replication_factor, configs,
+                                            dry_run=not apply)
+            entry.update(outcome.details)
+        return outcome
 
     return _action(request, cluster, "Create a topic", "topics_app/create.html", run, {})
 
 
-@role_required("operator")
+@allow(GET="operator", POST="operator")
 def topic_configs_edit(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
     current = services.topic_configs(cluster, topic)
     overrides = "\n".join(f"{c.name}={c.value}" for c in current if c.overridden and c.value is not None)
@@ -169,20 +177,28 @@ def topic_configs_edit(request: HttpRequest, cluster: str, topic: str) -> HttpRe
         wanted = parse_configs(request.POST.get("configs", ""))
         previous = {c.name for c in current if c.overridden}
         delete = sorted(previous - wanted.keys())
-        return services.alter_configs(request.user, cluster, topic, wanted, delete, dry_run=not apply)
+        with audited(request.user, "alter_topic_configs", cluster=cluster, target=topic, dry_run=not apply,
+                     details={"set": wanted, "delete": delete}) as entry:
+            outcome = services.alter_configs(request.user, cluster, topic, wanted, delete, dry_run=not apply)
+            entry.update(outcome.details)
+        return outcome
 
     done = reverse("topic", args=[cluster, topic])
     return _action(request, cluster, f"Edit configs of {topic}", "topics_app/configs.html", run,
                    {"topic": topic, "overrides": overrides, "done_url": done})
 
 
-@role_required("operator")
+@allow(GET="operator", POST="operator")
 def topic_partitions_add(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
     def run(apply: bool) -> services.Outcome:
         total = int_param(request.POST, "total", minimum=1)
         if total is None:
             raise BadParameter("Give the new total number of partitions.")
-        return services.add_partitions(request.user, cluster, topic, total, dry_run=not apply)
+        with audited(request.user, "add_partitions", cluster=cluster, target=topic, dry_run=not apply,
+                     details={"total": total}) as entry:
+            outcome = services.add_partitions(request.user, cluster, topic, total, dry_run=not apply)
+            entry.update(outcome.details)
+        return outcome
 
     return _action(request, cluster, f"Add partitions to {topic}", "topics_app/partitions.html", run,
                    {"topic": topic, "done_url": reverse("topic", args=[cluster, topic])})
@@ -198,22 +214,28 @@ def parse_purge(text: str) -> dict[int, int] | None:
     }
 
 
-@role_required("operator")
+@allow(GET="operator", POST="operator")
 def topic_purge(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
     def run(apply: bool) -> services.Outcome:
-        return services.purge_records(request.user, cluster, topic, parse_purge(request.POST.get("offsets", "")),
-                                      dry_run=not apply)
+        before = parse_purge(request.POST.get("offsets", ""))
+        details = {"before": "all" if before is None else {str(k): v for k, v in before.items()}}
+        with audited(request.user, "purge_records", cluster=cluster, target=topic, dry_run=not apply,
+                     details=details) as entry:
+            outcome = services.purge_records(request.user, cluster, topic, before, dry_run=not apply)
+            entry.update(outcome.details)
+        return outcome
 
     return _action(request, cluster, f"Purge records of {topic}", "topics_app/purge.html", run,
                    {"topic": topic, "done_url": reverse("topic", args=[cluster, topic])})
 
 
-@role_required("admin")
+@allow(GET="admin", POST="admin")
 def topic_delete(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
     def run(apply: bool) -> services.Outcome:
         if not apply:
             return services.Outcome(True, f"Type '{topic}' and press Delete to delete it for good.")
-        return services.delete_topic(request.user, cluster, topic, request.POST.get("confirm", ""))
+        with audited(request.user, "delete_topic", cluster=cluster, target=topic):
+            return services.delete_topic(request.user, cluster, topic, request.POST.get("confirm", ""))
 
     return _action(request, cluster, f"Delete {topic}", "topics_app/delete.html", run, {"topic": topic})
 
@@ -221,9 +243,11 @@ def topic_delete(request: HttpRequest, cluster: str, topic: str) -> HttpResponse
 # Messages --------------------------------------------------------------------------------------------
 
 
+@allow(GET="viewer")
 def messages_page(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
-    """The browser: with `run=1` the first page is scanned and rendered here; the page's websocket
-    then takes over for progress, stop, paging and live tail."""
+    """The browser: with `run=1` the first page is scanned and rendered here (within the scan time
+    budget); without it the page asks its websocket for the newest messages as soon as it opens. The
+    websocket then takes over for progress, stop, paging and live tail."""
     live = live_snapshot(cluster)
     t = services.topic(live.snapshot, topic) if live.snapshot else None
     context: dict[str, Any] = {"live": live, "view": "status", "topic_name": topic, "topic": t, "form": request.GET,
@@ -232,7 +256,7 @@ def messages_page(request: HttpRequest, cluster: str, topic: str) -> HttpRespons
     if request.GET.get("run") == "1":
         try:
             req = browse.parse_request(topic, request.GET)
-            records, progress = browse.run_scan(cluster, req)
+            records, progress = browse.run_scan(cluster, req, budget=browse.time_budget(request.GET))
             context["rows"] = [browse.row(r, req.decode_key, req.decode_value) for r in records]
             context["progress"] = browse.progress_dict(progress)
             earlier, later = browse.page_bounds(records, progress, req.spec.direction)
@@ -243,8 +267,8 @@ def messages_page(request: HttpRequest, cluster: str, topic: str) -> HttpRespons
             context["earlier_url"] = f"?{base}&direction=backward&positions={earlier}" if records else None
             context["later_url"] = f"?{base}&direction=forward&positions={later}" if records else None
         except ConsoleError as exc:
-            context["error"] = exc.message
-            status = exc.http_status if exc.http_status < 500 else 400
+            context["error"] = exc.message  # the page still opens, with the scan's sentence
+            status = exc.http_status
     return render(request, "topics_app/messages.html", context, status=status)
 
 
@@ -252,10 +276,8 @@ def message_rows(rows: list[dict[str, Any]]) -> str:
     return render_to_string("topics_app/_message_rows.html", {"rows": rows})
 
 
-@role_required("operator")
+@allow(POST="operator")
 def message_produce(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
-    if request.method != "POST":
-        return redirect(reverse("topic_messages", args=[cluster, topic]))
     p = request.POST
     try:
         encoding = p.get("encoding", "text")
@@ -270,10 +292,8 @@ def message_produce(request: HttpRequest, cluster: str, topic: str) -> HttpRespo
     return redirect(reverse("topic_messages", args=[cluster, topic]))
 
 
-@role_required("operator")
+@allow(POST="operator")
 def message_republish(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
-    if request.method != "POST":
-        return redirect(reverse("topic_messages", args=[cluster, topic]))
     p = request.POST
     try:
         partition = int_param(p, "partition", minimum=0)

@@ -136,7 +136,8 @@ class ScanProgress:
     matched: int = 0  # matching messages kept for the result
     positions: dict[int, int] = field(default_factory=dict)  # partition -> where the next page starts
     done: bool = False  # the scan is over (see stopped and reason for why)
-    stopped: bool = False  # on_progress asked to stop
+    stopped: bool = False  # on_progress or the cancel event asked to stop
+    budget_exhausted: bool = False  # the time budget ran out; positions is where to resume
     reason: str | None = None  # why the scan ended, as a sentence
 
 
@@ -305,7 +306,8 @@ class _Scan:
 
     def __init__(self, consumer: Consumer, gateway: ClusterGateway, spec: ScanSpec, matcher: Callable[[Record], bool] | None,
                  raw_matcher: Callable[[bytes | None, bytes | None], bool] | None,
-                 on_progress: Callable[[ScanProgress], bool] | None) -> None:
+                 on_progress: Callable[[ScanProgress], bool] | None, cancel: threading.Event | None = None,
+                 time_budget: float | None = None, started: float | None = None) -> None:
         self.consumer = consumer
         self.gateway = gateway
         self.spec = spec
@@ -321,6 +323,10 @@ class _Scan:
         self.read_to: dict[int, int] = {}  # the current pass: partition -> next offset to read
         self._ticked_at = time.monotonic()
         self._ticked_scanned = 0
+        self.cancel = cancel
+        self.time_budget = time_budget
+        self.deadline = None if time_budget is None else (started or time.monotonic()) + time_budget
+        self.rounds = 0  # backward: windows completed (the budget waits for one, so every request moves on)
 
     # The hot loop ------------------------------------------------------------------------------
     def _pump(self, ranges: dict[int, tuple[int, int]], sink: dict[int, list[Record]],
@@ -346,6 +352,10 @@ class _Scan:
         # Small batches first, so that a page found early is not followed by a large batch nobody needs.
         batch_size = min(_BATCH, max(1_000, 2 * self.spec.limit))
         while live_end and not self.halted:
+            # Checked between batches (a batch takes well under 0.2 s), so a stop is honoured at once
+            # rather than at the next progress tick.
+            if self._interrupted():
+                break
             live_before = len(live_end)
             remaining = sum(e - read_to[p] for p, e in live_end.items())
             # Asking for no more than what is left lets consume() return as soon as it has arrived.
@@ -421,6 +431,24 @@ class _Scan:
         self.progress.reason = reason
         self.progress.stopped = stopped
 
+    def _interrupted(self) -> bool:
+        if self.cancel is not None and self.cancel.is_set():
+            self._halt("Stopped before the end, as asked.", stopped=True)
+            return True
+        if self.deadline is None or time.monotonic() < self.deadline:
+            return False
+        # Only once something was read (forward) or a whole window was (backward): a resumed scan
+        # always gets further than the one before it, however small the budget.
+        if self.spec.direction == "forward":
+            if self.progress.scanned == 0:
+                return False
+        elif self.rounds == 0:
+            return False
+        self._halt(f"Stopped after {self.time_budget:g} s, the time one request may take; "
+                   "continue from the positions to read further.")
+        self.progress.budget_exhausted = True
+        return True
+
     def _tick(self) -> None:
         if self.on_progress is None:
             return
@@ -495,6 +523,7 @@ class _Scan:
                 self.kept[p] = merged
             active = self._trim_backward(still, firsts)
             window = min(window * 4, _MAX_WINDOW)
+            self.rounds += 1
         records = [r for k in self.kept.values() for r in k]
         records.sort(key=_key, reverse=True)
         return records
@@ -544,21 +573,26 @@ class _Scan:
 
 def scan(gateway: ClusterGateway, spec: ScanSpec, matcher: Callable[[Record], bool] | None,
          on_progress: Callable[[ScanProgress], bool] | None = None,
-         raw_matcher: Callable[[bytes | None, bytes | None], bool] | None = None) -> tuple[list[Record], ScanProgress]:
+         raw_matcher: Callable[[bytes | None, bytes | None], bool] | None = None,
+         cancel: threading.Event | None = None, time_budget: float | None = None) -> tuple[list[Record], ScanProgress]:
     """Read a bounded range of a topic and return the matching records and how the scan ended.
 
     raw_matcher(key, value) is a cheap pre-filter on the raw bytes, applied before a Record is built;
     matcher(record) then decides. on_progress is called about every 0.25 s or 20,000 messages and once
-    at the end; returning False stops the scan (progress.stopped). Forward results are sorted by
-    (timestamp, partition, offset), backward results in the reverse order.
+    at the end; returning False stops the scan (progress.stopped). Setting `cancel` stops it within
+    one batch (progress.stopped). After `time_budget` seconds of reading the scan ends with what it
+    has (progress.budget_exhausted); progress.positions is where the next call resumes, with no gap
+    and no duplicate. Forward results are sorted by (timestamp, partition, offset), backward results
+    in the reverse order.
     """
     action = f"read topic '{spec.topic}'"
+    started = time.monotonic()
     consumer = _consumer(gateway)
     try:
         parts = _choose(spec.topic, _topic_partitions(consumer, gateway, spec.topic), spec.partitions)
         lo, hi = _watermarks(gateway, spec.topic, parts)
         starts = _starts(consumer, gateway, spec, parts, lo, hi)
-        state = _Scan(consumer, gateway, spec, matcher, raw_matcher, on_progress)
+        state = _Scan(consumer, gateway, spec, matcher, raw_matcher, on_progress, cancel, time_budget, started)
         try:
             if spec.direction == "forward":
                 records = state.forward(sorted(starts), starts, hi)
