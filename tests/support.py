@@ -145,6 +145,23 @@ class Stack:
         self.cluster = cluster
         self.tokens: dict[str, str] = {}
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.commands: dict[str, list[str]] = {}
+
+    def start_process(self, name: str) -> None:
+        logs = TEST_VAR / "logs"
+        with open(logs / f"{name}.log", "ab") as log:
+            self.procs[name] = subprocess.Popen(self.commands[name], cwd=ROOT, env=stack_env(), stdout=log, stderr=subprocess.STDOUT)
+
+    def restart_process(self, name: str) -> None:
+        """Stop one console process (web, watcher, worker, beat) and start it again."""
+        proc = self.procs[name]
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+        self.start_process(name)
 
     def api(self, user: str = "admin") -> requests.Session:
         session = requests.Session()
@@ -175,9 +192,10 @@ def running_stack(cluster: Cluster) -> Iterator[Stack]:
         "beat": [sys.executable, "-m", "celery", "-A", "console", "beat", "--loglevel", "WARNING",
                  "--schedule", str(TEST_VAR / "celerybeat-schedule")],
     }
-    for name, cmd in commands.items():
-        with open(logs / f"{name}.log", "wb") as log:
-            stack.procs[name] = subprocess.Popen(cmd, cwd=ROOT, env=stack_env(), stdout=log, stderr=subprocess.STDOUT)
+    stack.commands = commands
+    for name in commands:
+        (logs / f"{name}.log").unlink(missing_ok=True)
+        stack.start_process(name)
     try:
         wait_for(lambda: requests.get(stack.base_url + "/healthz", timeout=2).json()["clusters"]["local"]["reachable"],
                  60, what="the console to report the test cluster reachable")
