@@ -36,6 +36,7 @@ class Live:
             "cluster": self.cluster,
             "reachable": bool(snap and snap.reachable),
             "error": snap.error if snap else None,
+            "cause": snap.cause if snap else None,  # kind of connection failure (console.gateway.causes)
             "taken_at": snap.taken_at if snap else None,
             "checked_at": snap.checked_at if snap else None,
             "age_seconds": None if self.age is None else round(self.age, 1),

@@ -72,6 +72,7 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
                 "type": "status",
                 "reachable": message["reachable"],
                 "error": message["error"],
+                "cause": message.get("cause"),
                 "taken_at": message["taken_at"],
                 "checked_at": message["checked_at"],
                 "version": message["version"],

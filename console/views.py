@@ -13,6 +13,7 @@ from django.views.decorators.http import require_safe
 
 from console import gateway
 from console.auth import allow
+from console.gateway import causes
 from console.models import AuditEntry
 from console.watcher import store
 
@@ -66,13 +67,16 @@ def healthz(request: HttpRequest) -> JsonResponse:
         if snap is None:
             error: str | None = f"There is no snapshot of cluster '{config.name}' yet."
         elif not reachable:
-            error = f"Cluster '{config.name}' is unreachable."
+            # The kind's fixed summary, never the sentence: that names hosts and users.
+            why = causes.SUMMARIES.get(snap.cause or "")
+            error = f"Cluster '{config.name}' is unreachable: {why}." if why else f"Cluster '{config.name}' is unreachable."
         else:
             error = None
         clusters[config.name] = {
             "ok": reachable,
             "reachable": reachable,
             "error": error,
+            "cause": None if snap is None or reachable else snap.cause,
             "snapshot_age_seconds": age,
             "brokers_up": len(snap.live_broker_ids()) if snap else 0,
             "brokers": len(snap.brokers) if snap else 0,

@@ -17,6 +17,14 @@
   var banner = document.getElementById("banner");
   var socketUp = false;
 
+  // The dot is green only while the socket is up and the watcher reaches the cluster.
+  function showState() {
+    if (!socketUp) { stateEl.textContent = "reconnecting…"; dot.className = "dot down"; }
+    else if (bar.dataset.reachable === "0") { stateEl.textContent = "cluster unreachable"; dot.className = "dot fault"; }
+    else if (bar.dataset.reachable === "1") { stateEl.textContent = "live"; dot.className = "dot live"; }
+    else { stateEl.textContent = "waiting for a snapshot"; dot.className = "dot"; }
+  }
+
   function showAge() {
     if (takenAt) {
       var age = Math.max(0, Date.now() / 1000 - takenAt);
@@ -42,7 +50,7 @@
     var ws = new WebSocket(proto + location.host + "/ws/clusters/" + encodeURIComponent(bar.dataset.cluster) + "/live/?" + params.toString());
     ws.onopen = function () {
       socketUp = true; delay = 1000;
-      stateEl.textContent = "live"; dot.className = "dot live";
+      showState();
     };
     ws.onmessage = function (ev) {
       var msg = JSON.parse(ev.data);
@@ -50,6 +58,7 @@
         if (msg.taken_at) takenAt = msg.taken_at;
         bar.dataset.reachable = msg.reachable ? "1" : "0";
         setBanner(msg.reachable ? "" : (msg.error || "Cluster " + bar.dataset.cluster + " is unreachable.") + " Showing the last known state.");
+        showState();
         showAge();
       } else if (msg.type === "fragment") {
         var target = document.getElementById(msg.target);
@@ -68,7 +77,7 @@
     };
     ws.onclose = function () {
       socketUp = false;
-      stateEl.textContent = "reconnecting…"; dot.className = "dot down";
+      showState();
       setTimeout(function () { connect(Math.min(delay * 2, 10000)); }, delay);
     };
   }

@@ -33,6 +33,7 @@ from confluent_kafka.admin import (
 from kafka.admin import KafkaAdminClient
 
 from console.gateway import protocol
+from console.gateway.causes import CONNECTION_ERRORS, ErrorLog, classify
 from console.gateway.config import ClusterConfig
 from console.gateway.errors import (
     ClusterUnavailable,
@@ -167,6 +168,17 @@ def translate_error(name: str, detail: str, cluster: str, action: str) -> Gatewa
     return GatewayError(f"Could not {action} on cluster '{cluster}': {detail} ({name}).")
 
 
+def _connection_failure(exc: BaseException) -> bool:
+    """Did the call fail for want of a connection (rather than the broker saying no)?"""
+    if isinstance(exc, GatewayError):
+        return False
+    err = exc.args[0] if isinstance(exc, KafkaException) and exc.args else exc
+    if isinstance(err, KafkaError):
+        return err.name() in CONNECTION_ERRORS
+    return isinstance(exc, (FutureTimeout, TimeoutError, ConnectionError, kp_errors.KafkaTimeoutError,
+                            kp_errors.KafkaConnectionError, kp_errors.NoBrokersAvailable, kp_errors.NodeNotReadyError))
+
+
 @dataclass
 class _KafkaPythonSlot:
     client: KafkaAdminClient | None = None
@@ -190,6 +202,19 @@ class ClusterGateway:
         self.retries = 0
         # Requests sent through each purpose's kafka-python client (the watcher records them per refresh).
         self.kafka_python_requests: dict[str, int] = {}
+        # Connection errors librdkafka reports only to error_cb (a wrong password, a TLS handshake,
+        # a refused port): a failed call only says "Broker transport failure". See causes.py.
+        self.connection_errors = ErrorLog()
+
+    def on_error(self, err: KafkaError) -> None:
+        """error_cb of every librdkafka client of this cluster (served by their poll)."""
+        self.connection_errors.record(err.name(), err.str())
+
+    def _drain(self) -> None:
+        """Serve the admin client's error callbacks: librdkafka queues them until poll()."""
+        admin = self._admin
+        if admin is not None:
+            admin.poll(0)
 
     # Clients ---------------------------------------------------------------------------------
     def _admin_client(self) -> AdminClient:
@@ -201,6 +226,7 @@ class ClusterGateway:
                     "socket.connection.setup.timeout.ms": int(self.timeout * 1000),
                     "reconnect.backoff.max.ms": 1000,
                     "log_level": 2,  # connection failures are reported as errors instead
+                    "error_cb": self.on_error,
                 }
                 self._admin = AdminClient(conf)
                 self._admin_born = time.monotonic()
@@ -292,14 +318,37 @@ class ClusterGateway:
 
         manager.send = counted  # type: ignore[method-assign]
 
-    def _call(self, action: str, fn: Callable[[], T]) -> T:
+    def _call(self, action: str, fn: Callable[[], T], silence_is_a_cause: bool = False) -> T:
         counter = request_counter.get()
         if counter is not None:
             counter[0] += 1
+        self._drain()  # errors from before this call are not its cause
+        started = time.monotonic()
         try:
             return fn()
         except Exception as exc:  # noqa: BLE001 - every library error becomes a GatewayError
-            raise translate(exc, self.name, action) from exc
+            raise self.translate(exc, action, started, silence_is_a_cause) from exc
+
+    def translate(self, exc: BaseException, action: str, started: float | None = None,
+                  silence_is_a_cause: bool = False) -> GatewayError:
+        """translate(), and when no connection could be made, the cause in a sentence (causes.py).
+
+        `silence_is_a_cause`: with no error reported, the time the call took says what happened
+        (the whole timeout: nobody answered; less: the broker closed the connection). Only for
+        calls any live broker answers (metadata), where that cannot be a slow partition's fault."""
+        error = translate(exc, self.name, action)
+        if not _connection_failure(exc):
+            return error
+        self._drain()
+        now = time.monotonic()
+        since = started if started is not None else now - self.timeout
+        elapsed = now - started if started is not None and silence_is_a_cause else None
+        cause = classify(self.connection_errors.since(since), self.config, self.timeout, elapsed)
+        if cause is None:
+            return error
+        enriched = type(error)(f"Cluster '{self.name}' is unreachable. {cause.sentence}")
+        enriched.cause = cause
+        return enriched
 
     def _result(self, future: Future[T]) -> T:
         return future.result(timeout=self.timeout + 1)
@@ -339,7 +388,7 @@ class ClusterGateway:
             topics.sort(key=lambda t: t.name)
             return ClusterMetadata(cluster_id=md.cluster_id, brokers=brokers, topics=tuple(topics))
 
-        return self._call("read the cluster metadata", run)
+        return self._call("read the cluster metadata", run, silence_is_a_cause=True)
 
     def topic_metadata(self, name: str) -> Topic:
         """One topic's partitions, asked now (for a name the watcher's snapshot does not show yet);

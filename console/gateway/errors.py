@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from console.errors import ConsoleError
+
+if TYPE_CHECKING:
+    from console.gateway.causes import Cause
 
 
 class GatewayError(ConsoleError):
@@ -10,6 +15,7 @@ class GatewayError(ConsoleError):
 
     permanent = True
     http_status = 502
+    cause: Cause | None = None  # why no connection could be made, when that is why the call failed
 
 
 class ClusterUnavailable(GatewayError):

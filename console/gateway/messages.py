@@ -27,7 +27,7 @@ from confluent_kafka import (
     TopicPartition,
 )
 
-from console.gateway.client import ClusterGateway, translate
+from console.gateway.client import ClusterGateway
 from console.gateway.config import ClusterConfig
 from console.gateway.errors import ClusterUnavailable, InvalidRequest, NotFound
 
@@ -185,6 +185,7 @@ def _consumer(gateway: ClusterGateway, partition_eof: bool = True) -> Consumer:
         "socket.connection.setup.timeout.ms": int(gateway.timeout * 1000),
         "reconnect.backoff.max.ms": 1000,
         "log_level": 2,
+        "error_cb": gateway.on_error,  # a failed connection's cause (causes.py)
     }
     return gateway._call("connect a message browser", lambda: Consumer(conf))
 
@@ -200,7 +201,11 @@ def _topic_partitions(client: Consumer | Producer, gateway: ClusterGateway, topi
     """The topic's partition ids; NotFound with a sentence when the topic does not exist."""
 
     def run() -> list[int]:
-        md = client.list_topics(topic=topic, timeout=gateway.timeout)
+        try:
+            md = client.list_topics(topic=topic, timeout=gateway.timeout)
+        except KafkaException:
+            client.poll(0)  # serve its error callbacks: the gateway names the cause from them
+            raise
         tm = md.topics.get(topic)
         error = None if tm is None else tm.error
         if tm is None or (error is not None and error.code() in _GONE):
@@ -292,7 +297,7 @@ def _starts(consumer: Consumer, gateway: ClusterGateway, spec: ScanSpec, parts: 
     result = {}
     for tp in found:
         if tp.error is not None:
-            raise translate(KafkaException(tp.error), gateway.name, f"find offsets by time in topic '{spec.topic}'")
+            raise gateway.translate(KafkaException(tp.error), f"find offsets by time in topic '{spec.topic}'")
         # -1: no message at or after that time, so the scan starts at the end.
         result[tp.partition] = hi[tp.partition] if tp.offset < 0 else min(max(tp.offset, lo[tp.partition]), hi[tp.partition])
     return result
@@ -422,7 +427,7 @@ class _Scan:
 
     def _event(self, err: KafkaError) -> None:
         if err.code() in _FATAL_READ or err.fatal():
-            raise translate(KafkaException(err), self.gateway.name, f"read topic '{self.spec.topic}'")
+            raise self.gateway.translate(KafkaException(err), f"read topic '{self.spec.topic}'")
         else:
             log.debug("consumer error while scanning %s: %s", self.spec.topic, err)
 
@@ -599,7 +604,7 @@ def scan(gateway: ClusterGateway, spec: ScanSpec, matcher: Callable[[Record], bo
             else:
                 records = state.backward(sorted(starts), starts, lo)
         except KafkaException as exc:
-            raise translate(exc, gateway.name, action) from exc
+            raise gateway.translate(exc, action) from exc
         return records, state.finish(records)
     finally:
         _close(consumer)
@@ -630,13 +635,13 @@ def tail(gateway: ClusterGateway, topic: str, partitions: tuple[int, ...] | None
             try:
                 batch: list[Any] = consumer.consume(num_messages=1000, timeout=_TAIL_POLL_S)
             except KafkaException as exc:
-                raise translate(exc, gateway.name, action) from exc
+                raise gateway.translate(exc, action) from exc
             records = []
             for m in batch:
                 err = m.error()
                 if err is not None:
                     if err.code() in _FATAL_READ or err.fatal():
-                        raise translate(KafkaException(err), gateway.name, action)
+                        raise gateway.translate(KafkaException(err), action)
                     log.debug("consumer error while following %s: %s", topic, err)
                     continue
                 key, value = m.key(), m.value()
@@ -675,6 +680,7 @@ def _producer(gateway: ClusterGateway) -> Producer:
                 "allow.auto.create.topics": False,  # a typo must not create a topic
                 "reconnect.backoff.max.ms": 1000,
                 "log_level": 2,
+                "error_cb": gateway.on_error,  # a failed connection's cause (causes.py)
             }
             producer = _producers[gateway.config] = gateway._call("connect a producer", lambda: Producer(conf))
         return producer
@@ -724,4 +730,4 @@ def _produce_error(exc: KafkaException, gateway: ClusterGateway, action: str, va
     if err is not None and err.code() in (KafkaError.MSG_SIZE_TOO_LARGE, KafkaError.RECORD_LIST_TOO_LARGE):
         size = 0 if value is None else len(value)
         return InvalidRequest(f"Could not {action}: the message ({size:,} bytes of value) is larger than the cluster accepts.")
-    return translate(exc, gateway.name, action)
+    return gateway.translate(exc, action)

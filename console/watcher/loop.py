@@ -234,12 +234,14 @@ class ClusterWatcher:
             md = self.gateway.metadata()
         except GatewayError as exc:
             self.stats = stats
+            cause = exc.cause.kind if exc.cause is not None else None
             if previous is None:
-                return Snapshot(cluster=self.cluster, checked_at=now, reachable=False, error=exc.message)
+                return Snapshot(cluster=self.cluster, checked_at=now, reachable=False, error=exc.message, cause=cause)
             # Keep the last known state, marked unreachable: the pages say how old it is.
             down = Snapshot.from_json(previous.to_json())
             down.reachable = False
             down.error = exc.message
+            down.cause = cause
             down.checked_at = now
             return down
 
@@ -585,6 +587,7 @@ class ClusterWatcher:
             "checked_at": snap.checked_at,
             "reachable": snap.reachable,
             "error": snap.error,
+            "cause": snap.cause,
             "quorum_changed": snap.quorum != (self.previous.quorum if self.previous else None),
             "events": events,
         }

@@ -169,6 +169,7 @@ class Snapshot:
     checked_at: float | None = None  # when the watcher last tried
     reachable: bool = False
     error: str | None = None
+    cause: str | None = None  # kind of connection failure (console.gateway.causes), when unreachable for want of one
     cluster_id: str | None = None
     controller_id: int | None = None
     brokers: dict[int, BrokerState] = field(default_factory=dict)
@@ -226,6 +227,7 @@ class Snapshot:
             checked_at=data.get("checked_at"),
             reachable=data.get("reachable", False),
             error=data.get("error"),
+            cause=data.get("cause"),
             cluster_id=data.get("cluster_id"),
             controller_id=data.get("controller_id"),
             brokers={int(k): BrokerState(**v) for k, v in data.get("brokers", {}).items()},
