@@ -1,0 +1,422 @@
+"""Every route x method x role answers as the permission table says, without Kafka.
+
+EXPECTED below is the console's permission map, written down once: each route (its pattern as
+Django joins it) and each method it answers, with the least role that may use it (PUBLIC: no
+login). The URL resolver is walked, so a route the table does not list, or a method a view
+implements but the table does not, fails this module: a new endpoint cannot ship without a
+decision about who may call it. Then every (route, method) is requested as anonymous, viewer,
+operator and admin: anonymous gets 401 (API) or the login page (pages), a lower role 403, the role
+itself and above anything but a refusal, and never a server error.
+
+No request reaches Kafka: every gateway is replaced by one that refuses any use as an unreachable
+cluster (503), and changes are sent with bodies that fail validation, so the only answers that
+matter here are the permission layer's.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django.http import HttpResponseBase
+from django.test import Client
+from django.test.client import ClientHandler
+from django.urls import URLPattern, URLResolver, get_resolver, resolve
+from django.urls.resolvers import RegexPattern, RoutePattern
+from django.views import View
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.views import APIView
+
+from console import gateway
+from console.auth import ROLES
+from console.gateway.errors import ClusterUnavailable
+from console.watcher import store
+from console.watcher.snapshot import GroupState, MemberState, Snapshot
+from tests.web.conftest import make_user
+
+PUBLIC = "public"
+ANONYMOUS = "anonymous"
+CALLERS = (ANONYMOUS, *ROLES)
+METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
+C = "clusters/<str:cluster>/"
+API = "api/v1/clusters/<str:cluster>/"
+
+# Reads are for viewers, changes for operators; deleting a topic, the audit log and user admin are
+# for admins. Deleting a consumer group is an operator's change here, as the README's role list
+# says ("admin (deletes topics, audit log)") and the integration tests rely on; Kafka refuses it
+# unless the group is empty.
+EXPECTED: dict[str, dict[str, str]] = {
+    "login/": {"GET": PUBLIC, "POST": PUBLIC},
+    "healthz": {"GET": PUBLIC},
+    "logout/": {"POST": "viewer"},
+    "": {"GET": "viewer"},
+    "audit/": {"GET": "admin"},
+    "metrics": {"GET": "viewer"},
+    C: {"GET": "viewer"},
+    C + "layout/": {"GET": "viewer"},
+    C + "at-risk/": {"GET": "viewer"},
+    C + "events/": {"GET": "viewer"},
+    C + "groups/": {"GET": "viewer"},
+    C + "groups/<name:group>/": {"GET": "viewer"},
+    C + "groups/<name:group>/reset/": {"GET": "operator", "POST": "operator"},
+    C + "groups/<name:group>/delete/": {"POST": "operator"},
+    C + "topics/": {"GET": "viewer"},
+    C + "topics/new/": {"GET": "operator", "POST": "operator"},
+    C + "topics/<str:topic>/": {"GET": "viewer"},
+    C + "topics/<str:topic>/configs/": {"GET": "operator", "POST": "operator"},
+    C + "topics/<str:topic>/partitions/": {"GET": "operator", "POST": "operator"},
+    C + "topics/<str:topic>/purge/": {"GET": "operator", "POST": "operator"},
+    C + "topics/<str:topic>/delete/": {"GET": "admin", "POST": "admin"},
+    C + "topics/<str:topic>/messages/": {"GET": "viewer"},
+    C + "topics/<str:topic>/messages/produce/": {"POST": "operator"},
+    C + "topics/<str:topic>/messages/republish/": {"POST": "operator"},
+    "api/schema/": {"GET": "viewer"},
+    "api/v1/audit/": {"GET": "admin"},
+    "api/v1/clusters/": {"GET": "viewer"},
+    API: {"GET": "viewer"},
+    API + "brokers/": {"GET": "viewer"},
+    API + "events/": {"GET": "viewer"},
+    API + "consumer-groups/": {"GET": "viewer"},
+    API + "rebalances/most-frequent/": {"GET": "viewer"},
+    API + "consumer-groups/<name:group>/": {"GET": "viewer", "DELETE": "operator"},
+    API + "consumer-groups/<name:group>/offsets": {"POST": "operator", "DELETE": "operator"},
+    API + "consumer-groups/<name:group>/offsets/": {"POST": "operator", "DELETE": "operator"},
+    API + "consumer-groups/<name:group>/rebalances/": {"GET": "viewer"},
+    API + "topics/": {"GET": "viewer", "POST": "operator"},
+    API + "topics/<str:topic>/": {"GET": "viewer", "DELETE": "admin"},
+    API + "topics/<str:topic>/configs/": {"GET": "viewer", "PATCH": "operator"},
+    API + "topics/<str:topic>/records/": {"DELETE": "operator"},
+    API + "topics/<str:topic>/partitions/": {"GET": "viewer", "POST": "operator"},
+    API + "topics/<str:topic>/messages/": {"GET": "viewer", "POST": "operator"},
+    API + "topics/<str:topic>/messages/republish/": {"POST": "operator"},
+}
+
+# Django's admin site (user and token admin): each of its views asks for is_staff, which only
+# admins have, and sends anyone else to its own login form (its logout, to its index, which does
+# the same). That form itself opens for any logged-in user and says they are not authorized.
+ADMIN_SITE = "admin"
+ADMIN_SITE_ROLES = {"GET": "admin", "POST": "admin"}
+ADMIN_SITE_OVERRIDES = {"admin/login/": {"GET": "viewer", "POST": "viewer"}}
+ADMIN_SITE_REFUSALS = {"admin/logout/": "/admin/"}  # Location of a refusal other than the login form
+
+# Views the console does not decorate, and why.
+UNDECLARED_PAGES = {
+    "login/": "Django's login form: it is how one gets a role.",
+    "logout/": "Django's logout: ends the caller's own session; the login middleware keeps anonymous out.",
+    "healthz": "The public health check: fixed sentences, no exception text.",
+}
+UNDECLARED_API = {
+    "api/schema/": "drf-spectacular's view: SPECTACULAR_SETTINGS['SERVE_PERMISSIONS'] asks for a login only.",
+}
+
+# An allowed request answered 403 anyway, and why that is not a refusal by role.
+ALLOWED_BUT_403 = {
+    ("admin/autocomplete/", "GET"): "Django refuses an autocomplete query for a field that has none; no admin here has one.",
+    ("admin/autocomplete/", "POST"): "As for GET.",
+}
+
+# Path parameters: the group id has a '/' so the `name` converter is exercised.
+SAMPLES = {
+    "cluster": "local",
+    "topic": "orders",
+    "group": "team/service",
+    "app_label": "auth",
+    "object_id": "1",
+    "id": "1",
+    "content_type_id": "1",
+    "url": "no-such-page/",
+}
+
+# Bodies that fail validation, so an allowed change stops before any Kafka call (default: {}).
+BODIES: dict[tuple[str, str], dict[str, Any]] = {
+    (C + "topics/<str:topic>/messages/produce/", "POST"): {"value": "x", "encoding": "no-such-encoding"},
+    (API + "topics/<str:topic>/messages/", "POST"): {"value": "x", "encoding": "no-such-encoding"},
+    (API + "topics/<str:topic>/configs/", "PATCH"): {"set": "not-an-object"},
+    (C + "topics/<str:topic>/purge/", "POST"): {"offsets": "0=not-an-offset"},
+}
+
+# Changes allowed to reach the (refusing) gateway, and why: each stops there with a 503.
+REACH_GATEWAY = {
+    (C + "topics/<str:topic>/configs/", "POST"): "The form reads the topic's current configs before it parses anything.",
+    (API + "consumer-groups/<name:group>/", "DELETE"): "No body to get wrong, and the group is in the snapshot "
+                                                       "(it has a member, so Kafka would refuse it too).",
+}
+
+
+@dataclass(frozen=True)
+class Route:
+    key: str  # the pattern as Django joins it (ResolverMatch.route)
+    path: str  # a request path with the sample values
+    namespace: str
+    callback: Callable[..., Any]
+
+    @property
+    def view_class(self) -> type[View] | None:
+        return getattr(self.callback, "view_class", None)
+
+    @property
+    def is_api(self) -> bool:
+        return self.view_class is not None and issubclass(self.view_class, APIView)
+
+    @property
+    def is_admin_site(self) -> bool:
+        return self.namespace == ADMIN_SITE
+
+
+def _fill_route(pattern: RoutePattern) -> str:
+    def sample(m: re.Match[str]) -> str:
+        name = m.group("name")
+        if name not in SAMPLES:
+            raise KeyError(f"Route '{pattern}' has a parameter '{name}': give it a sample value in SAMPLES.")
+        return str(pattern.converters[name].to_url(SAMPLES[name]))
+
+    return re.sub(r"<(?:[^>:]+:)?(?P<name>[^>]+)>", sample, str(pattern))
+
+
+def _fill_regex(regex: str) -> str:
+    """A path the regex matches: each named group becomes its sample value, anchors go."""
+    out, i = [], 0
+    while i < len(regex):
+        m = re.compile(r"\(\?P<(\w+)>").match(regex, i)
+        if m is None:
+            out.append(regex[i])
+            i += 1
+            continue
+        name, depth, i = m.group(1), 1, m.end()
+        while depth:
+            depth += {"(": 1, ")": -1}.get(regex[i], 0)
+            i += 1
+        if name not in SAMPLES:
+            raise KeyError(f"Route '{regex}' has a parameter '{name}': give it a sample value in SAMPLES.")
+        out.append(SAMPLES[name])
+    return "".join(out).removeprefix("^").removesuffix("$")
+
+
+def _fill(pattern: Any) -> str:
+    return _fill_route(pattern) if isinstance(pattern, RoutePattern) else _fill_regex(str(pattern))
+
+
+def _walk(resolver: URLResolver, key: str, path: str, namespace: str) -> Iterator[Route]:
+    for p in resolver.url_patterns:
+        assert isinstance(p.pattern, RoutePattern | RegexPattern), p
+        piece = str(p.pattern)
+        joined = key + (piece.removeprefix("^") if key else piece)  # as URLResolver._join_route does
+        if isinstance(p, URLResolver):
+            yield from _walk(p, joined, path + _fill(p.pattern), p.namespace or namespace)
+        else:
+            assert isinstance(p, URLPattern)
+            yield Route(joined, path + _fill(p.pattern), namespace, p.callback)
+
+
+ROUTES = list(_walk(get_resolver(), "", "", ""))
+
+
+def expected_roles(route: Route) -> dict[str, str] | None:
+    if route.is_admin_site:
+        return ADMIN_SITE_OVERRIDES.get(route.key, ADMIN_SITE_ROLES)
+    return EXPECTED.get(route.key)
+
+
+def implemented_methods(view_class: type[View]) -> set[str]:
+    return {m.upper() for m in view_class.http_method_names if m not in {"options", "head"} and hasattr(view_class, m)}
+
+
+# The tables --------------------------------------------------------------------------------------
+
+
+def test_every_route_is_in_the_permission_table() -> None:
+    missing = [r.key for r in ROUTES if expected_roles(r) is None]
+    assert not missing, (
+        "Routes without an entry in EXPECTED (tests/web/test_route_roles.py); add each with the least "
+        f"role per method (and declare that role on the view): {missing}"
+    )
+
+
+def test_the_tables_name_only_routes_that_exist() -> None:
+    keys = {r.key for r in ROUTES}
+    stale = sorted(EXPECTED.keys() - keys)
+    assert not stale, f"EXPECTED lists routes the URL resolver does not have; remove or rename them: {stale}"
+    named = {*UNDECLARED_PAGES, *UNDECLARED_API, *ADMIN_SITE_OVERRIDES, *ADMIN_SITE_REFUSALS,
+             *(key for key, _ in [*BODIES, *REACH_GATEWAY, *ALLOWED_BUT_403])}
+    assert not named - keys, f"Exceptions name routes that do not exist: {sorted(named - keys)}"
+
+
+def test_every_sample_path_resolves_to_its_own_route() -> None:
+    wrong = []
+    for route in ROUTES:
+        match = resolve("/" + route.path)
+        if match.route != route.key or match.func is not route.callback:
+            wrong.append(f"/{route.path} resolves to '{match.route}', not '{route.key}'")
+    assert not wrong, wrong
+
+
+def test_every_api_view_declares_the_tables_role_for_each_method_it_implements() -> None:
+    problems = []
+    for route in [r for r in ROUTES if r.is_api]:
+        view = route.view_class
+        assert view is not None and issubclass(view, APIView)
+        implemented = implemented_methods(view)
+        if route.key in UNDECLARED_API:
+            if [type(p) for p in view().get_permissions()] != [IsAuthenticated]:
+                problems.append(f"{route.key}: {view.__name__} has no roles, so it must at least ask for a login")
+            continue
+        roles = getattr(view, "roles", None)
+        if not roles:
+            problems.append(f"{route.key}: {view.__name__} has no `roles`; declare one per method it implements")
+            continue
+        if implemented - roles.keys():
+            problems.append(f"{route.key}: {view.__name__} implements {sorted(implemented - roles.keys())} without a role")
+        if dict(roles) != expected_roles(route):
+            problems.append(f"{route.key}: {view.__name__} declares {roles}, the table expects {expected_roles(route)}")
+        if implemented != set(expected_roles(route) or {}):
+            problems.append(f"{route.key}: {view.__name__} implements {sorted(implemented)}, the table lists "
+                            f"{sorted(expected_roles(route) or {})}")
+    assert not problems, "\n".join(problems)
+
+
+def test_every_page_carries_the_tables_roles_unless_it_is_public_by_design() -> None:
+    problems = []
+    for route in [r for r in ROUTES if not r.is_api and not r.is_admin_site]:
+        if route.key in UNDECLARED_PAGES:
+            continue
+        roles = getattr(route.callback, "roles", None)
+        if roles is None:
+            problems.append(f"{route.key}: the view has no roles; decorate it with @allow(GET=..., POST=...)")
+        elif roles != expected_roles(route):
+            problems.append(f"{route.key}: @allow declares {roles}, the table expects {expected_roles(route)}")
+    assert not problems, "\n".join(problems)
+
+
+# The requests ------------------------------------------------------------------------------------
+
+
+class NoKafka:
+    """Stands in for a cluster's gateway: any use is noted and refused as an unreachable cluster, so
+    no request here reaches Kafka or waits for it."""
+
+    def __init__(self, cluster: str, used: list[str]) -> None:
+        self._cluster = cluster
+        self._used = used
+
+    def __getattr__(self, name: str) -> Any:
+        self._used.append(name)
+        raise ClusterUnavailable(f"Cluster '{self._cluster}' is not reachable (no Kafka in this test).")
+
+
+@pytest.fixture
+def gateway_uses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    used: list[str] = []
+
+    def for_cluster(name: str) -> NoKafka:
+        gateway.cluster_config(name)  # an unknown cluster is still a 404
+        return NoKafka(name, used)
+
+    monkeypatch.setattr(gateway, "for_cluster", for_cluster)
+    monkeypatch.setattr(gateway, "for_bootstrap", lambda servers, timeout=3.0: NoKafka(servers, used))
+    return used
+
+
+@pytest.fixture
+def with_group(snapshot: Snapshot) -> Snapshot:
+    gid = SAMPLES["group"]
+    member = MemberState("m-1", "client-1", "/127.0.0.1", [["orders", 0]])
+    snapshot.groups[gid] = GroupState(gid, "Stable", "consumer", "classic", "range", [member], {"orders:0": 5})
+    snapshot.topic_groups["orders"] = [gid]
+    snapshot.version += 1
+    store.save(snapshot, snapshot.content_bytes())
+    return snapshot
+
+
+# One request handler for every case: building the middleware stack (WhiteNoise indexes every
+# static file) costs more than a request, and each Client would build its own.
+_HANDLER = ClientHandler(enforce_csrf_checks=False)
+
+
+def client_for(caller: str) -> Client:
+    client = Client()
+    client.handler = _HANDLER
+    if caller != ANONYMOUS:
+        client.force_login(make_user(caller))  # only the caller's user: hundreds of cases stay fast
+    return client
+
+
+def outcome(route: Route, method: str, caller: str) -> str:
+    needed = (expected_roles(route) or {})[method]
+    if needed == PUBLIC:
+        return "allowed"
+    if caller == ANONYMOUS:
+        return "login"
+    return "allowed" if ROLES.index(caller) >= ROLES.index(needed) else "refused"
+
+
+def send(client: Client, route: Route, method: str) -> HttpResponseBase:
+    path = "/" + route.path
+    if method == "GET":
+        return client.get(path)
+    body = BODIES.get((route.key, method), {})
+    if route.is_api:
+        return client.generic(method, path, json.dumps(body), content_type="application/json")
+    return client.post(path, body) if method == "POST" else client.generic(method, path)
+
+
+def _cases() -> list[Any]:
+    cases = []
+    for route in ROUTES:
+        for method in expected_roles(route) or {}:
+            for caller in CALLERS:
+                cases.append(pytest.param(route, method, caller, id=f"{method} /{route.path} as {caller}"))
+    return cases
+
+
+def _is_login_redirect(response: HttpResponseBase, login_url: str) -> bool:
+    return response.status_code == 302 and response["Location"].startswith(login_url + "?next=")
+
+
+@pytest.mark.parametrize(("route", "method", "caller"), _cases())
+def test_each_role_gets_what_the_table_grants(route: Route, method: str, caller: str, db: None, with_group: Snapshot,
+                                              gateway_uses: list[str]) -> None:
+    response = send(client_for(caller), route, method)
+    status, expected = response.status_code, outcome(route, method, caller)
+    where = f"{method} /{route.path} as {caller}: {status}"
+    if expected == "login" and route.is_api:
+        assert status == 401, f"{where}, expected 401 (no credentials)"
+    elif expected == "login":
+        assert _is_login_redirect(response, settings.LOGIN_URL), f"{where}, expected a redirect to {settings.LOGIN_URL}"
+    elif expected == "refused" and route.key in ADMIN_SITE_REFUSALS:
+        assert status == 302 and response["Location"] == ADMIN_SITE_REFUSALS[route.key], f"{where}, expected the admin index"
+    elif expected == "refused" and route.is_admin_site:
+        assert _is_login_redirect(response, "/admin/login/"), f"{where}, expected the admin site's login form"
+    elif expected == "refused":
+        assert status == 403, f"{where}, expected 403 (needs {(expected_roles(route) or {})[method]})"
+    else:
+        assert status != 401, where
+        assert status != 403 or (route.key, method) in ALLOWED_BUT_403, f"{where}: refused a role the table allows"
+        assert not _is_login_redirect(response, settings.LOGIN_URL), f"{where}: sent to the login page"
+        assert not _is_login_redirect(response, "/admin/login/"), f"{where}: sent to the admin login page"
+        assert status < 500 or status == 503, f"{where}: a server error ({getattr(response, 'content', b'')[:300]!r})"
+        if method != "GET" and not route.is_admin_site and (route.key, method) not in REACH_GATEWAY:
+            assert not gateway_uses, f"{where}: the change reached the gateway ({gateway_uses}); send a body that fails validation"
+
+
+def _undeclared_cases() -> list[Any]:
+    cases = []
+    for route in ROUTES:
+        if route.is_admin_site or route.key in UNDECLARED_PAGES or route.key in UNDECLARED_API:
+            continue
+        for method in sorted(set(METHODS) - set(expected_roles(route) or {})):
+            cases.append(pytest.param(route, method, id=f"{method} /{route.path}"))
+    return cases
+
+
+@pytest.mark.parametrize(("route", "method"), _undeclared_cases())
+def test_a_method_the_table_does_not_list_is_not_allowed_even_for_an_admin(route: Route, method: str, db: None,
+                                                                           with_group: Snapshot,
+                                                                           gateway_uses: list[str]) -> None:
+    response = send(client_for("admin"), route, method)
+    assert response.status_code == 405, f"{method} /{route.path} as admin: {response.status_code}, expected 405"
+    assert not gateway_uses
