@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -206,8 +207,8 @@ def test_cold_start_with_the_console_up_before_the_brokers_and_one_broker_late(w
     wait_for(lambda: stack.get("/healthz").status_code in (200, 503), 30, what="the console to answer with no cluster")
     overview = stack.get(API + "/")
     assert overview.status_code in (200, 503)  # the last known state, or the one "no snapshot yet" answer
-    stack.cluster.start(1)
-    stack.cluster.start(2)
+    with ThreadPoolExecutor(2) as pool:  # together: one voter alone cannot form a quorum and gives up
+        list(pool.map(stack.cluster.start, (1, 2)))
     wait_for(lambda: quorum_status(world.tool("kafka-metadata-quorum", "describe", "--status"))["leader_id"] >= 0, 90,
              interval=1, what="a quorum of two nodes")
     time.sleep(8)  # the console meets a 2-broker cluster first, as `make run` does
