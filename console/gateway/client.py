@@ -11,6 +11,7 @@ import logging
 import re
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -205,16 +206,28 @@ class ClusterGateway:
         # Connection errors librdkafka reports only to error_cb (a wrong password, a TLS handshake,
         # a refused port): a failed call only says "Broker transport failure". See causes.py.
         self.connection_errors = ErrorLog()
+        self._drained_clients: list[Producer] = []
 
     def on_error(self, err: KafkaError) -> None:
         """error_cb of every librdkafka client of this cluster (served by their poll)."""
         self.connection_errors.record(err.name(), err.str())
 
+    def keep_drained(self, client: Producer) -> None:
+        """Serve a long-lived client's error callbacks now and then, as the admin client's are
+        (a consumer serves its own while it consumes)."""
+        with self._lock:
+            self._drained_clients.append(client)
+        _keep_drained(self)
+
     def _drain(self) -> None:
-        """Serve the admin client's error callbacks: librdkafka queues them until poll()."""
+        """Serve the error callbacks librdkafka queued until poll(): each client with an error_cb
+        queues one per failed connection attempt (a few a second while a cluster is unreachable),
+        so they are served after every call and every few seconds by a helper thread."""
         admin = self._admin
         if admin is not None:
             admin.poll(0)
+        for client in self._drained_clients:
+            client.poll(0)
 
     # Clients ---------------------------------------------------------------------------------
     def _admin_client(self) -> AdminClient:
@@ -230,6 +243,7 @@ class ClusterGateway:
                 }
                 self._admin = AdminClient(conf)
                 self._admin_born = time.monotonic()
+                _keep_drained(self)
             return self._admin
 
     def renew_admin(self) -> bool:
@@ -826,6 +840,31 @@ class ClusterGateway:
             if slot.client is not None and slot.busy_since is None:
                 with contextlib.suppress(Exception):
                     slot.client.close()
+
+
+_drained: weakref.WeakSet[ClusterGateway] = weakref.WeakSet()
+_drainer: threading.Thread | None = None
+_drainer_lock = threading.Lock()
+
+
+def _keep_drained(gateway: ClusterGateway, interval: float = 2.0) -> None:
+    """Serve the gateway's error callbacks every `interval` seconds, even while nobody calls it."""
+    global _drainer
+    with _drainer_lock:
+        _drained.add(gateway)
+        if _drainer is None or not _drainer.is_alive():
+            _drainer = threading.Thread(target=_drain_forever, args=(interval,), name="kafka-error-callbacks", daemon=True)
+            _drainer.start()
+
+
+def _drain_forever(interval: float) -> None:
+    while True:
+        time.sleep(interval)
+        for gateway in list(_drained):
+            try:
+                gateway._drain()
+            except Exception:  # noqa: BLE001 - a closed client must not stop the others being served
+                log.debug("serving the error callbacks of %s failed", gateway.name, exc_info=True)
 
 
 class MessageProducer:

@@ -683,6 +683,7 @@ def _producer(gateway: ClusterGateway) -> Producer:
                 "error_cb": gateway.on_error,  # a failed connection's cause (causes.py)
             }
             producer = _producers[gateway.config] = gateway._call("connect a producer", lambda: Producer(conf))
+            gateway.keep_drained(producer)
         return producer
 
 
