@@ -97,6 +97,7 @@ def tool(name: str, *args: str) -> subprocess.CompletedProcess[str]:
 
 def port_is_free(port: int) -> bool:
     with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as Kafka binds: a TIME_WAIT left by the last run is fine
         try:
             s.bind(("127.0.0.1", port))
         except OSError:
@@ -170,7 +171,20 @@ class Console:
 
 
 @pytest.fixture(scope="module")
-def console(sasl_broker: None, redis_server: str) -> Iterator[Console]:
+def closed_port() -> Iterator[int]:
+    """Hold CLOSED_PORT bound but not listening: connections to it are refused, and the kernel
+    cannot hand it out as the source port of a connection to itself (a silent self-connect)."""
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", CLOSED_PORT))
+        except OSError:
+            pytest.fail(f"port {CLOSED_PORT} is taken: set TEST_SASL_PORT to a free region for the SASL test broker")
+        yield CLOSED_PORT
+
+
+@pytest.fixture(scope="module")
+def console(sasl_broker: None, closed_port: int, redis_server: str) -> Iterator[Console]:
     """The console's web and watcher processes with the three clusters, on the suite's test Redis."""
     var = TEST_VAR / "causes-console"
     shutil.rmtree(var, ignore_errors=True)
@@ -180,7 +194,7 @@ def console(sasl_broker: None, redis_server: str) -> Iterator[Console]:
     clusters = [
         {"name": "secure", **secure, "sasl_password": USER_PASSWORD},
         {"name": "badpass", **secure, "sasl_password": "not-" + USER_PASSWORD},
-        {"name": "badport", **secure, "bootstrap_servers": f"127.0.0.1:{CLOSED_PORT}", "sasl_password": USER_PASSWORD},
+        {"name": "badport", **secure, "bootstrap_servers": f"127.0.0.1:{closed_port}", "sasl_password": USER_PASSWORD},
     ]
     (var / "clusters.json").write_text(json.dumps(clusters))
     # tests.settings drops every KAFKA_* variable (the suite's own cluster only): run on the real settings.
@@ -218,15 +232,6 @@ def console(sasl_broker: None, redis_server: str) -> Iterator[Console]:
                 proc.kill()
 
 
-@pytest.fixture(scope="module")
-def closed_port() -> Iterator[int]:
-    """Hold CLOSED_PORT bound but not listening: connections to it are refused, and the kernel
-    cannot hand it out as the source port of a connection to itself (a silent self-connect)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", CLOSED_PORT))
-        yield CLOSED_PORT
-
-
 def unreachable(console: Console, cluster: str) -> dict[str, Any]:
     def down() -> dict[str, Any] | None:
         status = console.status(cluster)
@@ -252,7 +257,7 @@ def status_bar(text: str) -> tuple[str, str, str]:
     return shown, dot.group(1), state.group(1)
 
 
-def test_the_working_sasl_cluster_is_usable(console: Console, closed_port: int) -> None:
+def test_the_working_sasl_cluster_is_usable(console: Console) -> None:
     status = console.status("secure")
     assert status["reachable"] and status["error"] is None and status["cause"] is None
     brokers = console.api("/api/v1/clusters/secure/brokers/").json()["brokers"]
@@ -278,7 +283,7 @@ def test_the_working_sasl_cluster_is_usable(console: Console, closed_port: int) 
     assert "PartitionCount: 2" in described.stdout
 
 
-def test_a_wrong_password_shows_the_authentication_cause(console: Console, closed_port: int) -> None:
+def test_a_wrong_password_shows_the_authentication_cause(console: Console) -> None:
     status = unreachable(console, "badpass")
     assert status["cause"] == "authentication", status
     assert status["error"] == f"Cluster 'badpass' is unreachable. {AUTH_SENTENCE}"
@@ -288,13 +293,13 @@ def test_a_wrong_password_shows_the_authentication_cause(console: Console, close
     assert refused.returncode != 0 and "Authentication failed" in refused.stdout + refused.stderr
 
 
-def test_a_closed_port_shows_that_no_broker_listens_there(console: Console, closed_port: int) -> None:
+def test_a_closed_port_shows_that_no_broker_listens_there(console: Console) -> None:
     status = unreachable(console, "badport")
     assert status["cause"] == "refused", status
     assert status["error"] == f"Cluster 'badport' is unreachable. {REFUSED_SENTENCE}"
 
 
-def test_each_page_shows_its_own_cause_and_only_the_working_cluster_has_a_live_dot(console: Console, closed_port: int) -> None:
+def test_each_page_shows_its_own_cause_and_only_the_working_cluster_has_a_live_dot(console: Console) -> None:
     for cluster in ("badpass", "badport"):
         unreachable(console, cluster)
     session = console.login()
@@ -310,7 +315,7 @@ def test_each_page_shows_its_own_cause_and_only_the_working_cluster_has_a_live_d
     assert banner == "" and "fault" not in dot.split() and state != "cluster unreachable"
 
 
-def test_healthz_names_the_kind_of_failure_without_users_or_addresses(console: Console, closed_port: int) -> None:
+def test_healthz_names_the_kind_of_failure_without_users_or_addresses(console: Console) -> None:
     for cluster in ("badpass", "badport"):
         unreachable(console, cluster)
     r = requests.get(console.base_url + "/healthz", timeout=10)
@@ -323,8 +328,7 @@ def test_healthz_names_the_kind_of_failure_without_users_or_addresses(console: C
 
 
 @pytest.mark.browser
-def test_the_status_dot_in_the_browser_follows_the_cluster_not_only_the_socket(console: Console, closed_port: int,
-                                                                               browser: Any) -> None:
+def test_the_status_dot_in_the_browser_follows_the_cluster_not_only_the_socket(console: Console, browser: Any) -> None:
     for cluster in ("badpass", "badport"):
         unreachable(console, cluster)
     context = browser.new_context()
