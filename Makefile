@@ -10,9 +10,9 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_RUN := redis-server default-jdk-headless maven python3-venv
 APT_TEST := chromium
 
-.PHONY: run test setup system-deps test-deps venv kafka-jars lint migrate clean stop bench
+.PHONY: run test setup system-deps test-deps venv kafka-jars spark-jars lint migrate clean stop bench
 
-setup: system-deps venv kafka-jars
+setup: system-deps venv kafka-jars spark-jars
 
 system-deps:
 	@missing=""; \
@@ -41,6 +41,13 @@ kafka/lib/.installed: kafka/pom.xml
 	@echo "fetching Apache Kafka jars from Maven Central (kafka/pom.xml)"
 	@rm -rf kafka/lib
 	@cd kafka && mvn -q -B dependency:copy-dependencies -DoutputDirectory=lib -DincludeScope=runtime
+	@touch $@
+
+spark-jars: analytics/lib/.installed
+analytics/lib/.installed: analytics/pom.xml
+	@echo "fetching Spark's Kafka connector jars from Maven Central (analytics/pom.xml)"
+	@rm -rf analytics/lib
+	@cd analytics && mvn -q -B dependency:copy-dependencies -DoutputDirectory=lib -DincludeScope=runtime
 	@touch $@
 
 migrate: setup
