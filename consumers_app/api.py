@@ -50,6 +50,13 @@ class ResetBody(Body):
     from_group = StrictCharField(required=False, allow_null=True, default=None, max_length=255, help_text="With to=group.")
     dry_run = StrictBooleanField(required=False, default=False)
 
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        """Each target names what it needs, before anything is asked of Kafka."""
+        needs = {"timestamp": "timestamp", "offset": "offset", "shift": "shift", "group": "from_group"}.get(attrs["to"])
+        if needs and attrs.get(needs) in (None, ""):
+            raise serializers.ValidationError({needs: [f"is required with to={attrs['to']}."]})
+        return attrs
+
     @staticmethod
     def spec(d: dict[str, Any]) -> services.ResetSpec:
         return services.ResetSpec(to=d["to"], topics=d["topics"], partitions=d["partitions"], timestamp_ms=d["timestamp"],

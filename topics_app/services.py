@@ -82,7 +82,7 @@ def topic(snap: Snapshot, name: str) -> TopicState:
     if found is not None:
         return found
     key = (snap.cluster, name)
-    if _absent.get(key, 0.0) < time.monotonic() and snap.reachable:
+    if _absent.get(key, 0.0) < time.monotonic() and snap.reachable and _could_exist(name):
         try:
             meta = gateway.for_cluster(snap.cluster).topic_metadata(name)
         except NotFound:
@@ -96,6 +96,15 @@ def topic(snap: Snapshot, name: str) -> TopicState:
                 for p in meta.partitions
             ])
     raise NotFound(f"Topic '{name}' does not exist on cluster '{snap.cluster}'.")
+
+
+def _could_exist(name: str) -> bool:
+    """A name Kafka would refuse to create cannot name a topic: no need to ask."""
+    try:
+        check_topic_name(name)
+    except BadParameter:
+        return False
+    return True
 
 
 def partitions(snap: Snapshot, name: str) -> list[dict[str, Any]]:

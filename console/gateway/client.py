@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 import kafka.errors as kp_errors
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, ShareConsumer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, ShareConsumer, TopicCollection, TopicPartition
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -163,7 +163,7 @@ def translate_error(name: str, detail: str, cluster: str, action: str) -> Gatewa
         return PolicyViolation(f"Cluster '{cluster}' refused to {action} by policy: {detail}.")
     if name == "TOPIC_ALREADY_EXISTS":
         return InvalidRequest(f"Could not {action}: the topic already exists.")
-    if name.startswith("INVALID_") or name in {"UNSUPPORTED_VERSION", "_INVALID_ARG", "UNKNOWN_TOPIC_ID", "OFFSET_OUT_OF_RANGE",
+    if name.startswith("INVALID_") or name in {"UNSUPPORTED_VERSION", "_INVALID_ARG", "UNKNOWN_TOPIC_ID", "OFFSET_OUT_OF_RANGE", "TOPIC_EXCEPTION",
                                                "INVALID_CONFIG"}:
         return InvalidRequest(f"Could not {action}: {detail}.")
     return GatewayError(f"Could not {action} on cluster '{cluster}': {detail} ({name}).")
@@ -176,8 +176,14 @@ def _connection_failure(exc: BaseException) -> bool:
     err = exc.args[0] if isinstance(exc, KafkaException) and exc.args else exc
     if isinstance(err, KafkaError):
         return err.name() in CONNECTION_ERRORS
-    return isinstance(exc, (FutureTimeout, TimeoutError, ConnectionError, kp_errors.KafkaTimeoutError,
-                            kp_errors.KafkaConnectionError, kp_errors.NoBrokersAvailable, kp_errors.NodeNotReadyError))
+    return isinstance(exc, (FutureTimeout, TimeoutError, ConnectionError, *_KP_CONNECTION_ERRORS))
+
+
+# kafka-python's connection errors; the names differ between its releases, so only those present count.
+_KP_CONNECTION_ERRORS: tuple[type[BaseException], ...] = tuple(
+    e for e in (getattr(kp_errors, name, None) for name in (
+        "KafkaTimeoutError", "KafkaConnectionError", "NoBrokersAvailable", "NodeNotReadyError"))
+    if isinstance(e, type) and issubclass(e, BaseException))
 
 
 @dataclass
@@ -421,6 +427,21 @@ class ClusterGateway:
             return Topic(name=name, internal=name in INTERNAL_TOPICS, partitions=parts, error=None)
 
         return self._call(f"describe topic '{name}'", run)
+
+    def topic_id(self, name: str) -> str:
+        """The topic's id: it changes when a topic is deleted and re-created under the same name.
+        NotFound when Kafka does not have the topic."""
+
+        def run() -> str:
+            futures = self._admin_client().describe_topics(TopicCollection([name]), request_timeout=self.timeout)
+            return str(self._result(futures[name]).topic_id)
+
+        return self._call(f"describe topic '{name}'", run)
+
+    def forget_client(self, client: Producer) -> None:
+        """Stop serving a long-lived client that is being replaced."""
+        with self._lock:
+            self._drained_clients = [c for c in self._drained_clients if c is not client]
 
     def broker_racks(self) -> dict[int, str | None]:
         """Rack of every live broker (librdkafka's metadata does not carry racks)."""

@@ -687,11 +687,36 @@ def _producer(gateway: ClusterGateway) -> Producer:
         return producer
 
 
+# The id of each topic the cached producer has written to. librdkafka keeps a deleted and re-created
+# topic's old partition leaders (the new topic's leader epochs start again at 0, and it ignores
+# epochs older than the ones it saw: confluentinc/librdkafka#4898), so its messages time out while
+# the new leaders are elsewhere. A topic whose id changed gets a new producer.
+_topic_ids: dict[tuple[ClusterConfig, str], str] = {}
+
+
+def _producer_for(gateway: ClusterGateway, topic: str) -> Producer:
+    current = gateway.topic_id(topic)
+    key = (gateway.config, topic)
+    stale = None
+    with _producers_lock:
+        seen = _topic_ids.get(key)
+        if seen is not None and seen != current:
+            log.info("topic '%s' on cluster '%s' was re-created: a new producer", topic, gateway.name)
+            stale = _producers.pop(gateway.config, None)
+            for other in [k for k in _topic_ids if k[0] == gateway.config]:
+                del _topic_ids[other]
+        _topic_ids[key] = current
+    if stale is not None:
+        gateway.forget_client(stale)
+        stale.flush(0)
+    return _producer(gateway)
+
+
 def produce(gateway: ClusterGateway, topic: str, value: bytes | None, key: bytes | None = None,
             headers: list[tuple[str, bytes]] | None = None, partition: int | None = None) -> Produced:
     """Write one message and wait for the cluster to confirm it (at most the gateway's timeout)."""
     action = f"produce to topic '{topic}'"
-    producer = _producer(gateway)
+    producer = _producer_for(gateway, topic)
     available = _topic_partitions(producer, gateway, topic)
     if partition is not None:
         _choose(topic, available, [partition])
