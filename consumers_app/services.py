@@ -301,6 +301,7 @@ def plan_reset(cluster: str, snap: Snapshot, group_id: str, spec: ResetSpec) -> 
 
 
 def apply_reset(user: Any, cluster: str, snap: Snapshot, group_id: str, spec: ResetSpec) -> list[dict[str, Any]]:
+    group(snap, group_id)  # an unknown group is a 404, as in the preview, before Kafka is asked
     gw = gateway.for_cluster(cluster)
     state, members, kind = gw.group_state(group_id)
     if state not in {"Empty", "Dead"} or members:
