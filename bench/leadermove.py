@@ -51,7 +51,7 @@ def main() -> None:
         def browse() -> tuple[float, bool, str]:
             started = time.monotonic()
             try:
-                spec = messages.ScanSpec(topic=topic, start="newest", limit=PARTITIONS * 3)
+                spec = messages.ScanSpec(topic=topic, start="newest", newest_n=3, limit=PARTITIONS * 3)
                 records, _ = messages.scan(gw, spec, None)
                 ends = gw.list_offsets([(topic, p) for p in range(PARTITIONS)], "latest")
                 ok = len(records) == PARTITIONS * 3 and len(ends) == PARTITIONS
