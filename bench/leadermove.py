@@ -75,7 +75,7 @@ def main() -> None:
                 return all(layout[p]["replicas"] == wanted[p] for p in range(PARTITIONS))
 
             wait_for(reassigned, 60, what="the reassignment")
-            cluster.tool("kafka-leader-election", "--election-type", "PREFERRED", "--topic", topic, "--all-topic-partitions")
+            cluster.tool("kafka-leader-election", "--election-type", "PREFERRED", "--all-topic-partitions")
             after = topic_layout(cluster.tool("kafka-topics", "--describe", "--topic", topic))
             moved = sum(1 for p in range(PARTITIONS) if after[p]["leader"] != before[p]["leader"])
             renewals, retries = gw.renewals, gw.retries
