@@ -4,14 +4,19 @@ from __future__ import annotations
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from brokers_app import services
+from brokers_app import elections, services
 from brokers_app.services import require_snapshot
 from brokers_app.views import event_filters
 from console import gateway
+from console.api_edge import INT32_MAX, Body, StrictCharField, StrictIntegerField, validated
+from console.audit import audited
+from console.auth import has_role
+from console.errors import BadParameter, Forbidden
 from console.params import int_param
 
 
@@ -66,3 +71,40 @@ class EventList(APIView):
         limit = int_param(request.query_params, "limit", 100, minimum=1, maximum=1000) or 100
         rows = services.events(cluster, before=before, limit=limit, **filters)
         return Response({"events": [e.as_dict() for e in rows], "next_before": rows[-1].id if len(rows) == limit else None})
+
+
+class PartitionRef(Body):
+    topic = StrictCharField(max_length=249)
+    partition = StrictIntegerField(min_value=0, max_value=INT32_MAX)
+
+
+class ElectionBody(Body):
+    type = serializers.ChoiceField(choices=["preferred", "unclean"], required=False, default="preferred",
+                                   error_messages={"invalid_choice": "must be preferred or unclean."})
+    topics = serializers.ListField(child=StrictCharField(max_length=249), required=False, default=list,
+                                   help_text="Every partition of these topics.")
+    partitions = serializers.ListField(child=PartitionRef(), required=False, default=list,
+                                       help_text="These partitions. Nothing named: every partition of the cluster.")
+    confirm = StrictCharField(required=False, allow_blank=True, default="", max_length=255,
+                              help_text="With type=unclean (admins only): the cluster's name, typed again.")
+
+
+class LeaderElections(APIView):
+    roles = {"POST": "operator"}  # unclean elections need admin, checked below
+
+    @extend_schema(request=ElectionBody, responses=OpenApiTypes.OBJECT,
+                   summary="Elect leaders: preferred (the first replica leads again) or unclean (admin, confirmed)")
+    def post(self, request: Request, cluster: str) -> Response:
+        d = validated(ElectionBody, request)
+        unclean = d["type"] == "unclean"
+        if unclean and not has_role(request.user, "admin"):
+            raise Forbidden("An unclean leader election needs the admin role.")
+        if unclean and d["confirm"] != cluster:
+            raise BadParameter(f"{elections.UNCLEAN_WARNING} To go ahead, type the cluster's name ('{cluster}') as 'confirm'.")
+        snap = require_snapshot(services.live(cluster))
+        parts = [(p["topic"], p["partition"]) for p in d["partitions"]]
+        with audited(request.user, "elect_leaders", cluster=cluster, target=d["type"],
+                     details={"topics": d["topics"], "partitions": [f"{t}-{p}" for t, p in parts]}) as entry:
+            result = elections.elect(cluster, snap, unclean, d["topics"], parts)
+            entry.update({k: result[k] for k in ("elected", "not_needed", "failed")})
+        return Response(result)

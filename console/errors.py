@@ -17,6 +17,12 @@ class BadParameter(ConsoleError):
     http_status = 400
 
 
+class Forbidden(ConsoleError):
+    """The user's role does not allow this particular change (beyond what the method needs)."""
+
+    http_status = 403
+
+
 class NoSnapshot(ConsoleError):
     """The watcher has not written a snapshot of this cluster yet (just started, or not running).
     Pages and API answer it the same way: 503, one sentence."""

@@ -20,7 +20,16 @@ from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 import kafka.errors as kp_errors
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, ShareConsumer, TopicCollection, TopicPartition
+from confluent_kafka import (
+    Consumer,
+    ElectionType,
+    KafkaError,
+    KafkaException,
+    Producer,
+    ShareConsumer,
+    TopicCollection,
+    TopicPartition,
+)
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -437,6 +446,29 @@ class ClusterGateway:
             return str(self._result(futures[name]).topic_id)
 
         return self._call(f"describe topic '{name}'", run)
+
+    def elect_leaders(self, unclean: bool, partitions: list[tuple[str, int]] | None) -> dict[tuple[str, int], str | None]:
+        """A preferred (or unclean) leader election over these partitions, None: every partition.
+        Per partition: None when a leader was elected, "not needed" when the preferred replica
+        already leads, else Kafka's error in a few words."""
+
+        def run() -> dict[tuple[str, int], str | None]:
+            kind = ElectionType.UNCLEAN if unclean else ElectionType.PREFERRED
+            wanted = None if partitions is None else [TopicPartition(t, p) for t, p in partitions]
+            result = self._result(self._admin_client().elect_leaders(kind, wanted, request_timeout=self.timeout,
+                                                                     operation_timeout=self.timeout))
+            out: dict[tuple[str, int], str | None] = {}
+            for tp, err in result.items():
+                error = err.args[0] if isinstance(err, KafkaException) and err.args else err
+                if error is None or (isinstance(error, KafkaError) and error.code() == KafkaError.NO_ERROR):
+                    out[(tp.topic, tp.partition)] = None
+                elif isinstance(error, KafkaError) and error.code() == KafkaError.ELECTION_NOT_NEEDED:
+                    out[(tp.topic, tp.partition)] = "not needed"
+                else:
+                    out[(tp.topic, tp.partition)] = error.str() if isinstance(error, KafkaError) else str(error)
+            return out
+
+        return self._call("elect leaders", run)
 
     def forget_client(self, client: Producer) -> None:
         """Stop serving a long-lived client that is being replaced."""

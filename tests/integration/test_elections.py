@@ -1,0 +1,58 @@
+"""Preferred leader elections through the API, checked against kafka-topics --describe."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+
+import pytest
+
+from tests.conftest import Stack, unique, wait_for
+from tests.integration.oracle import topic_layout
+
+pytestmark = pytest.mark.cluster
+API = "/api/v1/clusters/local/leader-elections/"
+PARTITIONS = 6
+
+
+def layout(stack: Stack, topic: str) -> dict[int, dict]:
+    return topic_layout(stack.cluster.tool("kafka-topics", "--describe", "--topic", topic))
+
+
+def test_a_preferred_election_puts_each_first_replica_back_in_the_lead(stack: Stack) -> None:
+    topic = unique("elect")
+    stack.cluster.tool("kafka-topics", "--create", "--topic", topic, "--partitions", str(PARTITIONS), "--replication-factor", "3")
+    wait_for(lambda: len(layout(stack, topic)) == PARTITIONS and all(len(p["isr"]) == 3 for p in layout(stack, topic).values()),
+             60, what="the topic fully replicated")
+    before = layout(stack, topic)
+    # Rotate every replica list: the leaders stay where they are, no longer first in their lists.
+    wanted = {p: before[p]["replicas"][1:] + before[p]["replicas"][:1] for p in range(PARTITIONS)}
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump({"version": 1, "partitions": [{"topic": topic, "partition": p, "replicas": wanted[p]} for p in wanted]}, f)
+    stack.cluster.tool("kafka-reassign-partitions", "--reassignment-json-file", f.name, "--execute")
+    wait_for(lambda: {p: v["replicas"] for p, v in layout(stack, topic).items()} == wanted, 60, what="the new replica order")
+    off_preferred = [p for p, v in layout(stack, topic).items() if v["leader"] != v["replicas"][0]]
+    assert off_preferred, "the rotation left every leader first: nothing to elect"
+
+    wait_for(lambda: stack.get(f"/api/v1/clusters/local/topics/{topic}/").status_code == 200, 30, what="the topic in the snapshot")
+    r = stack.api("operator").post(stack.base_url + API, json={"topics": [topic]}, timeout=30)
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["type"] == "preferred" and body["failed"] == 0, body
+    assert body["elected"] == len(off_preferred), (body, off_preferred)
+    assert sorted(row["partition"] for row in body["partitions"] if row["result"] == "elected") == sorted(off_preferred)
+
+    after = layout(stack, topic)  # Kafka's own tool is the oracle
+    assert all(v["leader"] == v["replicas"][0] for v in after.values()), after
+
+    again = stack.api("operator").post(stack.base_url + API, json={"partitions": [{"topic": topic, "partition": 0}]}, timeout=30)
+    assert again.status_code == 200 and again.json()["partitions"][0]["result"] == "not needed", again.text
+
+    audit = stack.get("/api/v1/audit/").json()
+    entries = audit["entries"]
+    assert any(e["action"] == "elect_leaders" and e["details"].get("topics") == [topic] for e in entries), entries[:3]
+
+
+def test_a_viewer_cannot_elect_leaders(stack: Stack) -> None:
+    r = stack.api("viewer").post(stack.base_url + API, json={}, timeout=10)
+    assert r.status_code == 403
