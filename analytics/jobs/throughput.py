@@ -1,0 +1,75 @@
+"""Throughput per topic and partition from successive end offsets."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+DEFAULT_RESOLUTIONS = (60, 300, 3600)  # seconds: 1 min, 5 min, 1 h
+PARTITION = ["cluster", "topic", "partition"]
+
+
+def increments(topic_offsets: DataFrame) -> DataFrame:
+    """What each partition took in between consecutive samples.
+
+    cluster, topic, partition, time_ms (the later sample), seconds, messages, bytes. An interval
+    whose end offset went down (the topic was re-created) says nothing and is left out; bytes is
+    null where either size is unknown or the log shrank (retention deleted a segment).
+    """
+    w = Window.partitionBy(*PARTITION).orderBy("time_ms")
+    pairs = topic_offsets.select(
+        *PARTITION, "time_ms",
+        (F.col("time_ms") - F.lag("time_ms").over(w)).alias("dt_ms"),
+        (F.col("end_offset") - F.lag("end_offset").over(w)).alias("messages"),
+        (F.col("bytes") - F.lag("bytes").over(w)).alias("dbytes"),
+    )
+    return pairs.filter(F.col("dt_ms").isNotNull() & (F.col("messages") >= 0)).select(
+        *PARTITION, "time_ms",
+        (F.col("dt_ms") / 1000.0).alias("seconds"),
+        "messages",
+        F.when(F.col("dbytes") >= 0, F.col("dbytes")).alias("bytes"),
+    )
+
+
+def throughput(topic_offsets: DataFrame, resolutions: Sequence[int] = DEFAULT_RESOLUTIONS) -> DataFrame:
+    """Messages/s and bytes/s per partition and time bucket, at each resolution (seconds).
+
+    cluster, topic, partition, resolution_s, start (bucket start, UTC), messages, seconds (the time
+    the samples cover in the bucket), messages_per_s, bytes, bytes_per_s (null where sizes are
+    unknown). Each interval between two samples counts in the bucket of its later sample, and a
+    rate is what was taken in over the time covered, so a bucket the samples only partly cover (the
+    first, the last, a watcher restart) still shows the true rate.
+    """
+    if not resolutions or any(r <= 0 for r in resolutions):
+        raise ValueError(f"resolutions must be positive seconds, got {list(resolutions)}")
+    inc = increments(topic_offsets).withColumn("resolution_s", F.explode(F.array(*[F.lit(int(r)) for r in resolutions])))
+    bucket_ms = F.col("resolution_s").cast("long") * 1000
+    inc = inc.withColumn("start_ms", F.floor((F.col("time_ms") - 1) / bucket_ms) * bucket_ms)
+    agg = inc.groupBy(*PARTITION, "resolution_s", "start_ms").agg(
+        F.sum("messages").alias("messages"),
+        F.sum("seconds").alias("seconds"),
+        F.sum("bytes").alias("bytes"),
+        F.sum(F.when(F.col("bytes").isNotNull(), F.col("seconds"))).alias("bytes_seconds"),
+    )
+    return agg.select(
+        *PARTITION, "resolution_s",
+        F.timestamp_millis(F.col("start_ms")).alias("start"),
+        "messages", "seconds",
+        (F.col("messages") / F.col("seconds")).alias("messages_per_s"),
+        "bytes",
+        (F.col("bytes") / F.col("bytes_seconds")).alias("bytes_per_s"),
+    )
+
+
+def topic_throughput(partition_throughput: DataFrame) -> DataFrame:
+    """The partitions' buckets summed per topic: cluster, topic, resolution_s, start, partitions, messages,
+    messages_per_s, bytes, bytes_per_s (null when no partition's sizes are known)."""
+    return partition_throughput.groupBy("cluster", "topic", "resolution_s", "start").agg(
+        F.count("*").alias("partitions"),
+        F.sum("messages").alias("messages"),
+        F.sum("messages_per_s").alias("messages_per_s"),
+        F.sum("bytes").alias("bytes"),
+        F.sum("bytes_per_s").alias("bytes_per_s"),
+    )
