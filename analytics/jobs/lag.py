@@ -27,30 +27,28 @@ def lag_history(topic_offsets: DataFrame, group_offsets: DataFrame) -> DataFrame
     when none was); lag = max(0, end_offset - committed); time_lag_s = seconds between the sample
     and when `committed` was the end of the log, never negative, null when it cannot be told.
     """
-    ends = topic_offsets.select(*PARTITION, "time_ms", "end_offset")
     by_time = Window.partitionBy(*PARTITION).orderBy("time_ms")
+    upto = by_time.rowsBetween(Window.unboundedPreceding, 0)
     newest_before = F.max("end_offset").over(by_time.rowsBetween(Window.unboundedPreceding, -1))
-    accepted = ends.withColumn("newest_before", newest_before).filter(
-        F.col("newest_before").isNull() | (F.col("end_offset") >= F.col("newest_before")))
-    points = accepted.select(
-        *PARTITION, "time_ms",
-        F.struct(
-            F.col("end_offset").alias("off"),
-            F.col("time_ms").alias("t"),
-            F.row_number().over(by_time).alias("n"),
-            F.lead("end_offset").over(by_time).alias("next_off"),
-            F.lead("time_ms").over(by_time).alias("next_t"),
-            F.first("end_offset").over(by_time).alias("first_off"),
-            F.first("time_ms").over(by_time).alias("first_t"),
-        ).alias("point"),
+    ends = topic_offsets.select(*PARTITION, "time_ms", "end_offset").withColumn(
+        "accepted", newest_before.isNull() | (F.col("end_offset") >= newest_before))
+    # The table as of each end sample: its newest point (this sample when accepted), how many points
+    # it holds and its oldest point.
+    ends = ends.withColumn("n", F.sum(F.col("accepted").cast("int")).over(upto)).withColumn(
+        "first", F.first(F.when(F.col("accepted"), F.struct(F.col("end_offset").alias("off"), F.col("time_ms").alias("t"))),
+                         ignorenulls=True).over(upto))
+    ends = ends.select(
+        *PARTITION, "time_ms", F.col("end_offset").alias("raw_end"),
+        F.when(F.col("accepted"), F.struct(
+            F.col("end_offset").alias("off"), F.col("time_ms").alias("t"), F.col("n").alias("n"),
+            F.col("first.off").alias("first_off"), F.col("first.t").alias("first_t"))).alias("point"),
     )
     samples = group_offsets.select(*GROUP_PARTITION, "time_ms", "committed", "members")
 
     # As of each group sample's time: the partition's end offset and the newest point of its table.
     as_of_time = Window.partitionBy(*PARTITION).orderBy("time_ms", "kind").rowsBetween(Window.unboundedPreceding, 0)
     step_a = (
-        ends.select(*PARTITION, "time_ms", F.col("end_offset").alias("raw_end"), F.lit(_POINT).alias("kind"))
-        .unionByName(points.withColumn("kind", F.lit(_POINT)), allowMissingColumns=True)
+        ends.withColumn("kind", F.lit(_POINT))
         .unionByName(samples.withColumn("kind", F.lit(_SAMPLE)), allowMissingColumns=True)
         .select(
             "*",
@@ -61,12 +59,19 @@ def lag_history(topic_offsets: DataFrame, group_offsets: DataFrame) -> DataFrame
         .drop("raw_end", "point")
     )
 
-    # The table's last point at or below the committed offset (its next point is the one above):
-    # the end offsets only grow, so ordering by offset finds it, and it is older than the sample
-    # whenever the committed offset is below the newest point's.
+    # The table's last point at or below the committed offset, and the point after it: the end
+    # offsets only grow, so ordering by offset finds it, and it is older than the sample whenever
+    # the committed offset is below the newest point's.
+    points = ends.filter(F.col("point").isNotNull()).select(
+        *PARTITION, "time_ms", F.col("point.off").alias("off"),
+        F.struct(
+            F.col("point.off").alias("off"), F.col("point.t").alias("t"),
+            F.lead("point.off").over(by_time).alias("next_off"), F.lead("point.t").over(by_time).alias("next_t"),
+        ).alias("point"),
+    )
     as_of_offset = Window.partitionBy(*PARTITION).orderBy("off", "kind", "time_ms").rowsBetween(Window.unboundedPreceding, 0)
     step_b = (
-        points.select(*PARTITION, "time_ms", "point", F.col("point.off").alias("off"), F.lit(_POINT).alias("kind"))
+        points.withColumn("kind", F.lit(_POINT))
         .unionByName(step_a.withColumn("off", F.col("committed")), allowMissingColumns=True)
         .select("*", F.last("point", ignorenulls=True).over(as_of_offset).alias("left"))
         .filter(F.col("kind") == _SAMPLE)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 DEFAULT_RESOLUTIONS = (60, 300, 3600)  # seconds: 1 min, 5 min, 1 h
@@ -44,22 +44,41 @@ def throughput(topic_offsets: DataFrame, resolutions: Sequence[int] = DEFAULT_RE
     """
     if not resolutions or any(r <= 0 for r in resolutions):
         raise ValueError(f"resolutions must be positive seconds, got {list(resolutions)}")
-    inc = increments(topic_offsets).withColumn("resolution_s", F.explode(F.array(*[F.lit(int(r)) for r in resolutions])))
-    bucket_ms = F.col("resolution_s").cast("long") * 1000
-    inc = inc.withColumn("start_ms", F.floor((F.col("time_ms") - 1) / bucket_ms) * bucket_ms)
-    agg = inc.groupBy(*PARTITION, "resolution_s", "start_ms").agg(
-        F.sum("messages").alias("messages"),
-        F.sum("seconds").alias("seconds"),
-        F.sum("bytes").alias("bytes"),
-        F.sum(F.when(F.col("bytes").isNotNull(), F.col("seconds"))).alias("bytes_seconds"),
-    )
-    return agg.select(
+    # Sum the intervals once at the finest resolution, then add those buckets up into the coarser
+    # ones: the same figures, since buckets of multiples of the finest width share its boundaries.
+    finest = min(resolutions)
+    if any(r % finest for r in resolutions):
+        raise ValueError(f"every resolution must be a multiple of the finest ({finest} s), got {list(resolutions)}")
+    fine = _sums(increments(topic_offsets).select(
+        *PARTITION, "messages", "seconds", "bytes",
+        F.when(F.col("bytes").isNotNull(), F.col("seconds")).alias("bytes_seconds"),
+        # An interval (a, b] counts in the bucket holding b, so one ending on a boundary counts before it.
+        _bucket_start(F.col("time_ms") - 1, F.lit(finest)).alias("start_ms"),
+    ), [])
+    widths = F.explode(F.array(*[F.lit(int(r)) for r in sorted(set(resolutions))]))
+    every = fine.withColumn("resolution_s", widths).withColumn(
+        "start_ms", _bucket_start(F.col("start_ms"), F.col("resolution_s")))
+    return _sums(every, ["resolution_s"]).select(
         *PARTITION, "resolution_s",
         F.timestamp_millis(F.col("start_ms")).alias("start"),
         "messages", "seconds",
         (F.col("messages") / F.col("seconds")).alias("messages_per_s"),
         "bytes",
         (F.col("bytes") / F.col("bytes_seconds")).alias("bytes_per_s"),
+    )
+
+
+def _bucket_start(time_ms: Column, resolution_s: Column) -> Column:
+    width = resolution_s.cast("long") * 1000
+    return F.floor(time_ms / width) * width
+
+
+def _sums(rows: DataFrame, keys: list[str]) -> DataFrame:
+    return rows.groupBy(*PARTITION, *keys, "start_ms").agg(
+        F.sum("messages").alias("messages"),
+        F.sum("seconds").alias("seconds"),
+        F.sum("bytes").alias("bytes"),
+        F.sum("bytes_seconds").alias("bytes_seconds"),
     )
 
 
