@@ -455,8 +455,9 @@ class ClusterGateway:
         def run() -> dict[tuple[str, int], str | None]:
             kind = ElectionType.UNCLEAN if unclean else ElectionType.PREFERRED
             wanted = None if partitions is None else [TopicPartition(t, p) for t, p in partitions]
-            result = self._result(self._admin_client().elect_leaders(kind, wanted, request_timeout=self.timeout,
-                                                                     operation_timeout=self.timeout))
+            # confluent-kafka 2.16 documents request_timeout and operation_timeout, but its C side
+            # fails on either ("more argument specifiers than keyword list entries"): _result bounds the wait.
+            result = self._result(self._admin_client().elect_leaders(kind, wanted))
             out: dict[tuple[str, int], str | None] = {}
             for tp, err in result.items():
                 error = err.args[0] if isinstance(err, KafkaException) and err.args else err
