@@ -6,7 +6,7 @@ import json
 import math
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -97,17 +97,31 @@ def write_results(results: Mapping[str, DataFrame], directory: str | os.PathLike
 
     summary.json is written last and atomically, so a reader that waits for it sees whole tables;
     give each run its own directory so readers of the previous run are not disturbed. The
-    directory must be reachable by the Spark executors (local disk with `local[*]`).
-    Returns the summary file's path.
+    directory must be reachable at the same path by the Spark executors (local disk with
+    `local[*]`). Returns the summary file's path.
     """
+    write_tables(results, directory)
+    return write_summary(directory, list(results), summary)
+
+
+def write_tables(results: Mapping[str, DataFrame], directory: str | os.PathLike[str]) -> None:
     root = Path(directory)
     root.mkdir(parents=True, exist_ok=True)
     for name, df in results.items():
         df.write.mode("overwrite").parquet(str(root / name))
+
+
+def read_tables(spark: SparkSession, directory: str | os.PathLike[str], names: Iterable[str]) -> dict[str, DataFrame]:
+    return {name: spark.read.parquet(str(Path(directory) / name)) for name in names}
+
+
+def write_summary(directory: str | os.PathLike[str], tables: Iterable[str], summary: Mapping[str, Any] | None = None) -> Path:
+    root = Path(directory)
+    root.mkdir(parents=True, exist_ok=True)
     document = {
         "format": SUMMARY_FORMAT,
         "written_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "tables": {name: name for name in results},
+        "tables": {name: name for name in tables},
         **(summary or {}),
     }
     path = root / SUMMARY_FILE
@@ -118,18 +132,33 @@ def write_results(results: Mapping[str, DataFrame], directory: str | os.PathLike
     return path
 
 
+def process(spark: SparkSession, samples: DataFrame, directory: str | os.PathLike[str], params: Params = Params(),
+            now_ms: int | None = None) -> Path:
+    """Every table from parsed samples, written to `directory`, then summary.json; returns its path.
+
+    The samples, the lag history and the partition statuses feed several tables each, so they are
+    kept (memory, spilling to disk) while the tables are written; the summary reads the written
+    tables back instead of computing anything again.
+    """
+    samples = samples.persist()
+    results = compute(samples, params, now_ms)
+    kept = [samples, results["lag_history"].persist(), results["partition_status"].persist()]
+    try:
+        covered = _range(samples)
+        write_tables(results, directory)
+    finally:
+        for df in kept:
+            df.unpersist()
+    summary = summarize(read_tables(spark, directory, results))
+    return write_summary(directory, list(results), {"params": asdict(params), "range": covered, **summary})
+
+
 def run(spark: SparkSession, bootstrap_servers: str, topic: str, directory: str | os.PathLike[str],
         start_ms: int | None = None, end_ms: int | None = None, params: Params = Params(),
         options: Mapping[str, str] | None = None) -> Path:
-    """Read the samples of [start_ms, end_ms) from the sample topic, compute everything, write it."""
-    raw = read_samples(spark, bootstrap_servers, topic, start_ms, options)
-    samples = parse_samples(raw, start_ms, end_ms).cache()
-    try:
-        results = compute(samples, params, now_ms=end_ms)
-        summary = {"params": asdict(params), "range": _range(samples), **summarize(results)}
-        return write_results(results, directory, summary)
-    finally:
-        samples.unpersist()
+    """Read the samples of [start_ms, end_ms) from the sample topic and `process` them."""
+    samples = parse_samples(read_samples(spark, bootstrap_servers, topic, start_ms, options), start_ms, end_ms)
+    return process(spark, samples, directory, params, now_ms=end_ms)
 
 
 def _range(samples: DataFrame) -> dict[str, Any]:

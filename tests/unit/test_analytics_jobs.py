@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pyspark.sql import functions as F
 
-from analytics.jobs.pipeline import Params, compute, write_results
+from analytics.jobs.pipeline import Params, compute, process
 from analytics.jobs.samples import parse_samples, read_samples
 from analytics.records import by_partition, group_record, topic_record
 from analytics.session import connector_jars, spark_session
@@ -200,7 +201,9 @@ def run(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     used = ("partition_throughput", "topic_throughput", "lag_history", "partition_status", "group_status_intervals", "skew",
             "idle_topics", "orphaned_groups", "forecasts")
     rows = {name: [r.asDict() for r in results[name].collect()] for name in used}
-    return {"records": len(s.records), "samples": samples, "results": results, "rows": rows, "walks": walks}
+    clusters = Counter(json.loads(value)["cluster"] for _key, value in s.records)
+    return {"records": len(s.records), "clusters": clusters, "samples": samples, "results": results, "rows": rows,
+            "walks": walks}
 
 
 def rows(run: dict[str, Any], table: str, **where: Any) -> list[dict[str, Any]]:
@@ -313,13 +316,20 @@ def test_a_group_consuming_10_per_second_faster_than_its_producer_with_lag_600_c
     assert not rows(run, "forecasts", group_id="stalled")  # caught up at the end: not lagging
 
 
-def test_results_are_written_as_parquet_with_a_json_summary(run: dict[str, Any], spark: Any, tmp_path: Path) -> None:
-    tables = {"forecasts": run["results"]["forecasts"]}
-    path = write_results(tables, tmp_path / "run", {"range": {"records": run["records"]}})
+def test_a_run_writes_every_table_as_parquet_then_a_summary_read_from_them(run: dict[str, Any], spark: Any,
+                                                                          tmp_path: Path) -> None:
+    samples = run["samples"].filter(F.col("cluster").isin("h", "d"))
+    path = process(spark, samples, tmp_path / "run")
     summary = json.loads(path.read_text())
-    assert summary["format"] == 1 and summary["tables"] == {"forecasts": "forecasts"}
-    assert summary["range"]["records"] == run["records"]
-    assert spark.read.parquet(str(tmp_path / "run" / "forecasts")).count() == len(run["rows"]["forecasts"])
+    assert summary["format"] == 1
+    assert set(summary["tables"]) == set(run["results"])
+    assert all((tmp_path / "run" / name / "_SUCCESS").exists() for name in summary["tables"])
+    assert summary["range"]["records"] == run["clusters"]["h"] + run["clusters"]["d"]
+    worst = {r["group_id"]: r for r in summary["worst_groups"]}
+    assert (worst["reader"]["total_lag"], worst["reader"]["time_lag_s"]) == (50, 25.0)
+    assert worst["reader"]["at"] == "2023-11-14T22:14:35.000+00:00"  # T0 + 50 s, UTC
+    assert [r["topic"] for r in summary["idle_topics"]] == ["quiet"]
+    assert [r["group_id"] for r in summary["orphaned_groups"]] == ["abandoned"]
     assert not list((tmp_path / "run").glob(".summary-*"))
 
 
