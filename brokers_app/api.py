@@ -9,7 +9,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from brokers_app import elections, services
+from brokers_app import elections, placement, services
 from brokers_app.services import require_snapshot
 from brokers_app.views import event_filters
 from console import gateway
@@ -108,3 +108,31 @@ class LeaderElections(APIView):
             result = elections.elect(cluster, snap, unclean, d["topics"], parts)
             entry.update({k: result[k] for k in ("elected", "not_needed", "failed")})
         return Response(result)
+
+
+class PlanBody(Body):
+    kind = serializers.ChoiceField(choices=["rebalance", "decommission", "add_brokers", "replication_factor"],
+                                   error_messages={"invalid_choice": "must be rebalance, decommission, add_brokers or replication_factor."})
+    topics = serializers.ListField(child=StrictCharField(max_length=249), required=False, default=list,
+                                   help_text="Only these topics (rebalance, add_brokers, replication_factor).")
+    brokers = serializers.ListField(child=StrictIntegerField(min_value=0, max_value=INT32_MAX), required=False, default=list,
+                                    help_text="The brokers to retire (decommission) or to fill (add_brokers).")
+    replication_factor = StrictIntegerField(required=False, allow_null=True, default=None, min_value=1, max_value=32767,
+                                            help_text="With kind=replication_factor: the new factor.")
+
+
+class Reassignments(APIView):
+    roles = {"POST": "operator"}
+
+    @extend_schema(request=PlanBody, responses=OpenApiTypes.OBJECT,
+                   summary="Plan a reassignment with as little data moved as possible (changes nothing); "
+                           "the answer carries Kafka's reassignment JSON under 'plan'")
+    def post(self, request: Request, cluster: str) -> Response:
+        d = validated(PlanBody, request)
+        snap = require_snapshot(services.live(cluster))
+        try:
+            req = placement.PlanRequest.from_dict(d)
+            result = placement.plan(placement.layout_from_snapshot(snap), req)
+        except placement.PlanError as exc:
+            raise BadParameter(str(exc)) from None
+        return Response(result.to_dict())

@@ -70,6 +70,7 @@ urlpatterns = [
     path(api + "<str:cluster>/brokers/", brokers_api.BrokerList.as_view()),
     path(api + "<str:cluster>/events/", brokers_api.EventList.as_view()),
     path(api + "<str:cluster>/leader-elections/", brokers_api.LeaderElections.as_view()),
+    path(api + "<str:cluster>/reassignments/", brokers_api.Reassignments.as_view()),
     path(api + "<str:cluster>/consumer-groups/", consumers_api.GroupList.as_view()),
     path(api + "<str:cluster>/rebalances/most-frequent/", consumers_api.MostRebalancing.as_view()),
     path(api + "<str:cluster>/consumer-groups/<name:group>/", consumers_api.GroupDetail.as_view()),

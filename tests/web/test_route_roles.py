@@ -82,6 +82,7 @@ EXPECTED: dict[str, dict[str, str]] = {
     API + "brokers/": {"GET": "viewer"},
     API + "events/": {"GET": "viewer"},
     API + "leader-elections/": {"POST": "operator"},
+    API + "reassignments/": {"POST": "operator"},
     API + "consumer-groups/": {"GET": "viewer"},
     API + "rebalances/most-frequent/": {"GET": "viewer"},
     API + "consumer-groups/<name:group>/": {"GET": "viewer", "DELETE": "operator"},
@@ -139,6 +140,7 @@ BODIES: dict[tuple[str, str], dict[str, Any]] = {
     (API + "topics/<str:topic>/messages/", "POST"): {"value": "x", "encoding": "no-such-encoding"},
     (API + "topics/<str:topic>/configs/", "PATCH"): {"set": "not-an-object"},
     (API + "leader-elections/", "POST"): {"type": "sideways"},
+    (API + "reassignments/", "POST"): {"kind": "sideways"},
     (C + "topics/<str:topic>/purge/", "POST"): {"offsets": "0=not-an-offset"},
 }
 
