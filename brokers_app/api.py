@@ -9,7 +9,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from brokers_app import elections, placement, services
+from brokers_app import elections, jobs, placement, services
+from brokers_app.models import ReassignmentJob
 from brokers_app.services import require_snapshot
 from brokers_app.views import event_filters
 from console import gateway
@@ -111,28 +112,89 @@ class LeaderElections(APIView):
 
 
 class PlanBody(Body):
-    kind = serializers.ChoiceField(choices=["rebalance", "decommission", "add_brokers", "replication_factor"],
-                                   error_messages={"invalid_choice": "must be rebalance, decommission, add_brokers or replication_factor."})
+    kind = serializers.ChoiceField(choices=["rebalance", "decommission", "add_brokers", "replication_factor", "import"],
+                                   error_messages={"invalid_choice": "must be rebalance, decommission, add_brokers, "
+                                                                     "replication_factor or import."})
     topics = serializers.ListField(child=StrictCharField(max_length=249), required=False, default=list,
                                    help_text="Only these topics (rebalance, add_brokers, replication_factor).")
     brokers = serializers.ListField(child=StrictIntegerField(min_value=0, max_value=INT32_MAX), required=False, default=list,
                                     help_text="The brokers to retire (decommission) or to fill (add_brokers).")
     replication_factor = StrictIntegerField(required=False, allow_null=True, default=None, min_value=1, max_value=32767,
                                             help_text="With kind=replication_factor: the new factor.")
+    plan = serializers.JSONField(required=False, default=None,
+                                 help_text='With kind=import: Kafka\'s reassignment JSON {"version": 1, "partitions": [...]}.')
+    allow_replication_factor_change = serializers.BooleanField(required=False, default=False,
+                                                               help_text="With kind=import: replica lists may change length.")
+
+
+def make_plan(cluster: str, d: dict) -> dict:
+    """The plan for a validated request body, from the watcher's snapshot (refusals as 400)."""
+    snap = require_snapshot(services.live(cluster))
+    layout = placement.layout_from_snapshot(snap)
+    try:
+        if d["kind"] == "import":
+            if d.get("plan") is None:
+                raise BadParameter("An import needs 'plan': Kafka's reassignment JSON.")
+            result = placement.plan_from_reassignment(layout, d["plan"], allow_rf_change=d.get("allow_replication_factor_change", False))
+        else:
+            result = placement.plan(layout, placement.PlanRequest.from_dict(d))
+    except placement.PlanError as exc:
+        raise BadParameter(str(exc)) from None
+    return result.to_dict()
 
 
 class Reassignments(APIView):
-    roles = {"POST": "operator"}
+    roles = {"GET": "viewer", "POST": "operator"}
+
+    @extend_schema(responses=OpenApiTypes.OBJECT, summary="Reassignment jobs of the cluster, newest first",
+                   parameters=[OpenApiParameter("limit", int, description="1-500, default 50")])
+    def get(self, request: Request, cluster: str) -> Response:
+        gateway.cluster_config(cluster)
+        limit = int_param(request.query_params, "limit", 50, minimum=1, maximum=500) or 50
+        rows = ReassignmentJob.objects.filter(cluster=cluster)[:limit]
+        return Response({"jobs": [j.summary() for j in rows]})
 
     @extend_schema(request=PlanBody, responses=OpenApiTypes.OBJECT,
-                   summary="Plan a reassignment with as little data moved as possible (changes nothing); "
-                           "the answer carries Kafka's reassignment JSON under 'plan'")
+                   summary="Plan a reassignment with as little data moved as possible, or import Kafka's JSON; the plan "
+                           "is stored (state 'planned', nothing changes in Kafka) and answered with its id and Kafka's "
+                           "reassignment JSON under 'plan'")
     def post(self, request: Request, cluster: str) -> Response:
         d = validated(PlanBody, request)
-        snap = require_snapshot(services.live(cluster))
-        try:
-            req = placement.PlanRequest.from_dict(d)
-            result = placement.plan(placement.layout_from_snapshot(snap), req)
-        except placement.PlanError as exc:
-            raise BadParameter(str(exc)) from None
-        return Response(result.to_dict())
+        plan = make_plan(cluster, d)
+        job = jobs.create(cluster, request.user, plan)
+        return Response({"id": job.id, "state": job.state, **plan}, status=201)
+
+
+class JobAction(Body):
+    action = serializers.ChoiceField(choices=["execute", "cancel"], error_messages={"invalid_choice": "must be execute or cancel."})
+    throttle_bytes_per_second = StrictIntegerField(required=False, allow_null=True, default=None, min_value=1024,
+                                                   max_value=2**62,
+                                                   help_text="With execute: the replication throttle (default from settings).")
+    max_moves_per_broker = StrictIntegerField(required=False, allow_null=True, default=None, min_value=1, max_value=1000,
+                                              help_text="With execute: concurrent movements per broker (default 5).")
+
+
+class ReassignmentDetail(APIView):
+    roles = {"GET": "viewer", "POST": "operator"}
+
+    @extend_schema(responses=OpenApiTypes.OBJECT, summary="A job: its plan, progress, verification")
+    def get(self, request: Request, cluster: str, job_id: int) -> Response:
+        gateway.cluster_config(cluster)
+        return Response(jobs.get(cluster, job_id).as_dict())
+
+    @extend_schema(request=JobAction, responses=OpenApiTypes.OBJECT,
+                   summary="Execute a planned job (in the background, throttled) or cancel one (moves go back)")
+    def post(self, request: Request, cluster: str, job_id: int) -> Response:
+        gateway.cluster_config(cluster)
+        d = validated(JobAction, request)
+        job = jobs.get(cluster, job_id)
+        details = {"job": job.id, "request": job.plan.get("request"), "totals": job.plan.get("totals")}
+        if d["action"] == "execute":
+            details |= {"plan": job.plan.get("plan"), "throttle": d["throttle_bytes_per_second"],
+                        "max_moves_per_broker": d["max_moves_per_broker"]}
+        with audited(request.user, f"reassignment_{d['action']}", cluster=cluster, target=f"job {job.id}", details=details):
+            if d["action"] == "execute":
+                job = jobs.execute(job, request.user, d["throttle_bytes_per_second"], d["max_moves_per_broker"])
+            else:
+                job = jobs.cancel(job)
+        return Response(job.as_dict(), status=202 if job.active else 200)

@@ -1279,7 +1279,10 @@ def _check_racks(layout: ClusterLayout, assignment: Mapping[TopicPartition, Sequ
     racks = layout.racks
     if not racks or any(r is None for r in racks.values()):
         return
-    available = len(set(racks.values()))
+    # Racks of the brokers that hold replicas once the plan is applied: a plan that empties brokers
+    # (a decommission) is judged on the racks left, not on those of the brokers it retires.
+    after = {**layout.assignment(), **assignment}
+    available = len({racks[b] for replicas in after.values() for b in replicas if b in racks})
     for (topic, number), replicas in sorted(assignment.items()):
         used = len({racks[b] for b in replicas})
         need = min(len(replicas), available)

@@ -65,3 +65,142 @@ def event_rows(events: list[dict[str, Any]]) -> str:
         for e in events
     ]
     return render_to_string("brokers_app/_event_rows.html", {"events": rows})
+
+
+# Reassignments ------------------------------------------------------------------------------------
+
+PLAN_KINDS = (("rebalance", "Rebalance"), ("decommission", "Decommission brokers"), ("add_brokers", "Spread onto new brokers"),
+              ("replication_factor", "Change replication factor"), ("import", "Import Kafka's reassignment JSON"))
+
+
+def _plan_form(params: Mapping[str, str]) -> dict[str, Any]:
+    """A plan request from a form or a query string (the balance watch's links use the latter)."""
+    from console.errors import BadParameter
+
+    kind = params.get("kind", "rebalance")
+    if kind not in dict(PLAN_KINDS):
+        raise BadParameter(f"Unknown plan kind '{kind[:40]}': choose rebalance, decommission, add_brokers, replication_factor or import.")
+
+    def names(field: str) -> list[str]:
+        return [x.strip() for x in params.get(field, "").replace("\n", ",").split(",") if x.strip()]
+
+    brokers = []
+    for b in names("brokers"):
+        if not b.isdigit() or len(b) > 10:
+            raise BadParameter(f"Broker ids are whole numbers; '{b[:40]}' is not one.")
+        brokers.append(int(b))
+    d: dict[str, Any] = {"kind": kind, "topics": names("topics"), "brokers": brokers,
+                         "replication_factor": int_param(params, "replication_factor", minimum=1, maximum=32767)}
+    if kind == "import":
+        import json
+
+        try:
+            d["plan"] = json.loads(params.get("plan", ""))
+        except ValueError as e:
+            raise BadParameter(f"The plan is not valid JSON ({e}).") from None
+        d["allow_replication_factor_change"] = params.get("allow_rf") == "1"
+    return d
+
+
+@allow(GET="viewer", POST="operator")
+def reassignments(request: HttpRequest, cluster: str) -> HttpResponse:
+    from django.shortcuts import redirect
+    from django.urls import reverse
+
+    from brokers_app import jobs
+    from brokers_app.api import make_plan
+    from brokers_app.models import ReassignmentJob
+    from console.errors import ConsoleError
+
+    live = services.live(cluster)
+    context: dict[str, Any] = {"live": live, "view": "reassignments", "kinds": PLAN_KINDS, "form": request.POST or request.GET}
+    status = 200
+    try:
+        if request.method == "POST" and request.POST.get("action") == "election":
+            from brokers_app import elections
+            from console.audit import audited
+
+            snap = services.require_snapshot(live)
+            with audited(request.user, "elect_leaders", cluster=cluster, target="preferred", details={"scope": "cluster"}) as entry:
+                result = elections.elect(cluster, snap, False, [], [])
+                entry.update({k: result[k] for k in ("elected", "not_needed", "failed")})
+            context["election"] = result
+        elif request.method == "POST":
+            plan = make_plan(cluster, _plan_form(request.POST))
+            job = jobs.create(cluster, request.user, plan)
+            return redirect(reverse("reassignment", args=[cluster, job.id]))
+        elif request.GET.get("preview") == "1":
+            context["plan"] = make_plan(cluster, _plan_form(request.GET))
+    except ConsoleError as exc:
+        context["error"] = exc.message
+        status = exc.http_status
+    context["jobs"] = list(ReassignmentJob.objects.filter(cluster=cluster)[:100])
+    return render(request, "brokers_app/reassignments.html", context, status=status)
+
+
+def job_context(cluster: str, job_id: int) -> dict[str, Any]:
+    from brokers_app import jobs
+
+    job = jobs.get(cluster, job_id)
+    return {"job": job, "plan": job.as_dict(), "progress": job.progress}
+
+
+def job_fragment(live: services.Live, params: Mapping[str, str]) -> dict[str, str]:
+    job_id = params.get("job", "")
+    if not job_id.isdigit() or len(job_id) > 18:
+        return {}
+    return {"job-progress": render_to_string("brokers_app/_job_progress.html", job_context(live.cluster, int(job_id)))}
+
+
+@allow(GET="viewer", POST="operator")
+def reassignment(request: HttpRequest, cluster: str, job_id: int) -> HttpResponse:
+    from django.shortcuts import redirect
+    from django.urls import reverse
+
+    from brokers_app import jobs
+    from console.audit import audited
+    from console.errors import ConsoleError
+
+    live = services.live(cluster)
+    context = {"live": live, "view": "reassignment", **job_context(cluster, job_id)}
+    status = 200
+    if request.method == "POST":
+        job = context["job"]
+        action = request.POST.get("action", "")
+        try:
+            if action not in ("execute", "cancel"):
+                from console.errors import BadParameter
+
+                raise BadParameter("Choose execute or cancel.")
+            throttle = int_param(request.POST, "throttle_mb", minimum=0, maximum=10**6)
+            max_moves = int_param(request.POST, "max_moves", minimum=1, maximum=1000)
+            details = {"job": job.id, "request": job.plan.get("request"), "totals": job.plan.get("totals")}
+            if action == "execute":
+                details |= {"plan": job.plan.get("plan"), "throttle_mb": throttle, "max_moves_per_broker": max_moves}
+            with audited(request.user, f"reassignment_{action}", cluster=cluster, target=f"job {job.id}", details=details):
+                if action == "execute":
+                    jobs.execute(job, request.user, throttle * 1024 * 1024 if throttle else None, max_moves)
+                else:
+                    jobs.cancel(job)
+            return redirect(reverse("reassignment", args=[cluster, job.id]))
+        except ConsoleError as exc:
+            context["error"] = exc.message
+            status = exc.http_status
+    from django.conf import settings
+
+    context["default_throttle_mb"] = max(1, settings.REASSIGNMENT_THROTTLE // (1024 * 1024))
+    context["default_max_moves"] = settings.REASSIGNMENT_MAX_MOVES_PER_BROKER
+    return render(request, "brokers_app/reassignment.html", context, status=status)
+
+
+@allow(GET="viewer")
+def reassignment_json(request: HttpRequest, cluster: str, job_id: int) -> HttpResponse:
+    """The plan as the file kafka-reassign-partitions --execute/--verify reads."""
+    import json
+
+    from brokers_app import jobs
+
+    job = jobs.get(cluster, job_id)
+    response = HttpResponse(json.dumps(job.plan.get("plan", {}), indent=2) + "\n", content_type="application/json")
+    response["Content-Disposition"] = f'attachment; filename="reassignment-{cluster}-{job.id}.json"'
+    return response

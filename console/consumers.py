@@ -15,7 +15,7 @@ from asgiref.sync import sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from brokers_app import services
-from brokers_app.views import event_filters, event_rows, overview_fragment
+from brokers_app.views import event_filters, event_rows, job_fragment, overview_fragment
 from console import gateway
 from console.errors import ConsoleError
 from console.realtime import cluster_group
@@ -34,7 +34,7 @@ FRAGMENTS: dict[str, Callable[[services.Live, Mapping[str, str]], dict[str, str]
     "groups": groups_fragment,
     "group": group_fragment,
 }
-VIEWS = set(FRAGMENTS) | {"events", "status"}  # "status": only the cluster status, no fragments
+VIEWS = set(FRAGMENTS) | {"events", "status", "reassignment", "reassignments"}  # "status": only the cluster status, no fragments
 
 
 class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
@@ -91,6 +91,27 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
                 return
             for target, html in fragments.items():
                 await self.send_json({"type": "fragment", "target": target, "html": html})
+
+    async def reassignment_progress(self, message: dict[str, Any]) -> None:
+        """Sent by a reassignment job after every step: the job page redraws its progress."""
+        if self.view != "reassignment" or self.params.get("job") != str(message["job"]):
+            return
+        try:
+            fragments = await sync_to_async(job_fragment)(services.live(self.cluster, fresh=False), self.params)
+        except ConsoleError as exc:
+            await self.send_json({"type": "notice", "message": exc.message})
+            return
+        for target, html in fragments.items():
+            await self.send_json({"type": "fragment", "target": target, "html": html})
+
+    async def events_added(self, message: dict[str, Any]) -> None:
+        """Events raised outside the watcher (the balance watch): the events page prepends them."""
+        if self.view != "events":
+            return
+        matching = [e for e in message["events"] if services.event_matches(e, **self.filters)]
+        if matching:
+            html = await sync_to_async(event_rows)(matching)
+            await self.send_json({"type": "prepend", "target": "event-rows", "html": html, "count": len(matching)})
 
     def _render(self) -> dict[str, str]:
         return FRAGMENTS[self.view](services.live(self.cluster, fresh=False), self.params)

@@ -35,3 +35,9 @@ class NoSnapshot(ConsoleError):
             "Try again in a few seconds; if this lasts, check that the watcher (manage.py watch) is running."
         )
         self.cluster = cluster
+
+
+class Conflict(ConsoleError):
+    """The request is fine but the state does not allow it now (a job already running, a finished job)."""
+
+    http_status = 409

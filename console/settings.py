@@ -139,6 +139,9 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE = {
     "celery-heartbeat": {"task": "console.tasks.heartbeat", "schedule": 10.0},
+    # A reassignment job whose worker died (its lease ran out) is taken over by another worker.
+    "reassignment-watchdog": {"task": "brokers_app.tasks.reassignment_watchdog", "schedule": 5.0},
+    "balance-watch": {"task": "brokers_app.tasks.balance_watch", "schedule": env_float("BALANCE_WATCH_INTERVAL", 180.0, minimum=5.0)},
 }
 
 REST_FRAMEWORK = {
@@ -177,6 +180,14 @@ WATCHER_CONFIGS_INTERVAL = env_float("WATCHER_CONFIGS_INTERVAL", 30.0, minimum=1
 WATCHER_SIZES_INTERVAL = env_float("WATCHER_SIZES_INTERVAL", 15.0, minimum=1.0)
 # After a change made through the console, requests wait up to this long for the snapshot to show it.
 READ_YOUR_WRITES_WAIT = env_float("READ_YOUR_WRITES_WAIT", 5.0, minimum=0.0)
+
+# Reassignment jobs: the replication throttle (bytes/s per broker) and concurrent movements per broker
+# a job uses unless the operator says otherwise when executing it.
+REASSIGNMENT_THROTTLE = env_int("REASSIGNMENT_THROTTLE", 50 * 1024 * 1024, minimum=1024)
+REASSIGNMENT_MAX_MOVES_PER_BROKER = env_int("REASSIGNMENT_MAX_MOVES_PER_BROKER", 5, minimum=1)
+# Balance watch: a broker holding under this share of the mean replica count is "nearly empty";
+# replica or leader counts further apart than this share of the mean are skew.
+BALANCE_SKEW_THRESHOLD = env_float("BALANCE_SKEW_THRESHOLD", 0.2, minimum=0.01)
 
 LOGGING = {
     "version": 1,

@@ -47,6 +47,7 @@
     params.set("view", bar.dataset.view);
     if (bar.dataset.topic) params.set("topic", bar.dataset.topic);
     if (bar.dataset.group) params.set("group", bar.dataset.group);
+    if (bar.dataset.job) params.set("job", bar.dataset.job);
     var ws = new WebSocket(proto + location.host + "/ws/clusters/" + encodeURIComponent(bar.dataset.cluster) + "/live/?" + params.toString());
     ws.onopen = function () {
       socketUp = true; delay = 1000;

@@ -60,6 +60,7 @@ from console.gateway.types import (
     ConfigValue,
     ConsumerGroup,
     GroupMember,
+    OngoingReassignment,
     Partition,
     Quorum,
     QuorumReplica,
@@ -470,6 +471,117 @@ class ClusterGateway:
             return out
 
         return self._call("elect leaders", run)
+
+    # Reassignments ------------------------------------------------------------------------------
+    def alter_reassignments(self, targets: dict[tuple[str, int], list[int] | None]) -> dict[tuple[str, int], str | None]:
+        """Start reassignments (a new replica list) or cancel them (None: Kafka returns the partition to
+        its original replicas). Per partition: None when accepted, else Kafka's error in a few words;
+        cancelling a partition with nothing in progress counts as accepted."""
+        if not targets:
+            return {}
+
+        def run() -> dict[tuple[str, int], str | None]:
+            from kafka.structs import TopicPartition as KpPartition
+
+            wanted = {KpPartition(t, p): r for (t, p), r in targets.items()}
+            answer = self._with_kafka_python(
+                "reassignments", lambda admin: admin.alter_partition_reassignments(wanted, timeout_ms=int(self.timeout * 1000))
+            )
+            out: dict[tuple[str, int], str | None] = {}
+            for tp, err in answer.items():
+                key = (tp.topic, tp.partition)
+                if err is None or (targets.get(key) is None and getattr(err, "__name__", "") == "NoReassignmentInProgressError"):
+                    out[key] = None
+                else:
+                    name = getattr(err, "__name__", str(err))
+                    out[key] = getattr(err, "description", "") or name
+            for key in targets:
+                out.setdefault(key, "no answer from the controller")
+            return out
+
+        return self._call("alter partition reassignments", run)
+
+    def ongoing_reassignments(self) -> dict[tuple[str, int], OngoingReassignment]:
+        """Every reassignment Kafka is carrying out now (any tool's, not only the console's)."""
+
+        def run() -> dict[tuple[str, int], OngoingReassignment]:
+            answer = self._with_kafka_python(
+                "reassignments", lambda admin: admin.list_partition_reassignments(timeout_ms=int(self.timeout * 1000))
+            )
+            return {
+                (tp.topic, tp.partition): OngoingReassignment(
+                    tp.topic, tp.partition, tuple(v.get("replicas") or ()), tuple(v.get("adding_replicas") or ()),
+                    tuple(v.get("removing_replicas") or ()),
+                )
+                for tp, v in answer.items()
+            }
+
+        return self._call("list partition reassignments", run)
+
+    def describe_partitions(self, topics: Iterable[str]) -> dict[tuple[str, int], Partition]:
+        """Leader, replicas and ISR of every partition of these topics, asked of Kafka now."""
+        names = sorted(set(topics))
+        if not names:
+            return {}
+
+        def run() -> dict[tuple[str, int], Partition]:
+            out: dict[tuple[str, int], Partition] = {}
+            for start in range(0, len(names), 500):
+                futures = self._admin_client().describe_topics(TopicCollection(names[start : start + 500]),
+                                                               request_timeout=self.timeout)
+                for name, fut in futures.items():
+                    try:
+                        d = self._result(fut)
+                    except KafkaException as exc:
+                        error = exc.args[0] if exc.args else None
+                        if isinstance(error, KafkaError) and error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                            continue  # deleted meanwhile: absent from the answer
+                        raise
+                    for p in d.partitions:
+                        out[(name, p.id)] = Partition(
+                            name, p.id, p.leader.id if p.leader is not None else -1,
+                            tuple(r.id for r in p.replicas), tuple(r.id for r in p.isr),
+                        )
+            return out
+
+        return self._call("describe topics", run)
+
+    def alter_configs(self, kind: str, name: str, set_values: dict[str, str], delete: list[str]) -> None:
+        """Incremental alter of a broker's ("broker", "1") or a topic's ("topic", "orders") dynamic configs."""
+        entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in set_values.items()]
+        entries += [ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE) for k in delete]
+        if not entries:
+            return
+        rtype = ConfigResource.Type.BROKER if kind == "broker" else ConfigResource.Type.TOPIC
+
+        def run() -> None:
+            resource = ConfigResource(rtype, name, incremental_configs=entries)
+            futures = self._admin_client().incremental_alter_configs([resource], request_timeout=self.timeout)
+            self._result(next(iter(futures.values())))
+
+        self._call(f"alter the configs of {kind} '{name}'", run)
+
+    def dynamic_configs(self, kind: str, names: Iterable[str], keys: frozenset[str]) -> dict[str, dict[str, str]]:
+        """The given keys where they are set dynamically on these brokers or topics (not defaults)."""
+        wanted = sorted(set(names))
+        rtype = ConfigResource.Type.BROKER if kind == "broker" else ConfigResource.Type.TOPIC
+        dynamic = {ConfigSource.DYNAMIC_BROKER_CONFIG.value, ConfigSource.DYNAMIC_TOPIC_CONFIG.value}
+
+        def run() -> dict[str, dict[str, str]]:
+            out: dict[str, dict[str, str]] = {}
+            for start in range(0, len(wanted), 200):
+                resources = [ConfigResource(rtype, n) for n in wanted[start : start + 200]]
+                futures = self._admin_client().describe_configs(resources, request_timeout=self.timeout)
+                for res, fut in futures.items():
+                    try:
+                        entries = self._result(fut)
+                    except KafkaException:
+                        continue  # a topic deleted meanwhile
+                    out[res.name] = {k: e.value or "" for k, e in entries.items()
+                                     if k in keys and int(e.source) in dynamic and e.value}
+            return out
+
+        return self._call(f"describe {kind} configs", run)
 
     def forget_client(self, client: Producer) -> None:
         """Stop serving a long-lived client that is being replaced."""

@@ -97,3 +97,14 @@ class ConsumerGroup:
     coordinator: int | None = None
     generation: int | None = None  # group epoch of consumer and share groups; None for classic groups
     assignment_epoch: int | None = None
+
+
+@dataclass(frozen=True)
+class OngoingReassignment:
+    """A reassignment Kafka is carrying out: the full replica set while it runs, and the movers."""
+
+    topic: str
+    partition: int
+    replicas: tuple[int, ...]
+    adding: tuple[int, ...]
+    removing: tuple[int, ...]

@@ -30,6 +30,7 @@ KINDS = {
     "topic_deleted": "Topic deleted",
     "partitions_added": "Partitions added",
     "rebalance": "Consumer group rebalance",
+    "balance": "Balance (replica or leader skew)",
 }
 
 

@@ -11,7 +11,7 @@ def post(client, body: dict):  # noqa: ANN001, ANN201
 
 def test_a_rebalance_plan_keeps_each_replication_factor_and_names_kafkas_json(client_as, snapshot) -> None:
     r = post(client_as("operator"), {"kind": "rebalance"})
-    assert r.status_code == 200, r.content
+    assert r.status_code == 201, r.content
     body = r.json()
     assert body["plan"]["version"] == 1
     factor = {(t.name, p.partition): len(p.replicas) for t in snapshot.topics.values() for p in t.partitions}

@@ -61,6 +61,9 @@ EXPECTED: dict[str, dict[str, str]] = {
     C + "layout/": {"GET": "viewer"},
     C + "at-risk/": {"GET": "viewer"},
     C + "events/": {"GET": "viewer"},
+    C + "reassignments/": {"GET": "viewer", "POST": "operator"},
+    C + "reassignments/<int:job_id>/": {"GET": "viewer", "POST": "operator"},
+    C + "reassignments/<int:job_id>/plan.json": {"GET": "viewer"},
     C + "groups/": {"GET": "viewer"},
     C + "groups/<name:group>/": {"GET": "viewer"},
     C + "groups/<name:group>/reset/": {"GET": "operator", "POST": "operator"},
@@ -82,7 +85,8 @@ EXPECTED: dict[str, dict[str, str]] = {
     API + "brokers/": {"GET": "viewer"},
     API + "events/": {"GET": "viewer"},
     API + "leader-elections/": {"POST": "operator"},
-    API + "reassignments/": {"POST": "operator"},
+    API + "reassignments/": {"GET": "viewer", "POST": "operator"},
+    API + "reassignments/<int:job_id>/": {"GET": "viewer", "POST": "operator"},
     API + "consumer-groups/": {"GET": "viewer"},
     API + "rebalances/most-frequent/": {"GET": "viewer"},
     API + "consumer-groups/<name:group>/": {"GET": "viewer", "DELETE": "operator"},
@@ -130,6 +134,7 @@ SAMPLES = {
     "app_label": "auth",
     "object_id": "1",
     "id": "1",
+    "job_id": "1",
     "content_type_id": "1",
     "url": "no-such-page/",
 }
@@ -141,6 +146,9 @@ BODIES: dict[tuple[str, str], dict[str, Any]] = {
     (API + "topics/<str:topic>/configs/", "PATCH"): {"set": "not-an-object"},
     (API + "leader-elections/", "POST"): {"type": "sideways"},
     (API + "reassignments/", "POST"): {"kind": "sideways"},
+    (API + "reassignments/<int:job_id>/", "POST"): {"action": "sideways"},
+    (C + "reassignments/", "POST"): {"kind": "sideways"},
+    (C + "reassignments/<int:job_id>/", "POST"): {"action": "sideways"},
     (C + "topics/<str:topic>/purge/", "POST"): {"offsets": "0=not-an-offset"},
 }
 

@@ -1,0 +1,538 @@
+"""Reassignment jobs: a stored plan carried out by a Celery worker, in batches, under a throttle.
+
+The pure part (which moves to start next, which throttle configs to set, progress arithmetic) is
+separate from `Runner`, which talks to Kafka through the gateway and keeps the job's state in the
+database. A runner holds a lease on its job (renewed every step); when the worker dies the lease runs
+out, the watchdog (Celery beat) hands the job to another worker, and that runner carries on from the
+database and Kafka's list of ongoing reassignments. Throttles are removed at the end, on cancel and
+on failure; the throttles a job set are recorded before they are set, so a successor removes them too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from brokers_app.models import ReassignmentJob
+from console import gateway
+from console.errors import BadParameter, Conflict
+from console.gateway.errors import GatewayError, NotFound
+
+log = logging.getLogger(__name__)
+
+BROKER_RATE_KEYS = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
+TOPIC_REPLICA_KEYS = ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
+THROTTLE_KEYS = frozenset(BROKER_RATE_KEYS + TOPIC_REPLICA_KEYS)
+
+LEASE_SECONDS = 15.0
+STEP_SECONDS = 1.0
+ISR_WAIT_SECONDS = 60.0
+STRAY_SECONDS = 15.0  # a partition neither moving nor at its target for this long was changed by someone else
+
+PENDING, MOVING, DONE, REVERTING, REVERTED, SKIPPED = "pending", "moving", "done", "reverting", "reverted", "skipped"
+
+
+@dataclass(frozen=True)
+class Move:
+    topic: str
+    partition: int
+    before: tuple[int, ...]
+    after: tuple[int, ...]
+    size: int
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.topic, self.partition)
+
+    @property
+    def added(self) -> tuple[int, ...]:
+        return tuple(b for b in self.after if b not in self.before)
+
+    @property
+    def removed(self) -> tuple[int, ...]:
+        return tuple(b for b in self.before if b not in self.after)
+
+    @property
+    def brokers(self) -> set[int]:
+        """The brokers a movement loads: those receiving a copy and those giving one up."""
+        return set(self.added) | set(self.removed)
+
+    @property
+    def bytes(self) -> int:
+        return self.size * len(self.added)
+
+
+def moves_of(plan: dict[str, Any]) -> list[Move]:
+    return [Move(p["topic"], p["partition"], tuple(p["before"]), tuple(p["after"]), int(p.get("size") or 0))
+            for p in plan.get("partitions", [])]
+
+
+def next_batch(moves: Sequence[Move], states: Sequence[str], max_per_broker: int,
+               startable: str = PENDING, busy: Iterable[str] = (MOVING, REVERTING)) -> list[int]:
+    """Indexes of the moves to start now: in plan order, each only while every broker it loads
+    has fewer than `max_per_broker` movements in flight (counting the ones started here)."""
+    busy = set(busy)
+    load: Counter[int] = Counter()
+    for m, s in zip(moves, states, strict=True):
+        if s in busy:
+            load.update(m.brokers)
+    chosen = []
+    for i, (m, s) in enumerate(zip(moves, states, strict=True)):
+        if s != startable:
+            continue
+        if all(load[b] < max_per_broker for b in m.brokers):
+            chosen.append(i)
+            load.update(m.brokers)
+    return chosen
+
+
+def throttle_configs(moves: Iterable[Move], rate: int) -> tuple[dict[int, dict[str, str]], dict[str, dict[str, str]]]:
+    """The broker rates and topic replica lists for these moves, as Kafka's own tool sets them, but
+    listing old and new replicas on both sides so a cancel (copying back) is throttled too.
+    Replicas in the ISR are never throttled by Kafka, so listing them costs live traffic nothing."""
+    brokers: set[int] = set()
+    per_topic: dict[str, set[str]] = {}
+    for m in moves:
+        if m.before == m.after:
+            continue
+        involved = dict.fromkeys([*m.before, *m.after])
+        brokers |= set(involved)
+        per_topic.setdefault(m.topic, set()).update(f"{m.partition}:{b}" for b in involved)
+    broker_cfg = {b: {k: str(rate) for k in BROKER_RATE_KEYS} for b in sorted(brokers)}
+    topic_cfg = {t: {k: ",".join(sorted(v, key=lambda s: tuple(int(x) for x in s.split(":")))) for k in TOPIC_REPLICA_KEYS}
+                 for t, v in sorted(per_topic.items())}
+    return broker_cfg, topic_cfg
+
+
+def rate_and_eta(samples: Sequence[tuple[float, int]], remaining: int) -> tuple[float | None, float | None]:
+    """Copy rate (bytes/s) over the samples' window, and the seconds left at that rate."""
+    if len(samples) < 2:
+        return None, None
+    (t0, b0), (t1, b1) = samples[0], samples[-1]
+    if t1 <= t0:
+        return None, None
+    rate = max(0.0, (b1 - b0) / (t1 - t0))
+    if remaining <= 0:
+        return rate, 0.0
+    return rate, (remaining / rate if rate > 0 else None)
+
+
+def baseline_key(topic: str, partition: int) -> str:
+    return f"{topic}\t{partition}"
+
+
+# Starting, executing, cancelling (the API and the pages call these) ---------------------------------
+
+
+def create(cluster: str, user: Any, plan: dict[str, Any]) -> ReassignmentJob:
+    return ReassignmentJob.objects.create(cluster=cluster, created_by=getattr(user, "username", "") or "",
+                                          kind=plan["request"]["kind"], plan=plan)
+
+
+def get(cluster: str, job_id: int) -> ReassignmentJob:
+    job = ReassignmentJob.objects.filter(cluster=cluster, id=job_id).first() if 0 < job_id < 2**63 else None
+    if job is None:
+        raise NotFound(f"There is no reassignment job {job_id} on cluster '{cluster}'.")
+    return job
+
+
+def execute(job: ReassignmentJob, user: Any, throttle: int | None, max_moves: int | None) -> ReassignmentJob:
+    from django.conf import settings
+
+    if job.state != ReassignmentJob.PLANNED:
+        raise Conflict(f"Job {job.id} is {job.state}; only a planned job can be executed (plan again to run it again).")
+    if not job.plan.get("partitions"):
+        raise BadParameter(f"Job {job.id} moves nothing: the cluster already matches the plan.")
+    running = ReassignmentJob.objects.filter(cluster=job.cluster, active=True).exclude(id=job.id).first()
+    if running is not None:
+        raise Conflict(f"Job {running.id} is {running.state} on cluster '{job.cluster}'; one job runs at a time.")
+    job.throttle = throttle or settings.REASSIGNMENT_THROTTLE
+    job.max_moves = max_moves or settings.REASSIGNMENT_MAX_MOVES_PER_BROKER
+    job.state, job.active = ReassignmentJob.QUEUED, True
+    job.executed_by = getattr(user, "username", "") or ""
+    job.moves = [PENDING] * len(job.plan["partitions"])
+    job.progress = {"partitions_done": 0, "partitions_total": len(job.moves), "bytes_copied": 0,
+                    "bytes_total": sum(m.bytes for m in moves_of(job.plan)), "rate": None, "eta_seconds": None}
+    try:
+        with transaction.atomic():
+            job.save()
+    except IntegrityError:
+        running = ReassignmentJob.objects.filter(cluster=job.cluster, active=True).first()
+        raise Conflict(f"Job {running.id if running else '?'} is running on cluster '{job.cluster}'; one job runs at a time.") from None
+    dispatch(job.id)
+    return job
+
+
+def cancel(job: ReassignmentJob) -> ReassignmentJob:
+    if job.state == ReassignmentJob.PLANNED:
+        job.state, job.finished_at = ReassignmentJob.CANCELLED, timezone.now()
+        job.save(update_fields=["state", "finished_at"])
+        return job
+    if job.state not in (ReassignmentJob.QUEUED, ReassignmentJob.RUNNING):
+        raise Conflict(f"Job {job.id} is {job.state}; there is nothing to cancel.")
+    updated = ReassignmentJob.objects.filter(id=job.id, state__in=[ReassignmentJob.QUEUED, ReassignmentJob.RUNNING]).update(
+        state=ReassignmentJob.CANCELLING)
+    if not updated:
+        job.refresh_from_db()
+        raise Conflict(f"Job {job.id} is {job.state}; there is nothing to cancel.")
+    job.refresh_from_db()
+    dispatch(job.id)
+    return job
+
+
+def dispatch(job_id: int) -> None:
+    """Hand the job to a worker; when the Celery broker is down the watchdog does it later."""
+    from brokers_app.tasks import run_reassignment
+
+    try:
+        run_reassignment.delay(job_id)
+    except Exception:  # noqa: BLE001 - the job stays queued; the watchdog dispatches it again
+        log.warning("could not hand reassignment job %s to a worker now; the watchdog will", job_id, exc_info=True)
+
+
+def orphans() -> list[int]:
+    """Active jobs no worker holds (never picked up, or their worker died)."""
+    now = timezone.now()
+    return list(ReassignmentJob.objects.filter(active=True).filter(
+        models_q_lease_expired(now)).values_list("id", flat=True))
+
+
+def models_q_lease_expired(now: Any) -> Any:
+    from django.db.models import Q
+
+    return Q(lease_until__isnull=True) | Q(lease_until__lt=now)
+
+
+def notify(cluster: str, job_id: int) -> None:
+    """Tell open job pages to redraw their progress (best effort: the page also reads it on load)."""
+    from asgiref.sync import async_to_sync
+    from channels.layers import get_channel_layer
+
+    from console.realtime import cluster_group
+
+    try:
+        async_to_sync(get_channel_layer().group_send)(cluster_group(cluster), {"type": "reassignment.progress", "job": job_id})
+    except Exception:  # noqa: BLE001 - Redis down: the page shows the state on its next load
+        log.debug("could not push reassignment progress", exc_info=True)
+
+
+# The runner ----------------------------------------------------------------------------------------
+
+
+class LeaseLost(Exception):
+    pass
+
+
+class Runner:
+    """Carries one job to its end: completed (and verified), cancelled or failed."""
+
+    def __init__(self, job_id: int, sleep: Callable[[float], None] = time.sleep) -> None:
+        self.job_id = job_id
+        self.owner = uuid.uuid4().hex
+        self.sleep = sleep
+        self.stray_since: dict[int, float] = {}
+        self.samples: list[tuple[float, int]] = []
+
+    # lease
+    def acquire(self) -> bool:
+        now = timezone.now()
+        return bool(ReassignmentJob.objects.filter(id=self.job_id, active=True).filter(
+            models_q_lease_expired(now) | _q(lease_owner=self.owner)
+        ).update(lease_owner=self.owner, lease_until=now + timedelta(seconds=LEASE_SECONDS)))
+
+    def renew(self) -> None:
+        now = timezone.now()
+        if not ReassignmentJob.objects.filter(id=self.job_id, lease_owner=self.owner).update(
+                lease_until=now + timedelta(seconds=LEASE_SECONDS)):
+            raise LeaseLost()
+
+    def release(self) -> None:
+        ReassignmentJob.objects.filter(id=self.job_id, lease_owner=self.owner).update(lease_owner="", lease_until=None)
+
+    def run(self) -> str:
+        if not self.acquire():
+            return "held elsewhere or finished"
+        try:
+            while True:
+                self.renew()
+                job = ReassignmentJob.objects.get(id=self.job_id)
+                if not job.active:
+                    return job.state
+                try:
+                    finished = self.step(job)
+                except GatewayError as exc:
+                    job.progress = {**job.progress, "last_error": exc.message, "last_error_at": time.time()}
+                    job.save(update_fields=["progress"])
+                    notify(job.cluster, job.id)
+                    self.sleep(2 * STEP_SECONDS)
+                    continue
+                notify(job.cluster, job.id)
+                if finished:
+                    return job.state
+                self.sleep(STEP_SECONDS)
+        except LeaseLost:
+            return "lease lost"
+        finally:
+            self.release()
+
+    # one step
+    def step(self, job: ReassignmentJob) -> bool:
+        gw = gateway.for_cluster(job.cluster)
+        moves = moves_of(job.plan)
+        if job.state == ReassignmentJob.QUEUED:
+            self.start(job, gw, moves)
+        ongoing = gw.ongoing_reassignments()
+        current = gw.describe_partitions({m.topic for m in moves})
+        if job.state == ReassignmentJob.CANCELLING:
+            return self.step_cancel(job, gw, moves, ongoing, current)
+        return self.step_run(job, gw, moves, ongoing, current)
+
+    def start(self, job: ReassignmentJob, gw: Any, moves: list[Move]) -> None:
+        """Offsets before the first move (for the data check), then the throttles, then running."""
+        keys = [m.key for m in moves]
+        if not job.baseline:
+            ends = gw.list_offsets(keys, "latest")
+            starts = gw.list_offsets(keys, "earliest")
+            job.baseline = {baseline_key(t, p): [starts.get((t, p)), ends.get((t, p))] for t, p in keys}
+        broker_cfg, topic_cfg = throttle_configs(moves, job.throttle)
+        # Recorded first: whoever finishes the job removes exactly these, even if this worker dies now.
+        job.throttles = {"brokers": sorted(broker_cfg), "topics": sorted(topic_cfg), "rate": job.throttle}
+        job.save(update_fields=["baseline", "throttles"])
+        for broker, cfg in broker_cfg.items():
+            gw.alter_configs("broker", str(broker), cfg, [])
+        for topic, cfg in topic_cfg.items():
+            with contextlib.suppress(NotFound):  # deleted since the plan: its moves fail below with a sentence
+                gw.alter_configs("topic", topic, cfg, [])
+        job.state, job.started_at = ReassignmentJob.RUNNING, job.started_at or timezone.now()
+        job.save(update_fields=["state", "started_at"])
+
+    def step_run(self, job: ReassignmentJob, gw: Any, moves: list[Move], ongoing: dict, current: dict) -> bool:
+        states = list(job.moves)
+        now = time.monotonic()
+        for i, m in enumerate(moves):
+            part = current.get(m.key)
+            if part is None:
+                return self.fail(job, gw, f"Partition {m.topic}-{m.partition} no longer exists (topic deleted?).")
+            if states[i] == MOVING or states[i] == PENDING:
+                if m.key not in ongoing and part.replicas == m.after:
+                    states[i] = DONE
+                    self.stray_since.pop(i, None)
+                elif states[i] == PENDING and m.key in ongoing and _target(ongoing[m.key]) == set(m.after):
+                    states[i] = MOVING  # submitted by a worker that died before it could write so
+                elif states[i] == MOVING and m.key not in ongoing:
+                    since = self.stray_since.setdefault(i, now)
+                    if now - since > STRAY_SECONDS:
+                        return self.fail(job, gw, f"Partition {m.topic}-{m.partition} stopped moving without reaching its "
+                                                  f"planned replicas {list(m.after)}: someone changed it outside this job.")
+        for i in next_batch(moves, states, job.max_moves):
+            if moves[i].key in ongoing:
+                continue  # somebody else's reassignment of this partition: wait for it to end
+            states[i] = MOVING
+        started = [i for i, s in enumerate(states) if s == MOVING and job.moves[i] == PENDING and moves[i].key not in ongoing]
+        if started:
+            job.moves = states
+            job.save(update_fields=["moves"])  # before asking Kafka: a successor then looks for them as moving
+            answer = gw.alter_reassignments({moves[i].key: list(moves[i].after) for i in started})
+            refused = {k: v for k, v in answer.items() if v}
+            if refused:
+                (t, p), why = sorted(refused.items())[0]
+                return self.fail(job, gw, f"Kafka refused to move partition {t}-{p}: {why}.")
+        job.moves = states
+        self.update_progress(job, gw, moves, states)
+        if all(s == DONE for s in states):
+            self.remove_throttles(job, gw)
+            job.verification = verify(job, gw, moves)
+            self.finish(job, ReassignmentJob.COMPLETED)
+            return True
+        job.save(update_fields=["moves", "progress"])
+        return False
+
+    def step_cancel(self, job: ReassignmentJob, gw: Any, moves: list[Move], ongoing: dict, current: dict) -> bool:
+        states = list(job.moves)
+        in_flight = [i for i, s in enumerate(states) if s == MOVING and moves[i].key in ongoing]
+        if in_flight:
+            gw.alter_reassignments({moves[i].key: None for i in in_flight})  # Kafka puts the original replicas back
+        for i, m in enumerate(moves):
+            part = current.get(m.key)
+            if states[i] == PENDING:
+                states[i] = SKIPPED
+            elif states[i] == MOVING:
+                # In flight: cancelled above. Finished meanwhile: copied back below like any done move.
+                states[i] = DONE if m.key not in ongoing and part is not None and part.replicas == m.after else REVERTING
+            elif part is not None and states[i] == REVERTING and m.key not in ongoing:
+                if set(part.replicas) == set(m.before):
+                    states[i] = REVERTED  # (another order than before only changes the preferred leader)
+                elif set(part.replicas) == set(m.after):
+                    states[i] = DONE  # its copy back was recorded but never reached Kafka (worker died): again
+        # Moves that had completed are copied back, under the same limits.
+        back = [i for i in next_batch(moves, states, job.max_moves, startable=DONE) if moves[i].key not in ongoing]
+        if back:
+            for i in back:
+                states[i] = REVERTING
+            job.moves = states
+            job.save(update_fields=["moves"])
+            answer = gw.alter_reassignments({moves[i].key: list(moves[i].before) for i in back})
+            refused = {k: v for k, v in answer.items() if v}
+            if refused:
+                (t, p), why = sorted(refused.items())[0]
+                return self.fail(job, gw, f"Kafka refused to move partition {t}-{p} back: {why}.")
+        job.moves = states
+        self.update_progress(job, gw, moves, states)
+        if all(s in (REVERTED, SKIPPED) for s in states):
+            self.remove_throttles(job, gw)
+            job.verification = verify(job, gw, moves, target="before")
+            self.finish(job, ReassignmentJob.CANCELLED)
+            return True
+        job.save(update_fields=["moves", "progress"])
+        return False
+
+    def update_progress(self, job: ReassignmentJob, gw: Any, moves: list[Move], states: list[str]) -> None:
+        copying = {b for m, s in zip(moves, states, strict=True) if s in (MOVING, REVERTING) for b in m.added}
+        sizes = gw.log_dir_sizes(sorted(copying)) if copying else {}
+        copied = 0
+        for m, s in zip(moves, states, strict=True):
+            if s == DONE:
+                copied += m.bytes
+            elif s == MOVING:
+                on = sizes.get(m.key, {})
+                copied += sum(min(on.get(b, 0), m.size) for b in m.added)
+        total = sum(m.bytes for m in moves)
+        self.samples = [*self.samples, (time.time(), copied)][-10:]
+        rate, eta = rate_and_eta(self.samples, total - copied)
+        job.progress = {
+            "partitions_done": sum(1 for s in states if s == DONE),
+            "partitions_moving": sum(1 for s in states if s in (MOVING, REVERTING)),
+            "partitions_reverted": sum(1 for s in states if s in (REVERTED, SKIPPED)),
+            "partitions_total": len(states),
+            "bytes_copied": copied,
+            "bytes_total": total,
+            "rate": rate,
+            "eta_seconds": eta,
+            "updated_at": time.time(),
+        }
+
+    def remove_throttles(self, job: ReassignmentJob, gw: Any) -> None:
+        remove_throttles(gw, job.throttles)
+        job.throttles = {**job.throttles, "removed": True}
+        job.save(update_fields=["throttles"])
+
+    def fail(self, job: ReassignmentJob, gw: Any, why: str) -> bool:
+        """Stop: cancel what is in flight (Kafka returns those partitions to their replicas), keep what
+        completed (each is a valid layout), remove the throttles, and say why."""
+        with _suppress_gateway():
+            ongoing = gw.ongoing_reassignments()
+            mine = [m.key for m, s in zip(moves_of(job.plan), job.moves, strict=True) if s in (MOVING, REVERTING) and m.key in ongoing]
+            if mine:
+                gw.alter_reassignments(dict.fromkeys(mine))
+        self.remove_throttles(job, gw)
+        job.error = why
+        self.finish(job, ReassignmentJob.FAILED)
+        return True
+
+    def finish(self, job: ReassignmentJob, state: str) -> None:
+        from console.audit import record
+
+        job.state, job.active, job.finished_at = state, False, timezone.now()
+        job.save()
+        record(None, "reassignment_" + state, cluster=job.cluster, target=f"job {job.id}",
+               details={"job": job.id, "progress": job.progress, "verification": job.verification, "error": job.error or None},
+               outcome="ok" if state != ReassignmentJob.FAILED else "failed")
+
+
+def remove_throttles(gw: Any, throttles: dict[str, Any]) -> None:
+    for broker in throttles.get("brokers", []):
+        gw.alter_configs("broker", str(broker), {}, list(BROKER_RATE_KEYS))
+    for topic in throttles.get("topics", []):
+        with contextlib.suppress(NotFound):
+            gw.alter_configs("topic", topic, {}, list(TOPIC_REPLICA_KEYS))
+
+
+def verify(job: ReassignmentJob, gw: Any, moves: list[Move], target: str = "after",
+           sleep: Callable[[float], None] = time.sleep) -> dict[str, Any]:
+    """Replica sets equal the plan, ISRs complete, no throttle left, and no data lost: every partition's
+    offsets still cover what it held before the job; one that took no writes is exactly as it was."""
+    keys = [m.key for m in moves]
+    topics = {m.topic for m in moves}
+    deadline = time.monotonic() + ISR_WAIT_SECONDS
+    while True:
+        current = gw.describe_partitions(topics)
+        incomplete = [k for k in keys if k in current and set(current[k].isr) != set(current[k].replicas)]
+        if not incomplete or time.monotonic() > deadline:
+            break
+        sleep(1.0)
+    wrong = []
+    for m in moves:
+        want = m.after if target == "after" else m.before
+        got = current.get(m.key)
+        if got is None or (got.replicas != want and not (target == "before" and set(got.replicas) == set(want))):
+            wrong.append({"topic": m.topic, "partition": m.partition, "expected": list(want),
+                          "actual": None if got is None else list(got.replicas)})
+    left = {f"broker {b}": v for b, v in gw.dynamic_configs("broker", [str(b) for b in job.throttles.get("brokers", [])],
+                                                             THROTTLE_KEYS).items() if v}
+    left |= {f"topic {t}": v for t, v in gw.dynamic_configs("topic", job.throttles.get("topics", []), THROTTLE_KEYS).items() if v}
+    ends = gw.list_offsets(keys, "latest")
+    starts = gw.list_offsets(keys, "earliest")
+    lost = []
+    written = 0
+    for t, p in keys:
+        start_before, end_before = job.baseline.get(baseline_key(t, p), [None, None])
+        start, end = starts.get((t, p)), ends.get((t, p))
+        if start_before is None or end_before is None or start is None or end is None:
+            continue
+        if end < end_before:
+            lost.append({"topic": t, "partition": p, "why": f"end offset went back from {end_before} to {end}"})
+        elif end == end_before and start != start_before:
+            lost.append({"topic": t, "partition": p, "why": f"took no writes but its log start moved from {start_before} to {start}"})
+        if end > end_before:
+            written += 1
+    ok = not wrong and not incomplete and not left and not lost
+    sentences = []
+    if wrong:
+        sentences.append(f"{len(wrong)} partition(s) do not have the planned replicas.")
+    if incomplete:
+        sentences.append(f"{len(incomplete)} partition(s) still have replicas out of sync.")
+    if left:
+        sentences.append(f"Throttle configs are left on {', '.join(sorted(left))}.")
+    if lost:
+        sentences.append(f"{len(lost)} partition(s) lost data.")
+    return {
+        "ok": ok,
+        "summary": " ".join(sentences) or (
+            f"All {len(keys)} partitions have the {'planned' if target == 'after' else 'original'} replicas, every ISR is "
+            f"complete, no throttle is left, and no offsets were lost ({written} partition(s) took writes meanwhile)."),
+        "replicas_mismatched": wrong,
+        "isr_incomplete": [{"topic": t, "partition": p} for t, p in incomplete],
+        "throttles_left": left,
+        "data_lost": lost,
+        "partitions_written_meanwhile": written,
+        "checked_at": time.time(),
+    }
+
+
+def _target(o: Any) -> set[int]:
+    """The replica set an ongoing reassignment is heading for."""
+    return set(o.replicas) - set(o.removing)
+
+
+def _q(**kwargs: Any) -> Any:
+    from django.db.models import Q
+
+    return Q(**kwargs)
+
+
+class _suppress_gateway:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: Any) -> bool:
+        return exc[0] is not None and issubclass(exc[0], GatewayError)
