@@ -131,6 +131,13 @@ def baseline_key(topic: str, partition: int) -> str:
     return f"{topic}\t{partition}"
 
 
+def sized(m: Move, baseline: dict[str, Any]) -> Move:
+    """The move with the size its log had when the job started (when known), not the plan's."""
+    row = baseline.get(baseline_key(m.topic, m.partition)) or []
+    size = row[2] if len(row) > 2 and row[2] is not None else None
+    return m if size is None else Move(m.topic, m.partition, m.before, m.after, int(size))
+
+
 # Starting, executing, cancelling (the API and the pages call these) ---------------------------------
 
 
@@ -291,6 +298,7 @@ class Runner:
         moves = moves_of(job.plan)
         if job.state == ReassignmentJob.QUEUED:
             self.start(job, gw, moves)
+        moves = [sized(m, job.baseline) for m in moves]
         ongoing = gw.ongoing_reassignments()
         current = gw.describe_partitions({m.topic for m in moves})
         if job.state == ReassignmentJob.CANCELLING:
@@ -303,7 +311,10 @@ class Runner:
         if not job.baseline:
             ends = gw.list_offsets(keys, "latest")
             starts = gw.list_offsets(keys, "earliest")
-            job.baseline = {baseline_key(t, p): [starts.get((t, p)), ends.get((t, p))] for t, p in keys}
+            # Sizes now, from the log dirs of the current replicas: the plan's may be older than the data.
+            on = gw.log_dir_sizes(sorted({b for m in moves for b in m.before}))
+            job.baseline = {baseline_key(t, p): [starts.get((t, p)), ends.get((t, p)), max(on.get((t, p), {}).values(), default=None)]
+                            for t, p in keys}
         broker_cfg, topic_cfg = throttle_configs(moves, job.throttle)
         # Recorded first: whoever finishes the job removes exactly these, even if this worker dies now.
         job.throttles = {"brokers": sorted(broker_cfg), "topics": sorted(topic_cfg), "rate": job.throttle}
@@ -485,7 +496,7 @@ def verify(job: ReassignmentJob, gw: Any, moves: list[Move], target: str = "afte
     lost = []
     written = 0
     for t, p in keys:
-        start_before, end_before = job.baseline.get(baseline_key(t, p), [None, None])
+        start_before, end_before = (job.baseline.get(baseline_key(t, p)) or [None, None])[:2]
         start, end = starts.get((t, p)), ends.get((t, p))
         if start_before is None or end_before is None or start is None or end is None:
             continue

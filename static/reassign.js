@@ -22,6 +22,21 @@
       yaxis: {title: {text: "count"}, rangemode: "tozero", gridcolor: "rgba(128,128,128,0.2)"}
     }, {displayModeBar: false, responsive: true});
   }
+  // The execute and cancel forms follow the job's state as the live progress fragment reports it.
+  function actions() {
+    var state = document.querySelector("#job-progress .job-state");
+    if (!state) return;
+    var s = state.dataset.state;
+    var exec = document.getElementById("execute-form"), cancel = document.getElementById("cancel-form");
+    if (exec) exec.classList.toggle("hidden", s !== "planned");
+    if (cancel) {
+      cancel.classList.toggle("hidden", ["planned", "queued", "running"].indexOf(s) < 0);
+      var button = cancel.querySelector("button");
+      if (button) button.textContent = s === "planned" ? "Discard the plan" : "Cancel (moves go back)";
+    }
+  }
   document.addEventListener("theme:changed", draw);
+  document.addEventListener("fragment:updated", actions);
   draw();
+  actions();
 })();

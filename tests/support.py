@@ -66,6 +66,7 @@ def stack_env(**extra: str) -> dict[str, str]:
         # Faster sampling than production, so tests wait less for offsets, sizes and groups.
         WATCHER_OFFSETS_INTERVAL="1",
         WATCHER_SIZES_INTERVAL="2",
+        BALANCE_WATCH_INTERVAL="10",
         **extra,
     )
     return env
@@ -175,9 +176,11 @@ class Stack:
 
 @contextmanager
 def running_stack(cluster: Cluster) -> Iterator[Stack]:
-    db = TEST_VAR / "stack.sqlite3"
-    for suffix in ("", "-wal", "-shm"):
-        Path(str(db) + suffix).unlink(missing_ok=True)
+    # tests/settings.py drops DATABASE_URL, so the stack's processes share CONSOLE_VAR_DIR's database:
+    # start it empty, or jobs and events of an earlier session would be read as this one's.
+    for name in ("stack.sqlite3", "console.sqlite3"):
+        for suffix in ("", "-wal", "-shm"):
+            Path(str(TEST_VAR / name) + suffix).unlink(missing_ok=True)
     manage("migrate", "-v0")
     stack = Stack(f"http://127.0.0.1:{free_port()}", cluster)
     for role in ("viewer", "operator", "admin"):
@@ -189,7 +192,7 @@ def running_stack(cluster: Cluster) -> Iterator[Stack]:
     commands = {
         "web": [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", port, "console.asgi:application"],
         "watcher": [sys.executable, "manage.py", "watch"],
-        "worker": [sys.executable, "-m", "celery", "-A", "console", "worker", "--pool", "solo", "--loglevel", "WARNING"],
+        "worker": [sys.executable, "-m", "celery", "-A", "console", "worker", "--pool", "threads", "--concurrency", "4", "--loglevel", "WARNING"],
         "beat": [sys.executable, "-m", "celery", "-A", "console", "beat", "--loglevel", "WARNING",
                  "--schedule", str(TEST_VAR / "celerybeat-schedule")],
     }
