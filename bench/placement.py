@@ -81,9 +81,9 @@ def main() -> None:
         "| request | partitions | plan time | plan + --generate estimate | replicas moved | minimum that must move | ratio | --generate moves (expected) | replica spread after | leader spread after | budget |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for name, n, s, sg, moved, minimum, ratio, gen, rs, ls in rows:
+    for name, n, s, sg, moved, minimum, ratio, gen_moves, rs, ls in rows:
         lines.append(f"| {name} | {n:,} | {s:.2f} s | {sg:.2f} s | {moved:,} | {minimum:,} | {ratio:.2f} | "
-                     f"{'' if gen is None else f'{gen:,.0f}'} | {rs} | {ls} | <= 5 s, ratio <= 1.2 |")
+                     f"{'' if gen_moves is None else f'{gen_moves:,.0f}'} | {rs} | {ls} | <= 5 s, ratio <= 1.2 |")
     text = "\n".join(lines) + "\n"
     print(text)
     if not args.no_append:

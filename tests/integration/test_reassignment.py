@@ -129,11 +129,12 @@ def read_back(bootstrap: str, topic: str, partitions: int) -> dict[int, list[byt
         msg = consumer.poll(1.0)
         if msg is None:
             continue
-        if msg.error():
-            if msg.error().code() == -191:  # _PARTITION_EOF
-                at_end.add(msg.partition())
+        err, partition = msg.error(), msg.partition() or 0
+        if err is not None:
+            if err.code() == -191:  # _PARTITION_EOF
+                at_end.add(partition)
             continue
-        out[msg.partition()].append(msg.value())
+        out[partition].append(msg.value() or b"")
     consumer.close()
     return out
 
@@ -265,7 +266,8 @@ def test_a_job_survives_its_worker_being_killed(four_nodes: Stack) -> None:
     create_topic(stack, topic, "1:2,2:1,1:2")
     fill(stack, topic, 3, 1_500_000)
     # Brokers 1 and 4 share rack r1: each new pair spans two racks, or the import is refused.
-    target = {"version": 1, "partitions": [{"topic": topic, "partition": p, "replicas": r} for p, r in enumerate(([4, 2], [2, 4], [4, 3]))]}
+    moves = {0: [4, 2], 1: [2, 4], 2: [4, 3]}
+    target = {"version": 1, "partitions": [{"topic": topic, "partition": p, "replicas": r} for p, r in moves.items()]}
     r = post(stack, API, {"kind": "import", "plan": target})
     assert r.status_code == 201, r.text
     job_id = r.json()["id"]
@@ -280,5 +282,5 @@ def test_a_job_survives_its_worker_being_killed(four_nodes: Stack) -> None:
     assert done["state"] == "completed", done
     assert done["verification"]["ok"] is True, done["verification"]
     layout = topic_layout(stack.cluster.tool("kafka-topics", "--describe", "--topic", topic))
-    assert {p: v["replicas"] for p, v in layout.items()} == {p["partition"]: p["replicas"] for p in target["partitions"]}
+    assert {p: v["replicas"] for p, v in layout.items()} == moves
     assert throttle_configs(stack, [topic], [1, 2, 4]) == []

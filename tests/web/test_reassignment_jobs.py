@@ -64,7 +64,7 @@ def test_cancel_of_a_queued_job_asks_the_worker_and_of_a_planned_one_discards_it
 
 def test_bad_input_gets_a_sentence_and_changes_nothing(client_as, snapshot) -> None:
     op = client_as("operator")
-    cases = [
+    cases: list[tuple[dict, str]] = [
         ({"kind": "replication_factor", "topics": ["orders"], "replication_factor": 4}, "4"),
         ({"kind": "decommission", "brokers": [9]}, "9"),
         ({"kind": "decommission", "brokers": [1, 2, 3]}, "would leave no broker"),
