@@ -140,6 +140,16 @@ def make_plan(cluster: str, d: dict) -> dict:
             result = placement.plan(layout, placement.PlanRequest.from_dict(d))
     except placement.PlanError as exc:
         raise BadParameter(str(exc)) from None
+    down = sorted(b.id for b in snap.brokers.values() if not b.up)
+    live = len(snap.brokers) - len(down)
+    if d["kind"] == "replication_factor" and d.get("replication_factor") and d["replication_factor"] > live:
+        raise BadParameter(f"Replication factor {d['replication_factor']} is more than the {live} live brokers "
+                           f"({placement.brokers_text(down)} {'is' if len(down) == 1 else 'are'} down).")
+    for change in result.changes:
+        onto_down = sorted(set(change.added) & set(down))
+        if onto_down:
+            raise BadParameter(f"The plan puts a replica of {change.topic}-{change.partition} on {placement.brokers_text(onto_down)}, "
+                               "which is down: bring it back first, or decommission it.")
     return result.to_dict()
 
 

@@ -259,7 +259,7 @@ def resolve(layout: ClusterLayout, request: PlanRequest) -> Scope:
 
     targets = sorted(known - set(removed))
     if not targets:
-        raise PlanError(f"Decommissioning {_brokers_text(removed)} would leave no broker to hold the replicas.")
+        raise PlanError(f"Decommissioning {brokers_text(removed)} would leave no broker to hold the replicas.")
     if rf is not None and rf > len(targets):
         raise PlanError(f"Replication factor {rf} is more than the {len(targets)} brokers in the cluster.")
     for t in topics:
@@ -267,7 +267,7 @@ def resolve(layout: ClusterLayout, request: PlanRequest) -> Scope:
         if need > len(targets):
             if removed:
                 raise PlanError(
-                    f"Decommissioning {_brokers_text(removed)} leaves {len(targets)} broker{'s' if len(targets) != 1 else ''}, "
+                    f"Decommissioning {brokers_text(removed)} leaves {len(targets)} broker{'s' if len(targets) != 1 else ''}, "
                     f"too few for topic {t} with replication factor {need}."
                 )
             raise PlanError(f"Topic {t} has replication factor {need} but the cluster has only {len(targets)} brokers.")
@@ -277,14 +277,14 @@ def resolve(layout: ClusterLayout, request: PlanRequest) -> Scope:
     rackless = [b for b in targets if racks[b] is None]
     if rackless and len(rackless) < len(targets):
         notes.append(
-            f"{_brokers_text(rackless).capitalize()} {'has' if len(rackless) == 1 else 'have'} no rack, so replicas "
+            f"{brokers_text(rackless).capitalize()} {'has' if len(rackless) == 1 else 'have'} no rack, so replicas "
             "are placed without regard to racks (Kafka's tool would refuse without --disable-rack-aware)."
         )
     in_scope = set(topics)
     strays = sorted({b for p in layout.partitions if p.topic in in_scope for b in p.replicas if b not in known})
     if strays:
         verb = "holds replicas but is" if len(strays) == 1 else "hold replicas but are"
-        notes.append(f"{_brokers_text(strays).capitalize()} {verb} not in the cluster; those replicas are moved.")
+        notes.append(f"{brokers_text(strays).capitalize()} {verb} not in the cluster; those replicas are moved.")
     return Scope(tuple(sorted(topics)), tuple(targets), tuple(removed), tuple(added), rf, racks, tuple(notes))
 
 
@@ -1315,7 +1315,7 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _brokers_text(ids: Sequence[int]) -> str:
+def brokers_text(ids: Sequence[int]) -> str:
     ids = sorted(ids)
     if len(ids) == 1:
         return f"broker {ids[0]}"

@@ -75,6 +75,11 @@ def test_bad_input_gets_a_sentence_and_changes_nothing(client_as, snapshot) -> N
          "broker 7, which is not in the cluster"),
         ({"kind": "import", "plan": {"version": 1, "partitions": [{"topic": "orders", "partition": 0, "replicas": [1, 2]}]}},
          "instead of its replication factor 3"),
+        # Broker 3 is down in the sample snapshot.
+        ({"kind": "replication_factor", "topics": ["orders"], "replication_factor": 3},
+         "Replication factor 3 is more than the 2 live brokers (broker 3 is down)."),
+        ({"kind": "import", "plan": {"version": 1, "partitions": [{"topic": "orders", "partition": 3, "replicas": [1, 3]}]}},
+         "The plan puts a replica of orders-3 on broker 3, which is down: bring it back first, or decommission it."),
     ]
     for body, words in cases:
         r = post(op, API, body)
