@@ -181,6 +181,13 @@ WATCHER_SIZES_INTERVAL = env_float("WATCHER_SIZES_INTERVAL", 15.0, minimum=1.0)
 # After a change made through the console, requests wait up to this long for the snapshot to show it.
 READ_YOUR_WRITES_WAIT = env_float("READ_YOUR_WRITES_WAIT", 5.0, minimum=0.0)
 
+# Analytics: the watcher appends its offset samples to this topic of the console's own (retention in
+# hours); Spark jobs (analytics/) read it back. SPARK_MASTER: local[*] or spark://host:7077.
+ANALYTICS_SAMPLES = env_bool("ANALYTICS_SAMPLES", True)
+ANALYTICS_SAMPLES_TOPIC = env_str("ANALYTICS_SAMPLES_TOPIC", "__kafka_console_samples")
+ANALYTICS_RETENTION_HOURS = env_float("ANALYTICS_RETENTION_HOURS", 7 * 24.0, minimum=1.0)
+SPARK_MASTER = env_str("SPARK_MASTER", "local[*]")
+
 # Reassignment jobs: the replication throttle (bytes/s per broker) and concurrent movements per broker
 # a job uses unless the operator says otherwise when executing it.
 REASSIGNMENT_THROTTLE = env_int("REASSIGNMENT_THROTTLE", 50 * 1024 * 1024, minimum=1024)

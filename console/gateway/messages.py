@@ -757,3 +757,53 @@ def _produce_error(exc: KafkaException, gateway: ClusterGateway, action: str, va
         size = 0 if value is None else len(value)
         return InvalidRequest(f"Could not {action}: the message ({size:,} bytes of value) is larger than the cluster accepts.")
     return gateway.translate(exc, action)
+
+
+class RecordSink:
+    """A fire-and-forget writer for the console's own records (the analytics samples): batched and
+    compressed, never waited on; delivery failures are counted and the last one is kept in words."""
+
+    def __init__(self, gateway: ClusterGateway, topic: str) -> None:
+        self.gateway, self.topic = gateway, topic
+        self.delivered = 0
+        self.failed = 0
+        self.last_error: str | None = None
+        conf: dict[str, Any] = {
+            **gateway.config.librdkafka(),
+            "client.id": "kafka-console-samples",
+            "linger.ms": 200,
+            "compression.type": "lz4",
+            "acks": "all",
+            "enable.idempotence": True,
+            "message.timeout.ms": 60_000,
+            "queue.buffering.max.kbytes": 65536,
+            "allow.auto.create.topics": False,
+            "reconnect.backoff.max.ms": 1000,
+            "log_level": 2,
+        }
+        self.producer = gateway._call("connect a producer", lambda: Producer(conf))
+
+    def _on_delivery(self, err: KafkaError | None, msg: Any) -> None:
+        if err is None:
+            self.delivered += 1
+        else:
+            self.failed += 1
+            self.last_error = err.str()
+
+    def send(self, records: Iterable[tuple[bytes, bytes]]) -> int:
+        """Queue the records; returns how many were refused at once (the local queue is full)."""
+        refused = 0
+        for key, value in records:
+            try:
+                self.producer.produce(self.topic, value=value, key=key, on_delivery=self._on_delivery)
+            except BufferError:
+                refused += 1
+                self.producer.poll(0)
+            except KafkaException as exc:
+                refused += 1
+                self.last_error = str(exc)
+        self.producer.poll(0)
+        return refused
+
+    def close(self, timeout: float = 5.0) -> None:
+        self.producer.flush(timeout)

@@ -31,6 +31,7 @@ KINDS = {
     "partitions_added": "Partitions added",
     "rebalance": "Consumer group rebalance",
     "balance": "Balance (replica or leader skew)",
+    "analytics": "Analytics samples",
 }
 
 

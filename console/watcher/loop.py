@@ -30,6 +30,7 @@ from console.gateway.types import ClusterMetadata, Quorum
 from console.realtime import cluster_group
 from console.watcher import store
 from console.watcher.diff import Change, diff
+from console.watcher.samples import SampleWriter
 from console.watcher.snapshot import (
     BrokerState,
     GroupState,
@@ -182,6 +183,7 @@ class ClusterWatcher:
         self.cluster = cluster
         self.owner = owner
         self.gateway: ClusterGateway = gateway.for_cluster(cluster)
+        self.samples = SampleWriter(cluster, self.gateway)
         self.previous: Snapshot | None = None
         self.racks: dict[int, str | None] = {}
         self.next_configs = 0.0
@@ -461,6 +463,15 @@ class ClusterWatcher:
         with self._offsets_lock:
             self._pending_events += events
 
+    def _raise_event(self, kind: str, severity: str, message: str) -> None:
+        """An event found outside the metadata diff (from the sampling thread)."""
+        from django.utils import timezone
+
+        close_old_connections()
+        event = Event.objects.create(cluster=self.cluster, at=timezone.now(), kind=kind, severity=severity, message=message)
+        with self._offsets_lock:
+            self._pending_events.append(event)
+
     def sample_offsets(self) -> None:
         """Start and end offsets of every partition: two batched calls (librdkafka groups them per
         leader). Runs in its own thread: a partition whose leader just died can hold a call for
@@ -495,6 +506,13 @@ class ClusterWatcher:
                 self.group_stats["groups_evaluate_seconds"] = round(time.monotonic() - evaluated, 3)
             except Exception:
                 log.exception("evaluating consumer groups of %s failed", self.cluster)
+        try:
+            refused = self.samples.write(started, results["latest"], sizes if sizes is not None else self._sizes, groups,
+                                         len(snap.live_broker_ids()))
+            if refused:
+                self._raise_event("analytics", "warning", refused)
+        except Exception:  # noqa: BLE001 - analytics must never stop the live console
+            log.exception("writing analytics samples of %s failed", self.cluster)
         with self._offsets_lock:
             previous_ends, previous_at = self._ends, self._offsets_at
             self._ends = {**self._ends, **results["latest"]}

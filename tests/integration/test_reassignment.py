@@ -246,6 +246,9 @@ def test_cancel_midway_puts_the_replicas_back_and_removes_the_throttles(four_nod
     wait_for(lambda: page.inner_text("#job-bytes") != first, 30, what="the job page's progress to advance")
     assert page.evaluate("window.__noReload") is True, "the page reloaded"
     page.screenshot(path=str(OUTPUT / "reassignment-progress.png"), full_page=True)
+    page.emulate_media(color_scheme="dark")
+    page.screenshot(path=str(OUTPUT / "reassignment-progress-dark.png"), full_page=True)
+    page.emulate_media(color_scheme="light")
     assert throttle_configs(stack, [topic], [4]) != [], "the throttle is set while the job runs"
     mid = job(stack, job_id)
     assert mid["state"] == "running" and mid["progress"]["partitions_done"] < 4, mid["progress"]
