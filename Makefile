@@ -59,7 +59,7 @@ run: migrate
 	@echo "console: http://127.0.0.1:$(PORT)  (user admin, password in var/admin_password)"
 	@PATH="$(CURDIR)/$(VENV)/bin:$$PATH" CONSOLE_PORT=$(PORT) REDIS_PORT=$(REDIS_PORT) \
 	  REDIS_URL=$${REDIS_URL:-redis://127.0.0.1:$(REDIS_PORT)/0} \
-	  $(VENV)/bin/honcho start $(if $(KAFKA_BOOTSTRAP_SERVERS)$(KAFKA_CLUSTERS_FILE),redis web watcher worker beat,)
+	  $(VENV)/bin/honcho start $(if $(KAFKA_BOOTSTRAP_SERVERS)$(KAFKA_CLUSTERS_FILE),redis web watcher worker analytics beat,)
 
 lint: setup
 	$(VENV)/bin/ruff check .

@@ -34,7 +34,7 @@ FRAGMENTS: dict[str, Callable[[services.Live, Mapping[str, str]], dict[str, str]
     "groups": groups_fragment,
     "group": group_fragment,
 }
-VIEWS = set(FRAGMENTS) | {"events", "status", "reassignment", "reassignments"}  # "status": only the cluster status, no fragments
+VIEWS = set(FRAGMENTS) | {"events", "status", "reassignment", "reassignments", "analytics", "reports"}  # "status": only the cluster status, no fragments
 
 
 class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
@@ -101,6 +101,16 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         except ConsoleError as exc:
             await self.send_json({"type": "notice", "message": exc.message})
             return
+        for target, html in fragments.items():
+            await self.send_json({"type": "fragment", "target": target, "html": html})
+
+    async def analytics_progress(self, message: dict[str, Any]) -> None:
+        """Sent by an analytics run at each stage: the analytics page redraws its list of runs."""
+        if self.view != "analytics":
+            return
+        from analytics.views import runs_fragment
+
+        fragments = await sync_to_async(runs_fragment)(services.live(self.cluster, fresh=False), self.params)
         for target, html in fragments.items():
             await self.send_json({"type": "fragment", "target": target, "html": html})
 

@@ -137,10 +137,13 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Spark runs go to their own queue, served by one worker that keeps a warm session (Procfile "analytics").
+CELERY_TASK_ROUTES = {"analytics.tasks.run_analytics": {"queue": "analytics"}}
 CELERY_BEAT_SCHEDULE = {
     "celery-heartbeat": {"task": "console.tasks.heartbeat", "schedule": 10.0},
     # A reassignment job whose worker died (its lease ran out) is taken over by another worker.
     "reassignment-watchdog": {"task": "brokers_app.tasks.reassignment_watchdog", "schedule": 5.0},
+    "analytics-due-reports": {"task": "analytics.tasks.due_reports", "schedule": 30.0},
     "balance-watch": {"task": "brokers_app.tasks.balance_watch", "schedule": env_float("BALANCE_WATCH_INTERVAL", 180.0, minimum=5.0)},
 }
 
@@ -187,6 +190,13 @@ ANALYTICS_SAMPLES = env_bool("ANALYTICS_SAMPLES", True)
 ANALYTICS_SAMPLES_TOPIC = env_str("ANALYTICS_SAMPLES_TOPIC", "__kafka_console_samples")
 ANALYTICS_RETENTION_HOURS = env_float("ANALYTICS_RETENTION_HOURS", 7 * 24.0, minimum=1.0)
 SPARK_MASTER = env_str("SPARK_MASTER", "local[*]")
+# Scheduled lag reports by e-mail use Django's mail settings.
+EMAIL_HOST = env_str("EMAIL_HOST", "127.0.0.1")
+EMAIL_PORT = env_int("EMAIL_PORT", 25, minimum=1)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "kafka-console@localhost")
 
 # Reassignment jobs: the replication throttle (bytes/s per broker) and concurrent movements per broker
 # a job uses unless the operator says otherwise when executing it.

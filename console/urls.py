@@ -6,6 +6,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from analytics import api as analytics_api
+from analytics import views as analytics_views
 from brokers_app import api as brokers_api
 from brokers_app import views as brokers_views
 from console import views
@@ -49,6 +51,11 @@ urlpatterns = [
     path("clusters/<str:cluster>/at-risk/", topics_views.at_risk, name="at_risk"),
     path("clusters/<str:cluster>/events/", brokers_views.events, name="events"),
     path("clusters/<str:cluster>/reassignments/", brokers_views.reassignments, name="reassignments"),
+    path("clusters/<str:cluster>/analytics/", analytics_views.analytics_page, name="analytics"),
+    path("clusters/<str:cluster>/reports/", analytics_views.reports_page, name="reports"),
+    path("clusters/<str:cluster>/reports/<int:report_id>/", analytics_views.report_page, name="report"),
+    path("clusters/<str:cluster>/reports/<int:report_id>/report.html", analytics_views.report_download, {"fmt": "html"}, name="report_html"),
+    path("clusters/<str:cluster>/reports/<int:report_id>/report.csv", analytics_views.report_download, {"fmt": "csv"}, name="report_csv"),
     path("clusters/<str:cluster>/reassignments/<int:job_id>/", brokers_views.reassignment, name="reassignment"),
     path("clusters/<str:cluster>/reassignments/<int:job_id>/plan.json", brokers_views.reassignment_json, name="reassignment_json"),
     path("clusters/<str:cluster>/groups/", consumers_views.groups, name="groups"),
@@ -75,6 +82,13 @@ urlpatterns = [
     path(api + "<str:cluster>/leader-elections/", brokers_api.LeaderElections.as_view()),
     path(api + "<str:cluster>/reassignments/", brokers_api.Reassignments.as_view()),
     path(api + "<str:cluster>/reassignments/<int:job_id>/", brokers_api.ReassignmentDetail.as_view()),
+    path(api + "<str:cluster>/analytics/runs/", analytics_api.Runs.as_view()),
+    path(api + "<str:cluster>/analytics/runs/<int:run_id>/", analytics_api.RunDetail.as_view()),
+    path(api + "<str:cluster>/analytics/topics/<str:topic>/", analytics_api.TopicHistory.as_view()),
+    path(api + "<str:cluster>/analytics/consumer-groups/<name:group>/", analytics_api.GroupHistory.as_view()),
+    path(api + "<str:cluster>/report-schedules/", analytics_api.Schedules.as_view()),
+    path("api/v1/reports/", analytics_api.Reports.as_view()),
+    path("api/v1/reports/<int:report_id>/", analytics_api.ReportDetail.as_view()),
     path(api + "<str:cluster>/consumer-groups/", consumers_api.GroupList.as_view()),
     path(api + "<str:cluster>/rebalances/most-frequent/", consumers_api.MostRebalancing.as_view()),
     path(api + "<str:cluster>/consumer-groups/<name:group>/", consumers_api.GroupDetail.as_view()),

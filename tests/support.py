@@ -193,6 +193,8 @@ def running_stack(cluster: Cluster) -> Iterator[Stack]:
         "web": [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", port, "console.asgi:application"],
         "watcher": [sys.executable, "manage.py", "watch"],
         "worker": [sys.executable, "-m", "celery", "-A", "console", "worker", "--pool", "threads", "--concurrency", "4", "--loglevel", "WARNING"],
+        "analytics": [sys.executable, "-m", "celery", "-A", "console", "worker", "-Q", "analytics", "--pool", "solo",
+                      "--concurrency", "1", "-n", "analytics@%h", "--loglevel", "WARNING"],
         "beat": [sys.executable, "-m", "celery", "-A", "console", "beat", "--loglevel", "WARNING",
                  "--schedule", str(TEST_VAR / "celerybeat-schedule")],
     }

@@ -1,0 +1,189 @@
+"""Analytics runs and lag reports: requesting them, reading their results (Django side; Spark stays in tasks)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import time
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from analytics.models import AnalyticsRun, ReportSchedule
+from console import gateway
+from console.errors import BadParameter
+from console.gateway.errors import NotFound
+
+DEFAULT_SCHEDULES = (("hourly", 60, 60), ("daily", 1440, 1440))
+STAGES = ("queued", "starting Spark", "reading samples", "computing tables", "writing the report", "done")
+
+
+def results_dir(run: AnalyticsRun) -> Path:
+    return Path(settings.VAR_DIR) / "analytics" / run.cluster / str(run.id)
+
+
+def ensure_schedules(cluster: str) -> list[ReportSchedule]:
+    for name, every, window in DEFAULT_SCHEDULES:
+        ReportSchedule.objects.get_or_create(cluster=cluster, name=name, defaults={"every_minutes": every, "window_minutes": window})
+    return list(ReportSchedule.objects.filter(cluster=cluster))
+
+
+def check_window(start_ms: int | None, end_ms: int | None, now_ms: int | None = None) -> tuple[int, int]:
+    """A window of samples to read: end after start, not in the future, within the sample topic's retention."""
+    now_ms = now_ms if now_ms is not None else int(time.time() * 1000)
+    retention_ms = int(settings.ANALYTICS_RETENTION_HOURS * 3600 * 1000)
+    end = now_ms if end_ms is None else end_ms
+    start = end - 3600 * 1000 if start_ms is None else start_ms
+    if end <= start:
+        raise BadParameter("The time range ends before it starts: give an end after the start.")
+    if end > now_ms + 60_000:
+        raise BadParameter("The time range ends in the future.")
+    if start < now_ms - retention_ms:
+        hours = settings.ANALYTICS_RETENTION_HOURS
+        raise BadParameter(f"The time range starts before the oldest samples kept ({hours:g} hours, ANALYTICS_RETENTION_HOURS).")
+    return start, end
+
+
+def request_run(cluster: str, user: Any, kind: str = "run", start_ms: int | None = None, end_ms: int | None = None,
+                schedule: ReportSchedule | None = None) -> AnalyticsRun:
+    gateway.cluster_config(cluster)
+    start, end = check_window(start_ms, end_ms)
+    with transaction.atomic():
+        run = AnalyticsRun.objects.create(cluster=cluster, kind=kind, schedule=schedule, window_start_ms=start, window_end_ms=end,
+                                          requested_by=getattr(user, "username", "") or "", stage="queued")
+    dispatch(run.id)
+    return run
+
+
+def dispatch(run_id: int) -> None:
+    from analytics.tasks import run_analytics
+
+    try:
+        run_analytics.apply_async((run_id,), queue="analytics")
+    except Exception as exc:  # noqa: BLE001 - the run fails with the reason rather than waiting forever
+        AnalyticsRun.objects.filter(id=run_id).update(state=AnalyticsRun.FAILED, error=f"Could not queue the run: {exc}"[:500],
+                                                      finished_at=timezone.now())
+
+
+def get_run(run_id: int, cluster: str | None = None, kind: str | None = None) -> AnalyticsRun:
+    qs = AnalyticsRun.objects.filter(id=run_id) if 0 < run_id < 2**63 else AnalyticsRun.objects.none()
+    if cluster:
+        qs = qs.filter(cluster=cluster)
+    if kind:
+        qs = qs.filter(kind=kind)
+    run = qs.first()
+    if run is None:
+        raise NotFound(f"There is no {'report' if kind == 'report' else 'analytics run'} {run_id}.")
+    return run
+
+
+def latest_done(cluster: str) -> AnalyticsRun | None:
+    return AnalyticsRun.objects.filter(cluster=cluster, state=AnalyticsRun.DONE).order_by("-id").first()
+
+
+def table(run: AnalyticsRun, name: str, filters: list[tuple[str, str, Any]] | None = None,
+          columns: list[str] | None = None) -> list[dict[str, Any]]:
+    """Rows of one Parquet table of a finished run (pyarrow: the web process needs no Spark)."""
+    import pyarrow.dataset as ds
+
+    path = results_dir(run) / name
+    if not path.exists():
+        return []
+    dataset = ds.dataset(str(path), format="parquet")
+    expr = None
+    for col, op, value in filters or []:
+        term = (ds.field(col) == value) if op == "==" else (ds.field(col) >= value)
+        expr = term if expr is None else expr & term
+    return dataset.to_table(filter=expr, columns=columns).to_pylist()
+
+
+def topic_history(cluster: str, topic: str, resolution: int = 60) -> dict[str, list[Any]]:
+    run = latest_done(cluster)
+    if run is None:
+        return {"t": [], "messages_per_s": [], "bytes_per_s": []}
+    rows = table(run, "topic_throughput", [("topic", "==", topic), ("resolution_s", "==", resolution)],
+                 ["start", "messages_per_s", "bytes_per_s"])
+    rows.sort(key=lambda r: r["start"])
+    return {"t": [_epoch(r["start"]) for r in rows], "messages_per_s": [r["messages_per_s"] for r in rows],
+            "bytes_per_s": [r["bytes_per_s"] for r in rows]}
+
+
+def group_history(cluster: str, group: str) -> dict[str, list[Any]]:
+    run = latest_done(cluster)
+    if run is None:
+        return {"t": [], "lag": [], "time_lag": [], "status": []}
+    rows = table(run, "group_status", [("group_id", "==", group)], ["time_ms", "total_lag", "status"])
+    lags = {r["time_ms"]: r["time_lag_s"] for r in table(run, "group_lag_history", [("group_id", "==", group)], ["time_ms", "time_lag_s"])}
+    rows.sort(key=lambda r: r["time_ms"])
+    return {"t": [r["time_ms"] / 1000 for r in rows], "lag": [r["total_lag"] for r in rows],
+            "time_lag": [lags.get(r["time_ms"]) for r in rows], "status": [r["status"] for r in rows]}
+
+
+def _epoch(value: Any) -> float:
+    """A Parquet timestamp (naive, UTC, as Spark writes them with the session in UTC) in seconds."""
+    from datetime import UTC
+
+    return float(value.replace(tzinfo=UTC).timestamp() if value.tzinfo is None else value.timestamp())
+
+
+def status_changes(run: AnalyticsRun, limit: int = 200) -> list[dict[str, Any]]:
+    """Each group status interval that began inside the run's window, newest first."""
+    rows = table(run, "group_status_intervals")
+    out = []
+    for r in rows:
+        start = r.get("start")
+        start_ms = int(_epoch(start) * 1000) if hasattr(start, "timestamp") else None
+        if start_ms is not None and start_ms >= run.window_start_ms:
+            out.append({"group_id": r.get("group_id"), "status": r.get("status"), "start": start.isoformat() if start else None,
+                        "samples": r.get("samples")})
+    out.sort(key=lambda r: r["start"] or "", reverse=True)
+    return out[:limit]
+
+
+def report_csv(run: AnalyticsRun) -> str:
+    """Worst groups, then topics by throughput, then forecasts: one CSV, a section column first."""
+    s = run.summary
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(["section", "name", "status", "total_lag", "max_lag", "time_lag_s", "messages_per_s", "messages", "bytes", "eta_seconds"])
+    for g in s.get("worst_groups", []):
+        w.writerow(["worst_groups", g.get("group_id"), g.get("status"), g.get("total_lag"), g.get("max_lag"), g.get("time_lag_s"), "", "", "", ""])
+    for t in s.get("topics_by_throughput", []):
+        w.writerow(["topics_by_throughput", t.get("topic"), "", "", "", "", t.get("messages_per_s"), t.get("messages"), t.get("bytes"), ""])
+    for f in s.get("forecasts", []):
+        w.writerow(["forecasts", f.get("group_id"), "", f.get("lag"), "", "", "", "", "", f.get("seconds")])
+    return buf.getvalue()
+
+
+def report_html(run: AnalyticsRun) -> str:
+    """The report as one self-contained HTML file: styles and Plotly inline, so its charts work offline."""
+    from django.template.loader import render_to_string
+
+    from console.settings import _plotly_js_dir
+
+    plotly = (Path(_plotly_js_dir()) / "plotly.min.js").read_text()
+    charts_js = (Path(settings.BASE_DIR) / "static" / "analytics.js").read_text()
+    return render_to_string("analytics/report_file.html", {
+        "run": run, "summary": run.summary, "changes": status_changes(run), "plotly_js": plotly.replace("</script", "<\\/script"),
+        "charts_js": charts_js, "chart_obj": chart_data(run),
+    })
+
+
+def chart_data(run: AnalyticsRun) -> dict[str, Any]:
+    """Cluster-wide messages/s per minute and the worst groups' lag over the window, for the charts."""
+    rows = table(run, "topic_throughput", [("resolution_s", "==", 60)], ["start", "messages_per_s"])
+    per_minute: dict[float, float] = {}
+    for r in rows:
+        t = _epoch(r["start"]) * 1000
+        per_minute[t] = per_minute.get(t, 0.0) + (r["messages_per_s"] or 0.0)
+    worst = [g.get("group_id") for g in run.summary.get("worst_groups", [])[:5]]
+    lags = {}
+    for gid in worst:
+        hist = [r for r in table(run, "group_status", [("group_id", "==", gid)], ["time_ms", "total_lag"])]
+        hist.sort(key=lambda r: r["time_ms"])
+        lags[gid] = {"t": [r["time_ms"] for r in hist], "lag": [r["total_lag"] for r in hist]}
+    times = sorted(per_minute)
+    return {"throughput": {"t": times, "messages_per_s": [per_minute[t] for t in times]}, "lag": lags}

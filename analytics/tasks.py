@@ -1,0 +1,133 @@
+"""Celery tasks of analytics: Spark runs on their own queue ("analytics"), one at a time, in a worker
+that keeps its Spark session warm between runs; the report schedule, checked by beat."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from datetime import timedelta
+from typing import Any
+
+from celery import shared_task
+from django.conf import settings
+from django.core.mail import EmailMultiAlternatives
+from django.utils import timezone
+
+from analytics import service
+from analytics.models import AnalyticsRun
+from console import gateway
+
+log = logging.getLogger(__name__)
+_spark: Any = None
+
+
+def spark_session() -> Any:
+    """The worker's session: started by its first run (a few seconds), reused by the next."""
+    global _spark
+    if _spark is None or _spark.sparkContext._jsc is None:
+        from analytics.session import spark_session as start
+
+        _spark = start(settings.SPARK_MASTER)
+    return _spark
+
+
+def _stage(run: AnalyticsRun, stage: str, **fields: Any) -> None:
+    run.stage = stage
+    for k, v in fields.items():
+        setattr(run, k, v)
+    run.save()
+    notify(run)
+
+
+def notify(run: AnalyticsRun) -> None:
+    from asgiref.sync import async_to_sync
+    from channels.layers import get_channel_layer
+
+    from console.realtime import cluster_group
+
+    try:
+        async_to_sync(get_channel_layer().group_send)(cluster_group(run.cluster), {"type": "analytics.progress", "run": run.id})
+    except Exception:  # noqa: BLE001 - the page shows the state on its next load
+        log.debug("could not push analytics progress", exc_info=True)
+
+
+def spark_reason(exc: BaseException) -> str:
+    """Spark's reason in a sentence: the first line that says something, without the JVM stack."""
+    text = str(exc).strip() or type(exc).__name__
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.strip().startswith(("at ", "JVM stacktrace", "---"))]
+    first = lines[0] if lines else type(exc).__name__
+    return f"Spark failed: {first[:400]}"
+
+
+@shared_task(ignore_result=True, acks_late=False)
+def run_analytics(run_id: int) -> str:
+    from analytics.jobs.pipeline import run as pipeline_run
+
+    run = AnalyticsRun.objects.filter(id=run_id).first()
+    if run is None or run.state != AnalyticsRun.QUEUED:
+        return "nothing to do"
+    started = time.monotonic()
+    _stage(run, "starting Spark" if _spark is None else "reading samples", state=AnalyticsRun.RUNNING, started_at=timezone.now())
+    try:
+        spark = spark_session()
+        _stage(run, "reading samples")
+        config = gateway.cluster_config(run.cluster)
+        directory = service.results_dir(run)
+        _stage(run, "computing tables")
+        summary_path = pipeline_run(spark, config.bootstrap_servers, settings.ANALYTICS_SAMPLES_TOPIC, directory,
+                                    run.window_start_ms, run.window_end_ms)
+        run.summary = json.loads(summary_path.read_text())
+        if run.kind == "report":
+            _stage(run, "writing the report")
+            (directory / "report.html").write_text(service.report_html(run))
+            (directory / "report.csv").write_text(service.report_csv(run))
+            if run.schedule and run.schedule.email_to.strip():
+                run.emailed_to = send_report(run)
+        _stage(run, "done", state=AnalyticsRun.DONE, finished_at=timezone.now(), seconds=time.monotonic() - started)
+        return "done"
+    except Exception as exc:  # noqa: BLE001 - every failure is shown on the run, in a sentence
+        log.warning("analytics run %s failed", run_id, exc_info=True)
+        _stage(run, "failed", state=AnalyticsRun.FAILED, error=spark_reason(exc), finished_at=timezone.now(),
+               seconds=time.monotonic() - started)
+        return "failed"
+
+
+def send_report(run: AnalyticsRun) -> str:
+    """The report's HTML summary by e-mail with its CSV attached (Django's mail settings)."""
+    from django.template.loader import render_to_string
+
+    assert run.schedule is not None
+    to = [a.strip() for a in run.schedule.email_to.split(",") if a.strip()]
+    directory = service.results_dir(run)
+    html = render_to_string("analytics/report_mail.html", {"run": run, "summary": run.summary})
+    mail = EmailMultiAlternatives(
+        subject=f"Kafka lag report ({run.schedule.name}) for cluster {run.cluster}",
+        body=f"Lag report {run.id} for cluster {run.cluster}: {len(run.summary.get('worst_groups', []))} groups listed. "
+             "The CSV is attached; the HTML part has the summary.",
+        from_email=settings.DEFAULT_FROM_EMAIL, to=to)
+    mail.attach_alternative(html, "text/html")
+    mail.attach(f"lag-report-{run.cluster}-{run.id}.csv", (directory / "report.csv").read_text(), "text/csv")
+    mail.send()
+    return ", ".join(to)
+
+
+@shared_task(ignore_result=True)
+def due_reports() -> list[int]:
+    """Beat, every 30 s: queue a report for each enabled schedule whose time has come."""
+    queued = []
+    now = timezone.now()
+    for config in gateway.cluster_configs():
+        for schedule in service.ensure_schedules(config.name):
+            if not schedule.enabled:
+                continue
+            if schedule.last_run_at and schedule.last_run_at + timedelta(minutes=schedule.every_minutes) > now:
+                continue
+            schedule.last_run_at = now
+            schedule.save(update_fields=["last_run_at"])
+            end_ms = int(now.timestamp() * 1000)
+            start_ms = max(end_ms - schedule.window_minutes * 60_000,
+                           end_ms - int(settings.ANALYTICS_RETENTION_HOURS * 3600 * 1000) + 60_000)
+            run = service.request_run(config.name, None, "report", start_ms, end_ms, schedule=schedule)
+            queued.append(run.id)
+    return queued

@@ -1,0 +1,141 @@
+"""Analytics and lag report pages: parse input, call the service, render (no Spark in the web process)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
+from django.urls import reverse
+
+from analytics import service
+from analytics.models import AnalyticsRun, ReportSchedule
+from brokers_app import services
+from console import gateway
+from console.audit import audited
+from console.auth import allow
+from console.errors import BadParameter, ConsoleError
+from console.gateway.errors import NotFound
+
+
+def parse_time(params: Mapping[str, str], name: str) -> int | None:
+    """A form's datetime-local (UTC) or milliseconds since the epoch, as milliseconds."""
+    raw = params.get(name, "").strip()
+    if not raw:
+        return None
+    if raw.isdigit() and len(raw) <= 15:
+        return int(raw)
+    try:
+        dt = datetime.fromisoformat(raw)
+    except ValueError:
+        raise BadParameter(f"'{name}' is not a time: give YYYY-MM-DDTHH:MM (UTC) or milliseconds since the epoch.") from None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    return int(dt.timestamp() * 1000)
+
+
+def runs_context(cluster: str) -> dict[str, Any]:
+    return {"runs": list(AnalyticsRun.objects.filter(cluster=cluster)[:20]), "cluster": cluster}
+
+
+def runs_fragment(live: services.Live, params: Mapping[str, str]) -> dict[str, str]:
+    return {"analytics-runs": render_to_string("analytics/_runs.html", runs_context(live.cluster))}
+
+
+@allow(GET="viewer", POST="operator")
+def analytics_page(request: HttpRequest, cluster: str) -> HttpResponse:
+    live = services.live(cluster)
+    status = 200
+    error = None
+    if request.method == "POST":
+        try:
+            start, end = parse_time(request.POST, "start"), parse_time(request.POST, "end")
+            with audited(request.user, "analytics_run", cluster=cluster, details={"start_ms": start, "end_ms": end}):
+                service.request_run(cluster, request.user, "run", start, end)
+            return redirect(reverse("analytics", args=[cluster]))
+        except ConsoleError as exc:
+            error, status = exc.message, exc.http_status
+    latest = service.latest_done(cluster)
+    context = {"live": live, "view": "analytics", "latest": latest, "summary": latest.summary if latest else None,
+               "charts": service.chart_data(latest) if latest else None, "error": error, "form": request.POST,
+               **runs_context(cluster)}
+    return render(request, "analytics/analytics.html", context, status=status)
+
+
+@allow(GET="viewer", POST="admin")
+def reports_page(request: HttpRequest, cluster: str) -> HttpResponse:
+    live = services.live(cluster)
+    gateway.cluster_config(cluster)
+    schedules = service.ensure_schedules(cluster)
+    status, error = 200, None
+    if request.method == "POST":
+        try:
+            update_schedule(request.user, cluster, request.POST)
+            return redirect(reverse("reports", args=[cluster]))
+        except ConsoleError as exc:
+            error, status = exc.message, exc.http_status
+    reports = list(AnalyticsRun.objects.filter(cluster=cluster, kind="report")[:100])
+    return render(request, "analytics/reports.html", {"live": live, "view": "reports", "schedules": schedules,
+                                                      "reports": reports, "error": error}, status=status)
+
+
+def update_schedule(user: Any, cluster: str, data: Mapping[str, Any]) -> ReportSchedule:
+    name = str(data.get("name", "")).strip()
+    schedule = ReportSchedule.objects.filter(cluster=cluster, name=name).first()
+    if schedule is None:
+        raise NotFound(f"There is no report schedule '{name[:40]}' on cluster '{cluster}'.")
+
+    def minutes(field: str, current: int) -> int:
+        raw = data.get(field, current)
+        try:
+            value = int(raw)
+        except (TypeError, ValueError):
+            raise BadParameter(f"'{field}' must be a whole number of minutes.") from None
+        if not 1 <= value <= 7 * 24 * 60:
+            raise BadParameter(f"'{field}' must be between 1 minute and 7 days (10080 minutes).")
+        return value
+
+    every, window = minutes("every_minutes", schedule.every_minutes), minutes("window_minutes", schedule.window_minutes)
+    enabled = data.get("enabled", schedule.enabled)
+    enabled = enabled in (True, "1", "on", "true") if not isinstance(enabled, bool) else enabled
+    emails = data.get("email_to", schedule.email_to)
+    addresses = emails if isinstance(emails, list) else [a.strip() for a in str(emails).split(",") if a.strip()]
+    from django.core.exceptions import ValidationError
+    from django.core.validators import validate_email
+
+    for a in addresses:
+        try:
+            validate_email(a)
+        except ValidationError:
+            raise BadParameter(f"'{str(a)[:80]}' is not an e-mail address.") from None
+    with audited(user, "report_schedule", cluster=cluster, target=name,
+                 details={"every_minutes": every, "window_minutes": window, "enabled": enabled, "email_to": addresses}):
+        schedule.every_minutes, schedule.window_minutes, schedule.enabled = every, window, enabled
+        schedule.email_to = ", ".join(addresses)
+        schedule.save()
+    return schedule
+
+
+@allow(GET="viewer")
+def report_page(request: HttpRequest, cluster: str, report_id: int) -> HttpResponse:
+    live = services.live(cluster)
+    run = service.get_run(report_id, cluster, "report")
+    ready = run.state == AnalyticsRun.DONE
+    return render(request, "analytics/report.html", {
+        "live": live, "view": "reports", "run": run, "summary": run.summary,
+        "changes": service.status_changes(run) if ready else [], "charts": service.chart_data(run) if ready else None})
+
+
+@allow(GET="viewer")
+def report_download(request: HttpRequest, cluster: str, report_id: int, fmt: str) -> HttpResponse:
+    run = service.get_run(report_id, cluster, "report")
+    path = service.results_dir(run) / f"report.{fmt}"
+    if run.state != AnalyticsRun.DONE or not path.exists():
+        raise NotFound(f"Report {report_id} has no {fmt.upper()} file yet (it is {run.state}).")
+    content_type = "text/csv" if fmt == "csv" else "text/html"
+    response = HttpResponse(path.read_bytes(), content_type=content_type)
+    response["Content-Disposition"] = f'attachment; filename="lag-report-{cluster}-{run.id}.{fmt}"'
+    return response
