@@ -27,7 +27,9 @@ def results_dir(run: AnalyticsRun) -> Path:
 
 def ensure_schedules(cluster: str) -> list[ReportSchedule]:
     for name, every, window in DEFAULT_SCHEDULES:
-        ReportSchedule.objects.get_or_create(cluster=cluster, name=name, defaults={"every_minutes": every, "window_minutes": window})
+        # Counted from now: the first report covers a whole window of samples.
+        ReportSchedule.objects.get_or_create(cluster=cluster, name=name, defaults={
+            "every_minutes": every, "window_minutes": window, "last_run_at": timezone.now()})
     return list(ReportSchedule.objects.filter(cluster=cluster))
 
 
@@ -103,11 +105,12 @@ def table(run: AnalyticsRun, name: str, filters: list[tuple[str, str, Any]] | No
 def topic_history(cluster: str, topic: str, resolution: int = 60) -> dict[str, list[Any]]:
     run = latest_done(cluster)
     if run is None:
-        return {"t": [], "messages_per_s": [], "bytes_per_s": []}
+        return {"t": [], "messages": [], "messages_per_s": [], "bytes_per_s": []}
     rows = table(run, "topic_throughput", [("topic", "==", topic), ("resolution_s", "==", resolution)],
-                 ["start", "messages_per_s", "bytes_per_s"])
+                 ["start", "messages", "messages_per_s", "bytes_per_s"])
     rows.sort(key=lambda r: r["start"])
-    return {"t": [_epoch(r["start"]) for r in rows], "messages_per_s": [r["messages_per_s"] for r in rows],
+    return {"t": [_epoch(r["start"]) for r in rows], "messages": [r["messages"] for r in rows],
+            "messages_per_s": [r["messages_per_s"] for r in rows],
             "bytes_per_s": [r["bytes_per_s"] for r in rows]}
 
 

@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 TEST_VAR = Path(os.environ.get("TEST_VAR_DIR") or ROOT / "var" / "test")
 OUTPUT = ROOT / "test-output"
 REDIS_PORT = int(os.environ.get("TEST_REDIS_PORT") or 6391)
+SMTP_PORT = int(os.environ.get("TEST_SMTP_PORT") or REDIS_PORT + 20000)  # a test's own mail server (lag reports)
 BASE_PORT = int(os.environ.get("TEST_KAFKA_BASE_PORT") or 29092)
 BOOTSTRAP = f"127.0.0.1:{BASE_PORT}"
 PASSWORD = "correct-horse-battery"
@@ -67,6 +68,8 @@ def stack_env(**extra: str) -> dict[str, str]:
         WATCHER_OFFSETS_INTERVAL="1",
         WATCHER_SIZES_INTERVAL="2",
         BALANCE_WATCH_INTERVAL="10",
+        EMAIL_HOST="127.0.0.1",
+        EMAIL_PORT=str(SMTP_PORT),
         **extra,
     )
     return env
