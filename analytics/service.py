@@ -114,6 +114,18 @@ def topic_history(cluster: str, topic: str, resolution: int = 60) -> dict[str, l
             "bytes_per_s": [r["bytes_per_s"] for r in rows]}
 
 
+def history_or_none(fn: Any, cluster: str, name: str) -> dict[str, Any] | None:
+    """A page's history chart data, or None when there is none (no run yet, or its files unreadable)."""
+    import logging
+
+    try:
+        history: dict[str, Any] = fn(cluster, name)
+    except Exception:  # noqa: BLE001 - the page works without its history chart
+        logging.getLogger(__name__).warning("could not read the analytics history of %s", name, exc_info=True)
+        return None
+    return history if history.get("t") else None
+
+
 def group_history(cluster: str, group: str) -> dict[str, list[Any]]:
     run = latest_done(cluster)
     if run is None:

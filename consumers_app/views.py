@@ -59,8 +59,11 @@ def detail_fragment(live: Live, params: Mapping[str, str]) -> dict[str, str]:
 
 @allow(GET="viewer")
 def group_detail(request: HttpRequest, cluster: str, group: str) -> HttpResponse:
+    from analytics.service import group_history, history_or_none
+
     live = live_snapshot(cluster)
     return render(request, "consumers_app/group.html", {**detail_context(live, group), "view": "group",
+                                                        "analytics_history": history_or_none(group_history, cluster, group),
                                                         "can_change": has_role(request.user, "operator")})
 
 

@@ -122,8 +122,11 @@ def topic_detail(request: HttpRequest, cluster: str, topic: str) -> HttpResponse
         configs = services.topic_configs(cluster, topic)
     except GatewayError as exc:
         config_error = exc.message  # the page still shows what the snapshot knows
+    from analytics.service import history_or_none, topic_history
+
+    history = history_or_none(topic_history, cluster, topic)
     return render(request, "topics_app/topic.html", {**context, "view": "topic", "configs": configs,
-                                                     "config_error": config_error,
+                                                     "config_error": config_error, "analytics_history": history,
                                                      "can_change": has_role(request.user, "operator"),
                                                      "can_delete": has_role(request.user, "admin")})
 

@@ -75,7 +75,12 @@ def test_no_template_has_inline_script_or_event_handler_attributes() -> None:
     inline_script = re.compile(r"<script(?![^>]*\bsrc=)(?![^>]*type=\"application/json\")[^>]*>", re.IGNORECASE)
     handler = re.compile(r"<[a-z][^>]*\son[a-z]+\s*=", re.IGNORECASE)
     found = []
+    # The lag report's download is a file for offline reading: its script is inline by design (it must
+    # work without the console), and it is only ever sent as an attachment (test_analytics_pages.py).
+    offline = {TEMPLATES / "analytics" / "report_file.html"}
     for path in sorted(TEMPLATES.rglob("*.html")):
+        if path in offline:
+            continue
         text = path.read_text()
         found += [f"{path.relative_to(TEMPLATES)}: {m.group(0)[:60]}" for m in inline_script.finditer(text)]
         found += [f"{path.relative_to(TEMPLATES)}: {m.group(0)[:60]}" for m in handler.finditer(text)]
