@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
@@ -11,7 +12,7 @@ from rest_framework.views import APIView
 
 from analytics import service
 from analytics.models import AnalyticsRun, ReportSchedule
-from analytics.views import update_schedule
+from analytics.views import report_file, update_schedule
 from brokers_app import services
 from console import gateway
 from console.api_edge import Body, StrictIntegerField, validated
@@ -103,9 +104,20 @@ class ReportDetail(APIView):
     def get(self, request: Request, report_id: int) -> Response:
         run = service.get_run(report_id, kind="report")
         done = run.state == AnalyticsRun.DONE
-        base = f"/clusters/{run.cluster}/reports/{run.id}/"
+        base = f"/api/v1/reports/{run.id}/"
         return Response({**run.as_dict(full=True), "status_changes": service.status_changes(run) if done else [],
-                         "html": base + "report.html" if done else None, "csv": base + "report.csv" if done else None})
+                         "html": base + "report.html" if done else None, "csv": base + "report.csv" if done else None,
+                         "page": f"/clusters/{run.cluster}/reports/{run.id}/"})
+
+
+class ReportFile(APIView):
+    roles = {"GET": "viewer"}
+
+    @extend_schema(responses={(200, "text/csv"): OpenApiTypes.STR, (200, "text/html"): OpenApiTypes.STR},
+                   summary="A lag report as a file: CSV, or HTML that works offline")
+    def get(self, request: Request, report_id: int, fmt: str) -> HttpResponse:
+        run = service.get_run(report_id, kind="report")
+        return report_file(run, fmt)
 
 
 class ScheduleBody(Body):

@@ -131,8 +131,12 @@ def report_page(request: HttpRequest, cluster: str, report_id: int) -> HttpRespo
 
 @allow(GET="viewer")
 def report_download(request: HttpRequest, cluster: str, report_id: int, fmt: str) -> HttpResponse:
-    run = service.get_run(report_id, cluster, "report")
+    return report_file(service.get_run(report_id, cluster, "report"), fmt)
+
+
+def report_file(run: AnalyticsRun, fmt: str) -> HttpResponse:
     path = service.results_dir(run) / f"report.{fmt}"
+    report_id, cluster = run.id, run.cluster
     if run.state != AnalyticsRun.DONE or not path.exists():
         raise NotFound(f"Report {report_id} has no {fmt.upper()} file yet (it is {run.state}).")
     content_type = "text/csv" if fmt == "csv" else "text/html"

@@ -89,6 +89,8 @@ urlpatterns = [
     path(api + "<str:cluster>/report-schedules/", analytics_api.Schedules.as_view()),
     path("api/v1/reports/", analytics_api.Reports.as_view()),
     path("api/v1/reports/<int:report_id>/", analytics_api.ReportDetail.as_view()),
+    path("api/v1/reports/<int:report_id>/report.csv", analytics_api.ReportFile.as_view(), {"fmt": "csv"}),
+    path("api/v1/reports/<int:report_id>/report.html", analytics_api.ReportFile.as_view(), {"fmt": "html"}),
     path(api + "<str:cluster>/consumer-groups/", consumers_api.GroupList.as_view()),
     path(api + "<str:cluster>/rebalances/most-frequent/", consumers_api.MostRebalancing.as_view()),
     path(api + "<str:cluster>/consumer-groups/<name:group>/", consumers_api.GroupDetail.as_view()),

@@ -109,4 +109,5 @@ def test_a_report_page_csv_and_offline_file_agree_and_escape_names(client_as, sn
     listed = client_as("viewer").get("/api/v1/reports/?cluster=local").json()["reports"]
     assert [r["id"] for r in listed] == [run.id]
     detail = client_as("viewer").get(f"/api/v1/reports/{run.id}/").json()
-    assert detail["csv"] == f"/clusters/local/reports/{run.id}/report.csv" and detail["summary"]["worst_groups"][0]["total_lag"] == 42
+    assert detail["csv"] == f"/api/v1/reports/{run.id}/report.csv" and detail["summary"]["worst_groups"][0]["total_lag"] == 42
+    assert client_as("viewer").get(detail["csv"]).content == client_as("viewer").get(f"/clusters/local/reports/{run.id}/report.csv").content

@@ -99,6 +99,8 @@ EXPECTED: dict[str, dict[str, str]] = {
     API + "report-schedules/": {"GET": "viewer", "PATCH": "admin"},
     "api/v1/reports/": {"GET": "viewer"},
     "api/v1/reports/<int:report_id>/": {"GET": "viewer"},
+    "api/v1/reports/<int:report_id>/report.csv": {"GET": "viewer"},
+    "api/v1/reports/<int:report_id>/report.html": {"GET": "viewer"},
     API + "consumer-groups/": {"GET": "viewer"},
     API + "rebalances/most-frequent/": {"GET": "viewer"},
     API + "consumer-groups/<name:group>/": {"GET": "viewer", "DELETE": "operator"},
