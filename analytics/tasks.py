@@ -17,9 +17,14 @@ from django.utils import timezone
 from analytics import service
 from analytics.models import AnalyticsRun
 from console import gateway
+from console.gateway.errors import GatewayError, NotFound
 
 log = logging.getLogger(__name__)
 _spark: Any = None
+
+
+class NoSamples(Exception):
+    pass
 
 
 def spark_session() -> Any:
@@ -53,7 +58,18 @@ def notify(run: AnalyticsRun) -> None:
 
 
 def spark_reason(exc: BaseException) -> str:
-    """Spark's reason in a sentence: the first line that says something, without the JVM stack."""
+    """Spark's reason in a sentence: the JVM's root cause when there is one, else the first line
+    that says something, without the stack."""
+    java = getattr(exc, "java_exception", None)
+    if java is not None:
+        try:
+            root = java
+            while root.getCause() is not None:
+                root = root.getCause()
+            name, _, message = str(root.toString()).partition(": ")
+            return f"Spark failed: {name.rsplit('.', 1)[-1]}: {message.strip()[:400]}".rstrip(": ")
+        except Exception:  # noqa: BLE001 - the JVM may be gone: fall back to the Python text
+            pass
     text = str(exc).strip() or type(exc).__name__
     lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.strip().startswith(("at ", "JVM stacktrace", "---"))]
     first = lines[0] if lines else type(exc).__name__
@@ -73,6 +89,11 @@ def run_analytics(run_id: int) -> str:
         spark = spark_session()
         _stage(run, "reading samples")
         config = gateway.cluster_config(run.cluster)
+        try:
+            gateway.for_cluster(run.cluster).topic_metadata(settings.ANALYTICS_SAMPLES_TOPIC)
+        except NotFound:
+            raise NoSamples(f"There are no samples to read yet: topic '{settings.ANALYTICS_SAMPLES_TOPIC}' does not exist "
+                            f"on cluster '{run.cluster}' (the watcher makes it when it first samples the cluster).") from None
         directory = service.results_dir(run)
         _stage(run, "computing tables")
         summary_path = pipeline_run(spark, config.bootstrap_servers, settings.ANALYTICS_SAMPLES_TOPIC, directory,
@@ -88,7 +109,8 @@ def run_analytics(run_id: int) -> str:
         return "done"
     except Exception as exc:  # noqa: BLE001 - every failure is shown on the run, in a sentence
         log.warning("analytics run %s failed", run_id, exc_info=True)
-        _stage(run, "failed", state=AnalyticsRun.FAILED, error=spark_reason(exc), finished_at=timezone.now(),
+        reason = str(exc) if isinstance(exc, NoSamples | GatewayError) else spark_reason(exc)
+        _stage(run, "failed", state=AnalyticsRun.FAILED, error=reason, finished_at=timezone.now(),
                seconds=time.monotonic() - started)
         return "failed"
 

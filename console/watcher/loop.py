@@ -184,6 +184,7 @@ class ClusterWatcher:
         self.owner = owner
         self.gateway: ClusterGateway = gateway.for_cluster(cluster)
         self.samples = SampleWriter(cluster, self.gateway)
+        self._sampling_times: deque[float] = deque(maxlen=100)
         self.previous: Snapshot | None = None
         self.racks: dict[int, str | None] = {}
         self.next_configs = 0.0
@@ -525,6 +526,7 @@ class ClusterWatcher:
             if previous_at is not None and started > previous_at:
                 self._rates = produce_rates(previous_ends, results["latest"], started - previous_at)
             self._sample_gen += 1
+        self._sampling_times.append(time.time() - started)
 
     def cycle(self) -> tuple[Snapshot, list[Change]]:
         now = time.time()
@@ -562,6 +564,11 @@ class ClusterWatcher:
             "offset_requests_total": self.offset_requests,
             "cpu_seconds_total": round(usage.ru_utime + usage.ru_stime, 2),
             "max_rss_mb": round(usage.ru_maxrss / 1024, 1),
+            # The sampling thread (offsets, sizes, groups, and the analytics samples it writes).
+            "sampling_p50_seconds": round(sorted(self._sampling_times)[len(self._sampling_times) // 2], 4) if self._sampling_times else None,
+            "samples_records_total": self.samples.records,
+            "samples_seconds_total": round(self.samples.seconds, 3),
+            "samples_refused": self.samples.refused,
             **self.group_stats,
             "at": time.time(),
         })

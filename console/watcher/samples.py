@@ -95,7 +95,7 @@ class SampleWriter:
               live_brokers: int) -> str | None:
         """Queue this cycle's records. Returns a sentence when the cluster newly refuses the topic
         (the caller raises it as an event), else None."""
-        if not self.enabled() or not ends:
+        if not self.enabled():
             return None
         now = time.monotonic()
         if self.sink is None:
@@ -113,6 +113,8 @@ class SampleWriter:
                 return (f"The console cannot keep analytics samples in topic '{self.topic}': {why} History and reports "
                         f"stop here; the live console is not affected. Asked again every {RETRY_SECONDS / 60:.0f} minutes.") if first else None
             self.refused = None
+        if not ends:
+            return None  # the topic is there (made even for an empty cluster): nothing to write this cycle
         started = time.perf_counter()
         records = build_records(self.cluster, time_s, ends, sizes, groups, skip=self.topic)
         self.sink.send(records)

@@ -1,0 +1,115 @@
+"""Spark analytics at scale (issue 10): one hour of 1 s samples for 10,000 partitions, read from Kafka.
+
+`.venv/bin/python -m bench.analytics [--topics 100] [--partitions 100] [--groups 100] [--seconds 3600]`
+starts the test cluster (own ports, see tests/support.py), writes the sample records the watcher would
+write (analytics.records: one record per topic and per group per second) into a sample topic, then in
+one warm Spark session (`local[2]`, the console's settings) reads them through the Kafka connector and
+computes and writes the throughput and lag tables (partition and topic throughput at 1 min, 5 min, 1 h;
+lag and time-lag history per partition and per group) as Parquet. Reports Spark start-up, the read +
+compute + write time, partition samples per second, and appends to docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import shutil
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from tests.support import ROOT, running_cluster
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--topics", type=int, default=100)
+    parser.add_argument("--partitions", type=int, default=100)
+    parser.add_argument("--groups", type=int, default=100)
+    parser.add_argument("--seconds", type=int, default=3600)
+    parser.add_argument("--no-append", action="store_true")
+    args = parser.parse_args()
+    from bench.run import setup_django
+
+    setup_django()
+    from confluent_kafka import Producer
+
+    from analytics.jobs.lag import group_lag_history, lag_history
+    from analytics.jobs.samples import group_offsets, parse_samples, read_samples, topic_offsets
+    from analytics.jobs.throughput import throughput, topic_throughput
+    from analytics.records import group_record, topic_record
+    from analytics.session import spark_session
+
+    topic = "bench.samples"
+    t0 = int(time.time() * 1000) - args.seconds * 1000
+    rng = random.Random(3)
+    rates = [[rng.randint(1, 50) for _ in range(args.partitions)] for _ in range(args.topics)]
+    with running_cluster(heap="512m") as cluster:
+        cluster.tool("kafka-topics", "--create", "--topic", topic, "--partitions", "6", "--replication-factor", "1",
+                     "--config", "retention.ms=-1")
+        producer = Producer({"bootstrap.servers": cluster.bootstrap, "linger.ms": 50, "batch.size": 1_000_000,
+                             "compression.type": "lz4", "queue.buffering.max.messages": 1_000_000, "acks": "1"})
+        written = 0
+        began = time.monotonic()
+        for s in range(args.seconds):
+            at = t0 + s * 1000
+            for t in range(args.topics):
+                ends = [r * s for r in rates[t]]
+                key, value = topic_record("bench", f"topic-{t:04d}", at, ends)
+                producer.produce(topic, key=key, value=value, timestamp=at)
+            for g in range(args.groups):
+                t = g % args.topics
+                committed = [max(0, r * s - 200) for r in rates[t]]
+                key, value = group_record("bench", f"group-{g:04d}", at, {f"topic-{t:04d}": committed}, 2)
+                producer.produce(topic, key=key, value=value, timestamp=at)
+            written += args.topics + args.groups
+            producer.poll(0)
+        assert producer.flush(300) == 0
+        write_seconds = time.monotonic() - began
+        partition_samples = args.seconds * args.topics * args.partitions
+        print(f"wrote {written:,} records ({partition_samples:,} partition samples) in {write_seconds:.1f} s", flush=True)
+
+        started = time.monotonic()
+        spark = spark_session("local[2]")
+        spark.range(1).count()
+        startup = time.monotonic() - started
+        out = Path(tempfile.mkdtemp(prefix="bench-analytics-"))
+        try:
+            began = time.monotonic()
+            samples = parse_samples(read_samples(spark, cluster.bootstrap, topic)).persist()
+            end_offsets = topic_offsets(samples)
+            commits = group_offsets(samples)
+            partition_tp = throughput(end_offsets)
+            lags = lag_history(end_offsets, commits).persist()
+            tables = {"partition_throughput": partition_tp, "topic_throughput": topic_throughput(partition_tp),
+                      "lag_history": lags, "group_lag_history": group_lag_history(lags)}
+            for name, df in tables.items():
+                df.write.mode("overwrite").parquet(str(out / name))
+            seconds = time.monotonic() - began
+            counts = {name: spark.read.parquet(str(out / name)).count() for name in tables}
+        finally:
+            shutil.rmtree(out, ignore_errors=True)
+            spark.stop()
+    rate = partition_samples / seconds
+    print(f"Spark start-up {startup:.1f} s; read + compute + write {seconds:.1f} s; {rate:,.0f} partition samples/s; {counts}")
+    text = "\n".join([
+        f"\n## Analytics on Spark at scale (issue 10), {datetime.now(UTC):%Y-%m-%d %H:%M} UTC\n",
+        f"Command: `.venv/bin/python -m bench.analytics --topics {args.topics} --partitions {args.partitions} "
+        f"--groups {args.groups} --seconds {args.seconds}`. Machine: 2 cores; the 3-node test cluster on the same machine; "
+        "Spark `local[2]` (driver 1 GB) reading the sample topic through the Kafka connector.\n",
+        "| samples | records read | Spark start-up | read + compute + write (throughput and lag tables, Parquet) | partition samples/s | rows written | budget |",
+        "|---|---|---|---|---|---|---|",
+        f"| {args.seconds:,} s x {args.topics * args.partitions:,} partitions = {partition_samples:,} partition samples "
+        f"(+ {args.groups} groups) | {written:,} | {startup:.1f} s | {seconds:.1f} s | {rate:,.0f} | "
+        f"{', '.join(f'{k} {v:,}' for k, v in counts.items())} | <= 30 s |",
+        "",
+    ])
+    print(text)
+    if not args.no_append:
+        with open(ROOT / "docs" / "benchmarks.md", "a") as f:
+            f.write(text)
+
+
+if __name__ == "__main__":
+    main()
