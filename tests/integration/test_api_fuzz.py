@@ -52,6 +52,9 @@ def _dry(case: Any) -> None:
     not create ten thousand partitions. Changes without dry_run (resets, produce, purge) land on
     names the fuzzer made up, or on its own topic."""
     body = case.body
+    if case.method == "POST" and case.path.endswith("/analytics/runs/"):
+        case.body = {"start_ms": 2, "end_ms": 1}  # refused (400): a dozen Spark runs would load the rest of the suite
+        return
     if isinstance(body, dict) and body.get("action") == "execute":
         body["action"] = "cancel"  # a reassignment job is never executed by the fuzzer: a cancel discards a plan
     if isinstance(body, dict) and ("dry_run" in body or (case.method == "POST" and case.path.endswith("/topics/"))):
