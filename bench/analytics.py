@@ -12,6 +12,7 @@ compute + write time, partition samples per second, and appends to docs/benchmar
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import shutil
 import tempfile
@@ -92,12 +93,13 @@ def main() -> None:
             shutil.rmtree(out, ignore_errors=True)
             spark.stop()
     rate = partition_samples / seconds
+    driver = os.environ.get("SPARK_DRIVER_MEMORY", "1g")
     print(f"Spark start-up {startup:.1f} s; read + compute + write {seconds:.1f} s; {rate:,.0f} partition samples/s; {counts}")
     text = "\n".join([
         f"\n## Analytics on Spark at scale (issue 10), {datetime.now(UTC):%Y-%m-%d %H:%M} UTC\n",
         f"Command: `.venv/bin/python -m bench.analytics --topics {args.topics} --partitions {args.partitions} "
         f"--groups {args.groups} --seconds {args.seconds}`. Machine: 2 cores; the 3-node test cluster on the same machine; "
-        "Spark `local[2]` (driver 1 GB) reading the sample topic through the Kafka connector.\n",
+        f"Spark `local[2]` (driver {driver}) reading the sample topic through the Kafka connector.\n",
         "| samples | records read | Spark start-up | read + compute + write (throughput and lag tables, Parquet) | partition samples/s | rows written | budget |",
         "|---|---|---|---|---|---|---|",
         f"| {args.seconds:,} s x {args.topics * args.partitions:,} partitions = {partition_samples:,} partition samples "
