@@ -44,7 +44,7 @@ def main() -> None:
     from bench.run import setup_django
 
     setup_django()
-    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+    from confluent_kafka import Consumer, TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic
 
     with running_redis(), running_cluster(heap="768m"):
@@ -56,8 +56,16 @@ def main() -> None:
                 future.result()
         for g in range(args.groups):
             t = names[g % len(names)]
-            admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(
-                f"bench.g{g:04d}", [TopicPartition(t, p, 0) for p in range(3)])])[f"bench.g{g:04d}"].result()
+            consumer = Consumer({"bootstrap.servers": BOOTSTRAP, "group.id": f"bench.g{g:04d}", "enable.auto.commit": False})
+            for attempt in range(30):  # a fresh cluster makes __consumer_offsets and elects coordinators first
+                try:
+                    consumer.commit(offsets=[TopicPartition(t, p, 0) for p in range(3)], asynchronous=False)
+                    break
+                except Exception:  # noqa: BLE001 - retried, then raised
+                    if attempt == 29:
+                        raise
+                    time.sleep(1)
+            consumer.close()
         time.sleep(20)  # the brokers' metadata catches up with the controller
         off = watch(args.seconds, False)
         on = watch(args.seconds, True)

@@ -33,3 +33,46 @@ def test_no_groups_read_this_cycle_means_topic_records_only() -> None:
     records = build_records("c", 1.0, {("t", 0): 1}, None, None)
     assert [json.loads(v)["kind"] for _, v in records] == ["topic"]
     assert "bytes" not in json.loads(records[0][1])
+
+
+class RefusingGateway:
+    """A cluster without the sample topic that refuses to create it (ACLs, say)."""
+
+    def __init__(self) -> None:
+        self.creates = 0
+
+    def topic_metadata(self, name: str) -> None:
+        from console.gateway.errors import NotFound
+
+        raise NotFound(f"Topic '{name}' does not exist on cluster 'c'.")
+
+    def create_topic(self, *args: object, **kwargs: object) -> None:
+        from console.gateway.errors import NotAuthorized
+
+        self.creates += 1
+        raise NotAuthorized("Cluster 'c' refused: not authorized to create topics.")
+
+
+def test_a_cluster_that_refuses_the_sample_topic_gets_one_sentence_and_is_asked_again_later(settings, monkeypatch) -> None:
+    import console.watcher.samples as samples
+
+    settings.ANALYTICS_SAMPLES = True
+    clock = [1000.0]
+    monkeypatch.setattr(samples.time, "monotonic", lambda: clock[0])
+    gw = RefusingGateway()
+    writer = samples.SampleWriter("c", gw)
+    first = writer.write(1.0, {("t", 0): 1}, None, None, 3)
+    assert first is not None and "cannot keep analytics samples in topic '__kafka_console_samples'" in first
+    assert "not authorized to create topics" in first and "the live console is not affected" in first
+    assert writer.write(2.0, {("t", 0): 2}, None, None, 3) is None and gw.creates == 1, "not asked again at once"
+    clock[0] += samples.RETRY_SECONDS + 1
+    assert writer.write(3.0, {("t", 0): 3}, None, None, 3) is None, "one event while the refusal lasts"
+    assert gw.creates == 2 and writer.refused is not None
+
+
+def test_samples_off_writes_nothing_and_asks_nothing(settings) -> None:
+    from console.watcher.samples import SampleWriter
+
+    settings.ANALYTICS_SAMPLES = False
+    gw = RefusingGateway()
+    assert SampleWriter("c", gw).write(1.0, {("t", 0): 1}, None, None, 3) is None and gw.creates == 0
