@@ -159,7 +159,8 @@ def test_decommission_under_load_moves_everything_off_the_broker_and_loses_nothi
     plan = r.json()
     assert plan["state"] == "planned"
     assert all(3 not in p["replicas"] for p in plan["plan"]["partitions"])
-    assert plan["totals"]["replicas_to_move"] == plan["totals"]["required_replicas"], "exactly the replicas on broker 3 move"
+    # The replicas on broker 3 must move; a few more may, to keep racks and balance (budget: 1.2x).
+    assert plan["totals"]["required_replicas"] <= plan["totals"]["replicas_to_move"] <= 1.2 * plan["totals"]["required_replicas"]
     plan_file = TEST_VAR / f"reassignment-{plan['id']}.json"
     plan_file.write_text(json.dumps(plan["plan"]))  # the page's export is the same JSON (tests/web/test_reassignment_jobs.py)
 
