@@ -9,6 +9,7 @@ import pytest
 
 from tests.conftest import OUTPUT, Stack, unique, wait_for
 from tests.integration.oracle import topic_layout
+from tests.support import BASE_PORT
 
 pytestmark = [pytest.mark.cluster, pytest.mark.browser]
 
@@ -120,7 +121,7 @@ def test_adding_a_fourth_node_shows_a_new_broker_and_a_quorum_observer(stack: St
     stack.cluster.run("add")
     wait_for(lambda: broker_up(stack, 4), 30, what="broker 4 in the API")
     brokers = {b["id"]: b for b in stack.get("/api/v1/clusters/local/brokers/").json()["brokers"]}
-    assert (brokers[4]["port"], brokers[4]["rack"]) == (29098, "r1")
+    assert (brokers[4]["port"], brokers[4]["rack"]) == (BASE_PORT + 6, "r1")
     expected = quorum_status(stack.cluster.tool("kafka-metadata-quorum", "describe", "--status"))
     assert expected["observers"] == [4]
 

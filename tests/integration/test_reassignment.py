@@ -67,7 +67,9 @@ def throttle_configs(stack: Stack, topics: list[str], brokers: list[int]) -> lis
 def create_topic(stack: Stack, name: str, assignment: str) -> None:
     stack.cluster.tool("kafka-topics", "--create", "--topic", name, "--replica-assignment", assignment,
                        "--config", "min.insync.replicas=2")
-    wait_for(lambda: stack.get(f"/api/v1/clusters/local/topics/{name}/").status_code == 200, 20, what=f"{name} in the console")
+    # In the watcher's snapshot (plans are made from it), not only answered from Kafka by the detail route.
+    wait_for(lambda: any(t["name"] == name for t in stack.get("/api/v1/clusters/local/topics/", params={"q": name}).json()["results"]),
+             20, what=f"{name} in the console's snapshot")
 
 
 def fill(stack: Stack, topic: str, partitions: int, per_partition_bytes: int) -> None:
