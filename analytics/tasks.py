@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from datetime import timedelta
 from typing import Any
@@ -85,8 +86,24 @@ def run_analytics(run_id: int) -> str:
         return "nothing to do"
     started = time.monotonic()
     _stage(run, "starting Spark" if _spark is None else "reading samples", state=AnalyticsRun.RUNNING, started_at=timezone.now())
+    limit = settings.ANALYTICS_RUN_TIMEOUT
+    timed_out = threading.Event()
+
+    def cancel() -> None:  # a run that takes too long is stopped, and says so
+        timed_out.set()
+        if _spark is not None:
+            try:
+                _spark.sparkContext.cancelAllJobs()
+            except Exception:  # noqa: BLE001 - the session may be gone already
+                log.warning("could not cancel Spark's jobs", exc_info=True)
+
+    timer = threading.Timer(limit, cancel)
+    timer.daemon = True
+    timer.start()
     try:
         spark = spark_session()
+        if timed_out.is_set():
+            raise TimeoutError()
         _stage(run, "reading samples")
         config = gateway.cluster_config(run.cluster)
         try:
@@ -109,10 +126,15 @@ def run_analytics(run_id: int) -> str:
         return "done"
     except Exception as exc:  # noqa: BLE001 - every failure is shown on the run, in a sentence
         log.warning("analytics run %s failed", run_id, exc_info=True)
-        reason = str(exc) if isinstance(exc, NoSamples | GatewayError) else spark_reason(exc)
+        if timed_out.is_set():
+            reason = f"Spark did not finish within {limit:g} s (ANALYTICS_RUN_TIMEOUT); its jobs were cancelled."
+        else:
+            reason = str(exc) if isinstance(exc, NoSamples | GatewayError) else spark_reason(exc)
         _stage(run, "failed", state=AnalyticsRun.FAILED, error=reason, finished_at=timezone.now(),
                seconds=time.monotonic() - started)
         return "failed"
+    finally:
+        timer.cancel()
 
 
 def send_report(run: AnalyticsRun) -> str:
@@ -139,6 +161,13 @@ def due_reports() -> list[int]:
     """Beat, every 30 s: queue a report for each enabled schedule whose time has come."""
     queued = []
     now = timezone.now()
+    # A run no analytics worker took (none running, or it died) ends with the reason, not queued forever.
+    stale = now - timedelta(seconds=settings.ANALYTICS_RUN_TIMEOUT)
+    AnalyticsRun.objects.filter(state=AnalyticsRun.QUEUED, created_at__lt=stale).update(
+        state=AnalyticsRun.FAILED, stage="failed", finished_at=now,
+        error="No analytics worker took this run (is the 'analytics' Celery worker running?).")
+    AnalyticsRun.objects.filter(state=AnalyticsRun.RUNNING, started_at__lt=stale - timedelta(minutes=5)).update(
+        state=AnalyticsRun.FAILED, stage="failed", finished_at=now, error="The analytics worker stopped during this run.")
     for config in gateway.cluster_configs():
         for schedule in service.ensure_schedules(config.name):
             if not schedule.enabled:

@@ -190,6 +190,8 @@ ANALYTICS_SAMPLES = env_bool("ANALYTICS_SAMPLES", True)
 ANALYTICS_SAMPLES_TOPIC = env_str("ANALYTICS_SAMPLES_TOPIC", "__kafka_console_samples")
 ANALYTICS_RETENTION_HOURS = env_float("ANALYTICS_RETENTION_HOURS", 7 * 24.0, minimum=1.0)
 SPARK_MASTER = env_str("SPARK_MASTER", "local[*]")
+# A run still going after this many seconds is cancelled and failed; a run no worker took for as long is failed.
+ANALYTICS_RUN_TIMEOUT = env_float("ANALYTICS_RUN_TIMEOUT", 1800.0, minimum=10.0)
 # Scheduled lag reports by e-mail use Django's mail settings.
 EMAIL_HOST = env_str("EMAIL_HOST", "127.0.0.1")
 EMAIL_PORT = env_int("EMAIL_PORT", 25, minimum=1)

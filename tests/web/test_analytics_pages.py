@@ -111,3 +111,20 @@ def test_a_report_page_csv_and_offline_file_agree_and_escape_names(client_as, sn
     detail = client_as("viewer").get(f"/api/v1/reports/{run.id}/").json()
     assert detail["csv"] == f"/api/v1/reports/{run.id}/report.csv" and detail["summary"]["worst_groups"][0]["total_lag"] == 42
     assert client_as("viewer").get(detail["csv"]).content == client_as("viewer").get(f"/clusters/local/reports/{run.id}/report.csv").content
+
+
+def test_a_run_no_worker_took_ends_with_the_reason_instead_of_staying_queued(db, settings) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from analytics.tasks import due_reports
+
+    old = AnalyticsRun.objects.create(cluster="local", window_start_ms=NOW - 60_000, window_end_ms=NOW)
+    fresh = AnalyticsRun.objects.create(cluster="local", window_start_ms=NOW - 60_000, window_end_ms=NOW)
+    AnalyticsRun.objects.filter(id=old.id).update(created_at=timezone.now() - timedelta(seconds=settings.ANALYTICS_RUN_TIMEOUT + 60))
+    assert due_reports() == [], "no schedule is due right after it is made"
+    old.refresh_from_db()
+    fresh.refresh_from_db()
+    assert (old.state, old.error) == ("failed", "No analytics worker took this run (is the 'analytics' Celery worker running?).")
+    assert fresh.state == "queued"
