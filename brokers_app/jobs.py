@@ -21,6 +21,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from brokers_app.models import ReassignmentJob
@@ -214,10 +215,17 @@ def orphans() -> list[int]:
         models_q_lease_expired(now)).values_list("id", flat=True))
 
 
-def models_q_lease_expired(now: Any) -> Any:
-    from django.db.models import Q
-
+def models_q_lease_expired(now: Any) -> Q:
     return Q(lease_until__isnull=True) | Q(lease_until__lt=now)
+
+
+def refusal(answer: dict[tuple[str, int], str | None]) -> str | None:
+    """The first partition Kafka refused to reassign and why ("orders-3: ..."), or None."""
+    refused = sorted((k, v) for k, v in answer.items() if v)
+    if not refused:
+        return None
+    (t, p), why = refused[0]
+    return f"{t}-{p} ({why})"
 
 
 def notify(cluster: str, job_id: int) -> None:
@@ -254,7 +262,7 @@ class Runner:
     def acquire(self) -> bool:
         now = timezone.now()
         return bool(ReassignmentJob.objects.filter(id=self.job_id, active=True).filter(
-            models_q_lease_expired(now) | _q(lease_owner=self.owner)
+            models_q_lease_expired(now) | Q(lease_owner=self.owner)
         ).update(lease_owner=self.owner, lease_until=now + timedelta(seconds=LEASE_SECONDS)))
 
     def renew(self) -> None:
@@ -262,6 +270,11 @@ class Runner:
         if not ReassignmentJob.objects.filter(id=self.job_id, lease_owner=self.owner).update(
                 lease_until=now + timedelta(seconds=LEASE_SECONDS)):
             raise LeaseLost()
+
+    def wait(self, seconds: float) -> None:
+        """Sleep while keeping the lease (verification may wait a minute for ISRs)."""
+        self.renew()
+        self.sleep(seconds)
 
     def release(self) -> None:
         ReassignmentJob.objects.filter(id=self.job_id, lease_owner=self.owner).update(lease_owner="", lease_until=None)
@@ -353,16 +366,14 @@ class Runner:
         if started:
             job.moves = states
             job.save(update_fields=["moves"])  # before asking Kafka: a successor then looks for them as moving
-            answer = gw.alter_reassignments({moves[i].key: list(moves[i].after) for i in started})
-            refused = {k: v for k, v in answer.items() if v}
-            if refused:
-                (t, p), why = sorted(refused.items())[0]
-                return self.fail(job, gw, f"Kafka refused to move partition {t}-{p}: {why}.")
+            why = refusal(gw.alter_reassignments({moves[i].key: list(moves[i].after) for i in started}))
+            if why:
+                return self.fail(job, gw, f"Kafka refused to move partition {why}.")
         job.moves = states
         self.update_progress(job, gw, moves, states)
         if all(s == DONE for s in states):
             self.remove_throttles(job, gw)
-            job.verification = verify(job, gw, moves)
+            job.verification = verify(job, gw, moves, sleep=self.wait)
             self.finish(job, ReassignmentJob.COMPLETED)
             return True
         job.save(update_fields=["moves", "progress"])
@@ -392,16 +403,14 @@ class Runner:
                 states[i] = REVERTING
             job.moves = states
             job.save(update_fields=["moves"])
-            answer = gw.alter_reassignments({moves[i].key: list(moves[i].before) for i in back})
-            refused = {k: v for k, v in answer.items() if v}
-            if refused:
-                (t, p), why = sorted(refused.items())[0]
-                return self.fail(job, gw, f"Kafka refused to move partition {t}-{p} back: {why}.")
+            why = refusal(gw.alter_reassignments({moves[i].key: list(moves[i].before) for i in back}))
+            if why:
+                return self.fail(job, gw, f"Kafka refused to move partition {why} back.")
         job.moves = states
         self.update_progress(job, gw, moves, states)
         if all(s in (REVERTED, SKIPPED) for s in states):
             self.remove_throttles(job, gw)
-            job.verification = verify(job, gw, moves, target="before")
+            job.verification = verify(job, gw, moves, target="before", sleep=self.wait)
             self.finish(job, ReassignmentJob.CANCELLED)
             return True
         job.save(update_fields=["moves", "progress"])
@@ -440,7 +449,7 @@ class Runner:
     def fail(self, job: ReassignmentJob, gw: Any, why: str) -> bool:
         """Stop: cancel what is in flight (Kafka returns those partitions to their replicas), keep what
         completed (each is a valid layout), remove the throttles, and say why."""
-        with _suppress_gateway():
+        with contextlib.suppress(GatewayError):
             ongoing = gw.ongoing_reassignments()
             mine = [m.key for m, s in zip(moves_of(job.plan), job.moves, strict=True) if s in (MOVING, REVERTING) and m.key in ongoing]
             if mine:
@@ -488,9 +497,16 @@ def verify(job: ReassignmentJob, gw: Any, moves: list[Move], target: str = "afte
         if got is None or (got.replicas != want and not (target == "before" and set(got.replicas) == set(want))):
             wrong.append({"topic": m.topic, "partition": m.partition, "expected": list(want),
                           "actual": None if got is None else list(got.replicas)})
-    left = {f"broker {b}": v for b, v in gw.dynamic_configs("broker", [str(b) for b in job.throttles.get("brokers", [])],
-                                                             THROTTLE_KEYS).items() if v}
-    left |= {f"topic {t}": v for t, v in gw.dynamic_configs("topic", job.throttles.get("topics", []), THROTTLE_KEYS).items() if v}
+    # Brokers apply a config change from the metadata log a moment after the controller accepted it:
+    # read the throttles back until they are gone, for a few seconds.
+    config_deadline = time.monotonic() + 15
+    while True:
+        left = {f"broker {b}": v for b, v in gw.dynamic_configs("broker", [str(b) for b in job.throttles.get("brokers", [])],
+                                                                 THROTTLE_KEYS).items() if v}
+        left |= {f"topic {t}": v for t, v in gw.dynamic_configs("topic", job.throttles.get("topics", []), THROTTLE_KEYS).items() if v}
+        if not left or time.monotonic() > config_deadline:
+            break
+        sleep(1.0)
     ends = gw.list_offsets(keys, "latest")
     starts = gw.list_offsets(keys, "earliest")
     lost = []
@@ -533,17 +549,3 @@ def verify(job: ReassignmentJob, gw: Any, moves: list[Move], target: str = "afte
 def _target(o: Any) -> set[int]:
     """The replica set an ongoing reassignment is heading for."""
     return set(o.replicas) - set(o.removing)
-
-
-def _q(**kwargs: Any) -> Any:
-    from django.db.models import Q
-
-    return Q(**kwargs)
-
-
-class _suppress_gateway:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: Any) -> bool:
-        return exc[0] is not None and issubclass(exc[0], GatewayError)

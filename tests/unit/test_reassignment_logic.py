@@ -96,3 +96,11 @@ def test_replica_and_leader_skew_and_preferred_leader_imbalance_are_found() -> N
 def test_a_balanced_cluster_raises_nothing() -> None:
     s = snap({0: [([1, 2], 1), ([2, 3], 2), ([3, 1], 3)] * 4})
     assert findings(s, 0.2) == []
+
+
+def test_a_refusal_names_the_first_refused_partition_and_kafkas_words() -> None:
+    from brokers_app.jobs import refusal
+
+    assert refusal({("a", 1): None, ("a", 0): None}) is None
+    assert refusal({("b", 2): "Replica assignment is invalid", ("a", 5): "Broker 9 is not registered", ("a", 0): None}) \
+        == "a-5 (Broker 9 is not registered)"
