@@ -9,6 +9,7 @@ transform DataFrames run without them.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -44,6 +45,11 @@ def spark_session(master: str | None = None, conf: Mapping[str, str] | None = No
     if master.startswith("local"):
         # Everything on loopback: nothing to reach from outside, and no DNS lookup of the host name.
         builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+    # The jobs run Python on the executors (decoding records, each topic's pass): the same
+    # interpreter as the driver unless PYSPARK_PYTHON names another (one with requirements.txt
+    # installed at the same path on every worker of a real cluster).
+    # (pyspark reads the variable when it starts the context.)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     jars = connector_jars()
     if jars:
         builder = builder.config("spark.jars", ",".join(jars))

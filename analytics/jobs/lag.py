@@ -13,98 +13,42 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
+from analytics.jobs.series import LAG
+
 PARTITION = ["cluster", "topic", "partition"]
 GROUP_PARTITION = ["cluster", "group_id", "topic", "partition"]
-_POINT = 0  # sort order at equal keys: the partition's own points before the group samples they serve
-_SAMPLE = 1
 
 
-def lag_history(topic_offsets: DataFrame, group_offsets: DataFrame) -> DataFrame:
-    """One row per group sample and partition: cluster, group_id, topic, partition, time_ms, at,
-    committed, end_offset, lag, time_lag_s, members.
+def lag_history(series: DataFrame) -> DataFrame:
+    """One row per group sample and topic, arrays indexed by partition (as in the sample records):
+    cluster, group_id, topic, time_ms, at, members, committed, end_offset, lag, time_lag_s, and the
+    row's partitions (with a known lag), total_lag, max_lag, max_time_lag_s.
 
-    end_offset is the partition's latest end offset sampled at or before the group sample (null
-    when none was); lag = max(0, end_offset - committed); time_lag_s = seconds between the sample
-    and when `committed` was the end of the log, never negative, null when it cannot be told.
+    `series` is `topic_series(samples, ...)`. For partition p: end_offset[p] is its latest end offset
+    sampled at or before the group sample (null when none was); lag[p] = max(0, end_offset[p] -
+    committed[p]); time_lag_s[p] = seconds between the sample and when committed[p] was the end of
+    the log, never negative, null when it cannot be told; all null where committed[p] is.
+    `lag_rows` gives one row per partition.
     """
-    by_time = Window.partitionBy(*PARTITION).orderBy("time_ms")
-    upto = by_time.rowsBetween(Window.unboundedPreceding, 0)
-    newest_before = F.max("end_offset").over(by_time.rowsBetween(Window.unboundedPreceding, -1))
-    ends = topic_offsets.select(*PARTITION, "time_ms", "end_offset").withColumn(
-        "accepted", newest_before.isNull() | (F.col("end_offset") >= newest_before))
-    # The table as of each end sample: its newest point (this sample when accepted), how many points
-    # it holds and its oldest point.
-    ends = ends.withColumn("n", F.sum(F.col("accepted").cast("int")).over(upto)).withColumn(
-        "first", F.first(F.when(F.col("accepted"), F.struct(F.col("end_offset").alias("off"), F.col("time_ms").alias("t"))),
-                         ignorenulls=True).over(upto))
-    ends = ends.select(
-        *PARTITION, "time_ms", F.col("end_offset").alias("raw_end"),
-        F.when(F.col("accepted"), F.struct(
-            F.col("end_offset").alias("off"), F.col("time_ms").alias("t"), F.col("n").alias("n"),
-            F.col("first.off").alias("first_off"), F.col("first.t").alias("first_t"))).alias("point"),
-    )
-    samples = group_offsets.select(*GROUP_PARTITION, "time_ms", "committed", "members")
-
-    # As of each group sample's time: the partition's end offset and the newest point of its table.
-    as_of_time = Window.partitionBy(*PARTITION).orderBy("time_ms", "kind").rowsBetween(Window.unboundedPreceding, 0)
-    step_a = (
-        ends.withColumn("kind", F.lit(_POINT))
-        .unionByName(samples.withColumn("kind", F.lit(_SAMPLE)), allowMissingColumns=True)
-        .select(
-            "*",
-            F.last("raw_end", ignorenulls=True).over(as_of_time).alias("end_offset"),
-            F.last("point", ignorenulls=True).over(as_of_time).alias("newest"),
-        )
-        .filter(F.col("kind") == _SAMPLE)
-        .drop("raw_end", "point")
+    return series.filter(F.col("kind") == LAG).select(
+        "cluster", "group_id", "topic", "time_ms", F.timestamp_millis(F.col("time_ms")).alias("at"), "members",
+        "committed", "end_offset", "lag", "time_lag_s",
+        F.col("lag_partitions").alias("partitions"), F.col("lag_total").alias("total_lag"),
+        F.col("lag_max").alias("max_lag"), F.col("time_lag_max").alias("max_time_lag_s"),
     )
 
-    # The table's last point at or below the committed offset, and the point after it: the end
-    # offsets only grow, so ordering by offset finds it, and it is older than the sample whenever
-    # the committed offset is below the newest point's.
-    points = ends.filter(F.col("point").isNotNull()).select(
-        *PARTITION, "time_ms", F.col("point.off").alias("off"),
-        F.struct(
-            F.col("point.off").alias("off"), F.col("point.t").alias("t"),
-            F.lead("point.off").over(by_time).alias("next_off"), F.lead("point.t").over(by_time).alias("next_t"),
-        ).alias("point"),
-    )
-    as_of_offset = Window.partitionBy(*PARTITION).orderBy("off", "kind", "time_ms").rowsBetween(Window.unboundedPreceding, 0)
-    step_b = (
-        points.withColumn("kind", F.lit(_POINT))
-        .unionByName(step_a.withColumn("off", F.col("committed")), allowMissingColumns=True)
-        .select("*", F.last("point", ignorenulls=True).over(as_of_offset).alias("left"))
-        .filter(F.col("kind") == _SAMPLE)
-    )
 
-    o = F.col("committed").cast("double")
-    now = F.col("time_ms").cast("double")
-    newest, left = F.col("newest"), F.col("left")
-    interpolated = left["next_t"] - (left["next_off"] - o) * (left["next_t"] - left["t"]) / (left["next_off"] - left["off"])
-    extrapolated = newest["t"] - (newest["off"] - o) * (newest["t"] - newest["first_t"]) / (newest["off"] - newest["first_off"])
-    predicted = (
-        F.when(newest["off"].isNull() | (newest["n"] < 2), None)
-        .when((o >= newest["first_off"]) & (o < newest["off"]), interpolated)
-        # The whole table is one flat run: an offset below it was the end before the oldest point
-        # (at least that long ago); one above it never was (no time lag).
-        .when(newest["off"] == newest["first_off"], F.when(o < newest["first_off"], newest["first_t"]).otherwise(now))
-        .otherwise(extrapolated)
-    )
-    # greatest() skips nulls, so unknowns are kept unknown explicitly.
-    time_lag_s = (
-        F.when(newest["off"].isNull(), None)
-        .when(o == newest["off"], 0.0)
-        .when(predicted.isNull(), None)
-        .otherwise(F.greatest(F.lit(0.0), (now - predicted) / 1000.0))
-    )
-    lag = F.when(F.col("end_offset").isNotNull(), F.greatest(F.lit(0), F.col("end_offset") - F.col("committed")))
-    return step_b.select(
-        *GROUP_PARTITION, "time_ms",
-        F.timestamp_millis(F.col("time_ms")).alias("at"),
-        "committed", "end_offset",
-        lag.alias("lag"),
-        time_lag_s.alias("time_lag_s"),
-        "members",
+def lag_rows(lag_history: DataFrame) -> DataFrame:
+    """`lag_history` with one row per group sample and partition with a committed offset: cluster,
+    group_id, topic, partition, time_ms, at, committed, end_offset, lag, time_lag_s, members."""
+    zipped = F.arrays_zip(F.col("committed").alias("committed"), F.col("end_offset").alias("end_offset"),
+                          F.col("lag").alias("lag"), F.col("time_lag_s").alias("time_lag_s"))
+    exploded = lag_history.select(
+        "cluster", "group_id", "topic", "time_ms", "at", "members", F.posexplode(zipped).alias("partition", "v"))
+    return exploded.filter(F.col("v.committed").isNotNull()).select(
+        *GROUP_PARTITION, "time_ms", "at",
+        F.col("v.committed").alias("committed"), F.col("v.end_offset").alias("end_offset"),
+        F.col("v.lag").alias("lag"), F.col("v.time_lag_s").alias("time_lag_s"), "members",
     )
 
 
@@ -112,16 +56,16 @@ def group_lag_history(lag_history: DataFrame) -> DataFrame:
     """Per group and sample time: cluster, group_id, time_ms, at, partitions, total_lag, max_lag,
     time_lag_s (the worst partition's), members. Partitions of unknown lag are left out of the figures."""
     return lag_history.groupBy("cluster", "group_id", "time_ms").agg(
-        F.count("lag").alias("partitions"),
-        F.sum("lag").alias("total_lag"),
-        F.max("lag").alias("max_lag"),
-        F.max("time_lag_s").alias("time_lag_s"),
+        F.sum("partitions").cast("long").alias("partitions"),
+        F.sum("total_lag").alias("total_lag"),
+        F.max("max_lag").alias("max_lag"),
+        F.max("max_time_lag_s").alias("time_lag_s"),
         F.max("members").alias("members"),
     ).select("cluster", "group_id", "time_ms", F.timestamp_millis(F.col("time_ms")).alias("at"),
              "partitions", "total_lag", "max_lag", "time_lag_s", "members")
 
 
-def catch_up_forecast(lag_history: DataFrame, rate_window_s: float = 300.0) -> DataFrame:
+def catch_up_forecast(lag_rows: DataFrame, rate_window_s: float = 300.0) -> DataFrame:
     """For each group lagging at its latest sample: when it will reach the end of the log.
 
     cluster, group_id, at (latest sample), lag (total), consume_per_s, produce_per_s, seconds,
@@ -130,7 +74,7 @@ def catch_up_forecast(lag_history: DataFrame, rate_window_s: float = 300.0) -> D
     (consume - produce) when the group gains on the log; otherwise never is true and seconds and
     eta are null.
     """
-    known = lag_history.filter(F.col("end_offset").isNotNull())
+    known = lag_rows.filter(F.col("end_offset").isNotNull())
     latest = Window.partitionBy("cluster", "group_id")
     recent = known.withColumn("latest_ms", F.max("time_ms").over(latest)).filter(
         F.col("time_ms") >= F.col("latest_ms") - F.lit(int(rate_window_s * 1000)))

@@ -16,10 +16,11 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from analytics.jobs.inventory import idle_topics, orphaned_groups, skew
-from analytics.jobs.lag import catch_up_forecast, group_lag_history, lag_history
+from analytics.jobs.lag import catch_up_forecast, group_lag_history, lag_history, lag_rows
 from analytics.jobs.samples import group_offsets, parse_samples, read_samples, topic_offsets
 from analytics.jobs.status import group_status, lag_status, status_intervals
-from analytics.jobs.throughput import DEFAULT_RESOLUTIONS, throughput, topic_throughput
+from analytics.jobs.series import topic_series
+from analytics.jobs.throughput import DEFAULT_RESOLUTIONS, check_resolutions, throughput, topic_throughput
 
 SUMMARY_FILE = "summary.json"
 SUMMARY_FORMAT = 1
@@ -41,11 +42,16 @@ class Params:
 
 def compute(samples: DataFrame, params: Params = Params(), now_ms: int | None = None) -> dict[str, DataFrame]:
     """Every result table from parsed samples (`parse_samples`), by name. Nothing runs until they are used."""
+    return _compute(samples, topic_series(samples, check_resolutions(params.resolutions)), params, now_ms)
+
+
+def _compute(samples: DataFrame, series: DataFrame, params: Params, now_ms: int | None) -> dict[str, DataFrame]:
     ends = topic_offsets(samples)
     commits = group_offsets(samples)
-    partition_tp = throughput(ends, params.resolutions)
-    lags = lag_history(ends, commits)
-    statuses = lag_status(lags, params.status_window, params.status_min_distance_s, params.allowed_lag,
+    partition_tp = throughput(series, params.resolutions)
+    lags = lag_history(series)
+    per_partition = lag_rows(lags)
+    statuses = lag_status(per_partition, params.status_window, params.status_min_distance_s, params.allowed_lag,
                           params.status_min_fullness)
     groups = group_status(statuses)
     return {
@@ -59,7 +65,7 @@ def compute(samples: DataFrame, params: Params = Params(), now_ms: int | None = 
         "skew": skew(ends, params.hot_factor, params.hot_min_messages),
         "idle_topics": idle_topics(ends, params.idle_days, now_ms),
         "orphaned_groups": orphaned_groups(commits, params.orphan_days, now_ms),
-        "forecasts": catch_up_forecast(lags, params.rate_window_s),
+        "forecasts": catch_up_forecast(per_partition, params.rate_window_s),
     }
 
 
@@ -136,13 +142,14 @@ def process(spark: SparkSession, samples: DataFrame, directory: str | os.PathLik
             now_ms: int | None = None) -> Path:
     """Every table from parsed samples, written to `directory`, then summary.json; returns its path.
 
-    The samples, the lag history and the partition statuses feed several tables each, so they are
-    kept (memory, spilling to disk) while the tables are written; the summary reads the written
-    tables back instead of computing anything again.
+    The samples, the per-topic pass, the lag history and the partition statuses feed several tables
+    each, so they are kept (memory, spilling to disk) while the tables are written; the summary reads
+    the written tables back instead of computing anything again.
     """
     samples = samples.persist()
-    results = compute(samples, params, now_ms)
-    kept = [samples, results["lag_history"].persist(), results["partition_status"].persist()]
+    series = topic_series(samples, check_resolutions(params.resolutions)).persist()
+    results = _compute(samples, series, params, now_ms)
+    kept = [samples, series, results["lag_history"].persist(), results["partition_status"].persist()]
     try:
         covered = _range(samples)
         write_tables(results, directory)
@@ -162,10 +169,10 @@ def run(spark: SparkSession, bootstrap_servers: str, topic: str, directory: str 
 
 
 def _range(samples: DataFrame) -> dict[str, Any]:
-    row = samples.agg(F.min("time_ms"), F.max("time_ms"), F.count("*")).first()
+    row = samples.agg(F.min("time_ms"), F.max("time_ms"), F.sum("record")).first()
     if row is None or row[0] is None:
         return {"start": None, "end": None, "records": 0}
-    return {"start": _iso_ms(row[0]), "end": _iso_ms(row[1]), "records": int(row[2])}
+    return {"start": _iso_ms(row[0]), "end": _iso_ms(row[1]), "records": int(row[2] or 0)}
 
 
 def _rows(df: DataFrame, limit: int) -> list[dict[str, Any]]:

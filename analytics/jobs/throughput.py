@@ -1,4 +1,9 @@
-"""Throughput per topic and partition from successive end offsets."""
+"""Throughput per topic and partition from successive end offsets.
+
+`increments` defines what a partition took in between two samples; `throughput` reads those
+intervals already summed per finest bucket by the per-topic pass (series.py), which computes them
+on each topic's samples x partitions matrix instead of one row per partition and sample.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,8 @@ from collections.abc import Sequence
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
+
+from analytics.jobs.series import THROUGHPUT
 
 DEFAULT_RESOLUTIONS = (60, 300, 3600)  # seconds: 1 min, 5 min, 1 h
 PARTITION = ["cluster", "topic", "partition"]
@@ -33,28 +40,22 @@ def increments(topic_offsets: DataFrame) -> DataFrame:
     )
 
 
-def throughput(topic_offsets: DataFrame, resolutions: Sequence[int] = DEFAULT_RESOLUTIONS) -> DataFrame:
+def throughput(series: DataFrame, resolutions: Sequence[int] = DEFAULT_RESOLUTIONS) -> DataFrame:
     """Messages/s and bytes/s per partition and time bucket, at each resolution (seconds).
 
-    cluster, topic, partition, resolution_s, start (bucket start, UTC), messages, seconds (the time
-    the samples cover in the bucket), messages_per_s, bytes, bytes_per_s (null where sizes are
-    unknown). Each interval between two samples counts in the bucket of its later sample, and a
-    rate is what was taken in over the time covered, so a bucket the samples only partly cover (the
-    first, the last, a watcher restart) still shows the true rate.
+    `series` is `topic_series(samples, min(resolutions))`: the intervals between consecutive
+    samples of each partition (as `increments` defines them) already summed per bucket of the finest
+    resolution. cluster, topic, partition, resolution_s, start (bucket start, UTC), messages,
+    seconds (the time the samples cover in the bucket), messages_per_s, bytes, bytes_per_s (null
+    where sizes are unknown). Each interval between two samples counts in the bucket of its later
+    sample, and a rate is what was taken in over the time covered, so a bucket the samples only
+    partly cover (the first, the last, a watcher restart) still shows the true rate.
     """
-    if not resolutions or any(r <= 0 for r in resolutions):
-        raise ValueError(f"resolutions must be positive seconds, got {list(resolutions)}")
-    # Sum the intervals once at the finest resolution, then add those buckets up into the coarser
-    # ones: the same figures, since buckets of multiples of the finest width share its boundaries.
-    finest = min(resolutions)
-    if any(r % finest for r in resolutions):
-        raise ValueError(f"every resolution must be a multiple of the finest ({finest} s), got {list(resolutions)}")
-    fine = _sums(increments(topic_offsets).select(
-        *PARTITION, "messages", "seconds", "bytes",
-        F.when(F.col("bytes").isNotNull(), F.col("seconds")).alias("bytes_seconds"),
-        # An interval (a, b] counts in the bucket holding b, so one ending on a boundary counts before it.
-        _bucket_start(F.col("time_ms") - 1, F.lit(finest)).alias("start_ms"),
-    ), [])
+    check_resolutions(resolutions)
+    # The finest buckets added up into the coarser ones: the same figures, since buckets of
+    # multiples of the finest width share its boundaries.
+    fine = series.filter(F.col("kind") == THROUGHPUT).select(
+        *PARTITION, "start_ms", "messages", "seconds", "bytes", "bytes_seconds")
     widths = F.explode(F.array(*[F.lit(int(r)) for r in sorted(set(resolutions))]))
     every = fine.withColumn("resolution_s", widths).withColumn(
         "start_ms", _bucket_start(F.col("start_ms"), F.col("resolution_s")))
@@ -66,6 +67,16 @@ def throughput(topic_offsets: DataFrame, resolutions: Sequence[int] = DEFAULT_RE
         "bytes",
         (F.col("bytes") / F.col("bytes_seconds")).alias("bytes_per_s"),
     )
+
+
+def check_resolutions(resolutions: Sequence[int]) -> int:
+    """The finest of the resolutions (seconds), after checking each is a positive multiple of it."""
+    if not resolutions or any(r <= 0 for r in resolutions):
+        raise ValueError(f"resolutions must be positive seconds, got {list(resolutions)}")
+    finest = min(resolutions)
+    if any(r % finest for r in resolutions):
+        raise ValueError(f"every resolution must be a multiple of the finest ({finest} s), got {list(resolutions)}")
+    return finest
 
 
 def _bucket_start(time_ms: Column, resolution_s: Column) -> Column:
