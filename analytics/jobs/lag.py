@@ -6,6 +6,9 @@ The live watcher keeps the last 60 points; here the table is the partition's who
 up to the group sample's time, so a consumer further behind than that window is interpolated
 between real points where the live figure extrapolates. (Keeping only the first and last point of
 a flat run, the live table's space saving, changes no answer, so it is not replayed.)
+
+The figures are computed per topic on samples x partitions matrices by series.py; the functions
+here select and shape its rows.
 """
 
 from __future__ import annotations
@@ -13,50 +16,45 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from analytics.jobs.series import LAG
+from analytics.jobs.series import DETAIL, GROUP_SAMPLE, LAG
 
 PARTITION = ["cluster", "topic", "partition"]
 GROUP_PARTITION = ["cluster", "group_id", "topic", "partition"]
 
 
 def lag_history(series: DataFrame) -> DataFrame:
-    """One row per group sample and topic, arrays indexed by partition (as in the sample records):
-    cluster, group_id, topic, time_ms, at, members, committed, end_offset, lag, time_lag_s, and the
-    row's partitions (with a known lag), total_lag, max_lag, max_time_lag_s.
+    """Per group, partition and bucket of the finest resolution: cluster, group_id, topic, partition,
+    start (bucket), time_ms and at (the bucket's last sample with a committed offset), committed,
+    end_offset, lag, time_lag_s (at that sample), max_lag, max_time_lag_s (the bucket's largest),
+    members, samples (in the bucket).
 
-    `series` is `topic_series(samples, ...)`. For partition p: end_offset[p] is its latest end offset
-    sampled at or before the group sample (null when none was); lag[p] = max(0, end_offset[p] -
-    committed[p]); time_lag_s[p] = seconds between the sample and when committed[p] was the end of
-    the log, never negative, null when it cannot be told; all null where committed[p] is.
-    `lag_rows` gives one row per partition.
+    `series` is `topic_series(samples, ...)`. At each group sample, for each partition with a
+    committed offset: end_offset is the partition's latest end offset sampled at or before the
+    sample (null when none was); lag = max(0, end_offset - committed); time_lag_s = seconds between
+    the sample and when the committed offset was the end of the log, never negative, null when it
+    cannot be told. `lag_rows` gives every sample; `group_lag_history` every sample per group.
     """
     return series.filter(F.col("kind") == LAG).select(
-        "cluster", "group_id", "topic", "time_ms", F.timestamp_millis(F.col("time_ms")).alias("at"), "members",
-        "committed", "end_offset", "lag", "time_lag_s",
-        F.col("lag_partitions").alias("partitions"), F.col("lag_total").alias("total_lag"),
-        F.col("lag_max").alias("max_lag"), F.col("time_lag_max").alias("max_time_lag_s"),
+        *GROUP_PARTITION, F.timestamp_millis(F.col("start_ms")).alias("start"), "time_ms",
+        F.timestamp_millis(F.col("time_ms")).alias("at"), "committed", "end_offset", "lag", "time_lag_s",
+        "max_lag", "max_time_lag_s", "members", "samples",
     )
 
 
-def lag_rows(lag_history: DataFrame) -> DataFrame:
-    """`lag_history` with one row per group sample and partition with a committed offset: cluster,
-    group_id, topic, partition, time_ms, at, committed, end_offset, lag, time_lag_s, members."""
-    zipped = F.arrays_zip(F.col("committed").alias("committed"), F.col("end_offset").alias("end_offset"),
-                          F.col("lag").alias("lag"), F.col("time_lag_s").alias("time_lag_s"))
-    exploded = lag_history.select(
-        "cluster", "group_id", "topic", "time_ms", "at", "members", F.posexplode(zipped).alias("partition", "v"))
-    return exploded.filter(F.col("v.committed").isNotNull()).select(
-        *GROUP_PARTITION, "time_ms", "at",
-        F.col("v.committed").alias("committed"), F.col("v.end_offset").alias("end_offset"),
-        F.col("v.lag").alias("lag"), F.col("v.time_lag_s").alias("time_lag_s"), "members",
+def lag_rows(series: DataFrame) -> DataFrame:
+    """Every group sample and partition with a committed offset (`series` made with detail=True):
+    cluster, group_id, topic, partition, time_ms, at, committed, end_offset, lag, time_lag_s, members."""
+    return series.filter(F.col("kind") == DETAIL).select(
+        *GROUP_PARTITION, "time_ms", F.timestamp_millis(F.col("time_ms")).alias("at"),
+        "committed", "end_offset", "lag", "time_lag_s", "members",
     )
 
 
-def group_lag_history(lag_history: DataFrame) -> DataFrame:
+def group_lag_history(series: DataFrame) -> DataFrame:
     """Per group and sample time: cluster, group_id, time_ms, at, partitions, total_lag, max_lag,
     time_lag_s (the worst partition's), members. Partitions of unknown lag are left out of the figures."""
-    return lag_history.groupBy("cluster", "group_id", "time_ms").agg(
-        F.sum("partitions").cast("long").alias("partitions"),
+    return series.filter(F.col("kind") == GROUP_SAMPLE).groupBy("cluster", "group_id", "time_ms").agg(
+        F.sum("samples").cast("long").alias("partitions"),
         F.sum("total_lag").alias("total_lag"),
         F.max("max_lag").alias("max_lag"),
         F.max("max_time_lag_s").alias("time_lag_s"),

@@ -42,23 +42,22 @@ class Params:
 
 def compute(samples: DataFrame, params: Params = Params(), now_ms: int | None = None) -> dict[str, DataFrame]:
     """Every result table from parsed samples (`parse_samples`), by name. Nothing runs until they are used."""
-    return _compute(samples, topic_series(samples, check_resolutions(params.resolutions)), params, now_ms)
+    return _compute(samples, topic_series(samples, check_resolutions(params.resolutions), detail=True), params, now_ms)
 
 
 def _compute(samples: DataFrame, series: DataFrame, params: Params, now_ms: int | None) -> dict[str, DataFrame]:
     ends = topic_offsets(samples)
     commits = group_offsets(samples)
     partition_tp = throughput(series, params.resolutions)
-    lags = lag_history(series)
-    per_partition = lag_rows(lags)
+    per_partition = lag_rows(series)
     statuses = lag_status(per_partition, params.status_window, params.status_min_distance_s, params.allowed_lag,
                           params.status_min_fullness)
     groups = group_status(statuses)
     return {
         "partition_throughput": partition_tp,
         "topic_throughput": topic_throughput(partition_tp),
-        "lag_history": lags,
-        "group_lag_history": group_lag_history(lags),
+        "lag_history": lag_history(series),
+        "group_lag_history": group_lag_history(series),
         "partition_status": statuses,
         "group_status": groups,
         "group_status_intervals": status_intervals(groups, ["cluster", "group_id"]),
@@ -147,9 +146,9 @@ def process(spark: SparkSession, samples: DataFrame, directory: str | os.PathLik
     the written tables back instead of computing anything again.
     """
     samples = samples.persist()
-    series = topic_series(samples, check_resolutions(params.resolutions)).persist()
+    series = topic_series(samples, check_resolutions(params.resolutions), detail=True).persist()
     results = _compute(samples, series, params, now_ms)
-    kept = [samples, series, results["lag_history"].persist(), results["partition_status"].persist()]
+    kept = [samples, series, results["partition_status"].persist()]
     try:
         covered = _range(samples)
         write_tables(results, directory)
@@ -169,7 +168,7 @@ def run(spark: SparkSession, bootstrap_servers: str, topic: str, directory: str 
 
 
 def _range(samples: DataFrame) -> dict[str, Any]:
-    row = samples.agg(F.min("time_ms"), F.max("time_ms"), F.sum("record")).first()
+    row = samples.agg(F.min("first_ms"), F.max("last_ms"), F.sum("records")).first()
     if row is None or row[0] is None:
         return {"start": None, "end": None, "records": 0}
     return {"start": _iso_ms(row[0]), "end": _iso_ms(row[1]), "records": int(row[2] or 0)}

@@ -1,36 +1,75 @@
-"""Reading and parsing offset samples (format: analytics/records.py, analytics/README.md)."""
+"""Reading and decoding offset samples (format: analytics/records.py, analytics/README.md).
+
+The records are decoded into **chunks**: one row per topic (or group and topic) holding up to
+CHUNK_SAMPLES consecutive samples as numpy matrices in binary columns (samples x partitions, int64,
+UNKNOWN = -1 where a value is null), not one row per partition and sample. An hour of 10,000
+partitions sampled every second is 36 million offsets: as rows Spark would sort and shuffle 36
+million of them; as chunks it moves a few hundred binary values, and the per-topic pass (series.py)
+works on the matrices with numpy. `topic_offsets` and `group_offsets` give the per-partition rows
+for the jobs that want them.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import orjson
 import pyarrow as pa
-
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType, IntegerType, LongType, StringType, StructField, StructType
+from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType
 
 from analytics.records import FORMAT_VERSION, GROUP, TOPIC
+
+UNKNOWN = -1  # offsets, sizes and member counts are never negative
+CHUNK_SAMPLES = 1024
 
 SAMPLE_SCHEMA = StructType([
     StructField("kind", StringType()),
     StructField("cluster", StringType()),
-    StructField("topic", StringType()),
+    StructField("topic", StringType()),  # null on a group chunk of records without offsets
     StructField("group_id", StringType()),
-    StructField("time_ms", LongType()),
-    StructField("members", IntegerType()),
-    StructField("end", ArrayType(LongType())),
-    StructField("bytes", ArrayType(LongType())),
-    StructField("committed", ArrayType(LongType())),
-    StructField("record", IntegerType()),
+    StructField("records", IntegerType()),  # records counted here (a group record once, with its first topic)
+    StructField("samples", IntegerType()),
+    StructField("width", IntegerType()),  # partitions
+    StructField("first_ms", LongType()),
+    StructField("last_ms", LongType()),
+    StructField("times", BinaryType()),  # int64[samples]
+    StructField("values", BinaryType()),  # int64[samples x width]: end offsets, or committed offsets
+    StructField("sizes", BinaryType()),  # int64[samples x width] log sizes (topic chunks with sizes), else null
+    StructField("members", BinaryType()),  # int64[samples] member counts (group chunks)
 ])
-_ARROW_SCHEMA = pa.schema([
-    ("kind", pa.string()), ("cluster", pa.string()), ("topic", pa.string()), ("group_id", pa.string()),
-    ("time_ms", pa.int64()), ("members", pa.int32()), ("end", pa.list_(pa.int64())), ("bytes", pa.list_(pa.int64())),
-    ("committed", pa.list_(pa.int64())), ("record", pa.int32()),
-])
+_ARROW_SCHEMA = pa.schema([(f.name, {StringType(): pa.string(), IntegerType(): pa.int32(), LongType(): pa.int64(),
+                                      BinaryType(): pa.binary()}[f.dataType]) for f in SAMPLE_SCHEMA])
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One chunk's matrices, as `chunk_of` reads a row (or an Arrow table's row) back."""
+
+    times: np.ndarray
+    values: np.ndarray
+    sizes: np.ndarray | None
+    members: np.ndarray | None
+
+
+def chunk_of(samples: int, width: int, times: bytes, values: bytes, sizes: bytes | None, members: bytes | None) -> Chunk:
+    return Chunk(
+        np.frombuffer(times, dtype=np.int64),
+        np.frombuffer(values, dtype=np.int64).reshape(samples, width),
+        None if sizes is None else np.frombuffer(sizes, dtype=np.int64).reshape(samples, width),
+        None if members is None else np.frombuffer(members, dtype=np.int64),
+    )
+
+
+def chunks_of(table: pa.Table | pa.RecordBatch) -> Iterator[Chunk]:
+    columns = {name: table.column(name).to_pylist() for name in ("samples", "width", "times", "values", "sizes", "members")}
+    for i in range(table.num_rows):
+        yield chunk_of(*(columns[name][i] for name in ("samples", "width", "times", "values", "sizes", "members")))
+
 
 def read_samples(spark: SparkSession, bootstrap_servers: str, topic: str, start_ms: int | None = None,
                  options: Mapping[str, str] | None = None) -> DataFrame:
@@ -59,71 +98,130 @@ def read_samples(spark: SparkSession, bootstrap_servers: str, topic: str, start_
 
 
 def parse_samples(raw: DataFrame, start_ms: int | None = None, end_ms: int | None = None) -> DataFrame:
-    """The sample records as rows (SAMPLE_SCHEMA): one per topic record, one per group record and topic.
+    """The sample records as chunks (SAMPLE_SCHEMA), `start_ms` <= time < `end_ms` when given.
 
-    kind, cluster, topic, group_id, time_ms, members, end, bytes (topic records: arrays indexed by
-    partition), committed (group records: the group's committed offsets on `topic`, indexed by
-    partition), record (1 on the first row of each record, so summing it counts records; a group
-    record without offsets is one row with no topic). `raw` needs a `value` column (binary or string
-    JSON), as the Kafka connector gives. Records that are not JSON, of another format version, or
-    without kind, cluster, name or time are dropped; `start_ms` <= time_ms < `end_ms` when given.
-    Decoding runs in Python (orjson) on Arrow batches: Spark's own JSON reader takes several times
-    longer on records that are mostly long arrays of numbers.
+    `raw` needs a `value` column (binary or string JSON), as the Kafka connector gives. Records that
+    are not JSON, of another format version, or without kind, cluster, name or time are dropped.
+    Each Spark partition chunks what it reads, in the order it reads it, so one topic's samples may
+    be spread over several chunks and partitions; readers put them back in time order. Decoding
+    runs in Python (orjson) on Arrow batches: Spark's own JSON reader takes several times longer on
+    records that are mostly long arrays of numbers.
     """
     low = None if start_ms is None else int(start_ms)
     high = None if end_ms is None else int(end_ms)
 
     def decode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        chunker = Chunker(low, high)
         for batch in batches:
-            yield decode_values(batch.column(0).to_pylist(), low, high)
+            ready = chunker.add(batch.column(0).to_pylist())
+            if ready is not None:
+                yield ready
+        yield chunker.finish()
 
     return raw.select(F.col("value")).mapInArrow(decode, SAMPLE_SCHEMA)
 
 
-def decode_values(values: list[bytes | str | None], start_ms: int | None = None, end_ms: int | None = None) -> pa.RecordBatch:
-    """Sample record values (JSON) as a batch of SAMPLE_SCHEMA rows, skipping what is not a sample."""
-    try:
-        return _decode(values, start_ms, end_ms, strict=False)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
-        # Some array holds something that is not an offset: check every value this time.
-        return _decode(values, start_ms, end_ms, strict=True)
+@dataclass
+class _Pending:
+    records: int = 0
+    times: list[int] = field(default_factory=list)
+    values: list[Any] = field(default_factory=list)
+    sizes: list[Any] = field(default_factory=list)
+    members: list[Any] = field(default_factory=list)
 
 
-def _decode(values: list[bytes | str | None], start_ms: int | None, end_ms: int | None, strict: bool) -> pa.RecordBatch:
-    columns: dict[str, list[Any]] = {f.name: [] for f in _ARROW_SCHEMA}
-    offsets_of = _checked_offsets if strict else _offsets
+class Chunker:
+    """Sample record values in, chunk rows out (an Arrow batch of SAMPLE_SCHEMA)."""
 
-    def add(kind: str, cluster: str, topic: str | None, group: str | None, time_ms: int, members: Any,
-            end: Any, sizes: Any, committed: Any, record: int) -> None:
-        for name, value in (("kind", kind), ("cluster", cluster), ("topic", topic), ("group_id", group),
-                            ("time_ms", time_ms), ("members", members), ("end", end), ("bytes", sizes),
-                            ("committed", committed), ("record", record)):
-            columns[name].append(value)
+    def __init__(self, start_ms: int | None = None, end_ms: int | None = None, chunk_samples: int = CHUNK_SAMPLES) -> None:
+        self.start_ms, self.end_ms, self.chunk_samples = start_ms, end_ms, chunk_samples
+        self.pending: dict[tuple[str, str, str | None, str | None], _Pending] = {}
+        self.full: list[tuple[tuple[str, str, str | None, str | None], _Pending]] = []
 
-    for value in values:
+    def add(self, values: list[bytes | str | None]) -> pa.RecordBatch | None:
+        """Take record values; a batch of the chunks that filled up, if any."""
+        for value in values:
+            self._add(value)
+        return self._batch(self.full) if self.full else None
+
+    def finish(self) -> pa.RecordBatch:
+        """Every chunk still open."""
+        rest = list(self.pending.items())
+        self.pending.clear()
+        return self._batch(self.full + rest)
+
+    def _add(self, value: bytes | str | None) -> None:
         if value is None:
-            continue
+            return
         try:
             doc = orjson.loads(value)
         except orjson.JSONDecodeError:
-            continue
+            return
         if not isinstance(doc, dict) or doc.get("v") != FORMAT_VERSION:
-            continue
+            return
         cluster, time_ms, kind = doc.get("cluster"), doc.get("time"), doc.get("kind")
         if not isinstance(cluster, str) or not _is_int(time_ms):
-            continue
-        if (start_ms is not None and time_ms < start_ms) or (end_ms is not None and time_ms >= end_ms):
-            continue
+            return
+        if (self.start_ms is not None and time_ms < self.start_ms) or (self.end_ms is not None and time_ms >= self.end_ms):
+            return
         if kind == TOPIC and isinstance(doc.get("topic"), str):
-            add(TOPIC, cluster, doc["topic"], None, time_ms, None, offsets_of(doc.get("end")), offsets_of(doc.get("bytes")),
-                None, 1)
+            self._append((TOPIC, cluster, doc["topic"], None), 1, time_ms, _offsets(doc.get("end")), _offsets(doc.get("bytes")), None)
         elif kind == GROUP and isinstance(doc.get("group"), str):
-            members = doc.get("members") if _is_int(doc.get("members")) else None
+            members = doc["members"] if _is_int(doc.get("members")) else None
             offsets = doc.get("offsets")
-            by_topic = [(t, offsets_of(o)) for t, o in offsets.items()] if isinstance(offsets, dict) else []
-            for i, (topic, committed) in enumerate(by_topic or [(None, None)]):
-                add(GROUP, cluster, topic, doc["group"], time_ms, members, None, None, committed, 1 if i == 0 else 0)
-    return pa.RecordBatch.from_pydict(columns, schema=_ARROW_SCHEMA)
+            by_topic = [(t, _offsets(o)) for t, o in offsets.items()] if isinstance(offsets, dict) else []
+            for i, (topic, committed) in enumerate(by_topic or [(None, [])]):
+                self._append((GROUP, cluster, topic, doc["group"]), 1 if i == 0 else 0, time_ms, committed, None, members)
+
+    def _append(self, key: tuple[str, str, str | None, str | None], records: int, time_ms: int, values: Any, sizes: Any,
+                members: Any) -> None:
+        chunk = self.pending.get(key)
+        if chunk is None:
+            chunk = self.pending[key] = _Pending()
+        chunk.records += records
+        chunk.times.append(time_ms)
+        chunk.values.append(values)
+        chunk.sizes.append(sizes)
+        chunk.members.append(members)
+        if len(chunk.times) >= self.chunk_samples:
+            self.full.append((key, self.pending.pop(key)))
+
+    def _batch(self, chunks: list[tuple[tuple[str, str, str | None, str | None], _Pending]]) -> pa.RecordBatch:
+        columns: dict[str, list[Any]] = {f.name: [] for f in _ARROW_SCHEMA}
+        for (kind, cluster, topic, group), chunk in chunks:
+            values = _matrix(chunk.values)
+            width = values.shape[1]
+            has_sizes = any(s is not None for s in chunk.sizes)
+            row = {
+                "kind": kind, "cluster": cluster, "topic": topic, "group_id": group, "records": chunk.records,
+                "samples": len(chunk.times), "width": width, "first_ms": min(chunk.times), "last_ms": max(chunk.times),
+                "times": np.asarray(chunk.times, dtype=np.int64).tobytes(), "values": values.tobytes(),
+                "sizes": _matrix(chunk.sizes, width).tobytes() if has_sizes else None,
+                "members": np.asarray([UNKNOWN if m is None else m for m in chunk.members], dtype=np.int64).tobytes()
+                if kind == GROUP else None,
+            }
+            for name, value in row.items():
+                columns[name].append(value)
+        self.full = []
+        return pa.RecordBatch.from_pydict(columns, schema=_ARROW_SCHEMA)
+
+
+def _matrix(rows: list[Any], width: int | None = None) -> np.ndarray:
+    """Lists of offsets (None for a missing list or value) as a samples x width int64 matrix, UNKNOWN for None."""
+    lengths = [len(r) if r is not None else 0 for r in rows]
+    if width is None:
+        width = max(lengths, default=0)
+    if all(n == width for n in lengths) and width:
+        try:
+            return np.array(rows, dtype=np.int64)
+        except (TypeError, ValueError, OverflowError):
+            pass  # a None (or something that is no offset) in some list: the careful way
+    out = np.full((len(rows), width), UNKNOWN, dtype=np.int64)
+    for i, r in enumerate(rows):
+        for p, v in enumerate((r or [])[:width]):
+            if _is_int(v) and 0 <= v < 2**63:
+                out[i, p] = v
+    return out
 
 
 def _is_int(value: Any) -> bool:
@@ -134,27 +232,30 @@ def _offsets(value: Any) -> list[Any] | None:
     return value if isinstance(value, list) else None
 
 
-def _checked_offsets(value: Any) -> list[int | None] | None:
-    """A list of offsets (or sizes) with null for the unknown; anything else is no list."""
-    if isinstance(value, list) and all(v is None or (_is_int(v) and 0 <= v < 2**63) for v in value):
-        return value
-    return None
-
-
 def topic_offsets(samples: DataFrame) -> DataFrame:
     """End offsets: cluster, topic, partition, time_ms, end_offset, bytes (null when not known).
 
     One row per partition and sample time; unknown end offsets are left out, a repeated record
     counts once.
     """
-    exploded = samples.filter(F.col("kind") == TOPIC).select(
-        "cluster", "topic", "time_ms", "bytes", F.posexplode("end").alias("partition", "end_offset"))
-    return (
-        exploded.filter(F.col("end_offset").isNotNull())
-        .select("cluster", "topic", "partition", "time_ms", "end_offset",
-                F.get(F.col("bytes"), F.col("partition")).alias("bytes"))
-        .dropDuplicates(["cluster", "topic", "partition", "time_ms"])
-    )
+    def rows(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for (cluster, topic), chunk in zip(zip(batch.column("cluster").to_pylist(), batch.column("topic").to_pylist(),
+                                                   strict=True), chunks_of(batch), strict=True):
+                s, p = np.nonzero(chunk.values != UNKNOWN)
+                sizes = None if chunk.sizes is None else chunk.sizes[s, p]
+                yield pa.RecordBatch.from_pydict({
+                    "cluster": pa.array([cluster] * len(s), pa.string()),
+                    "topic": pa.array([topic] * len(s), pa.string()),
+                    "partition": pa.array(p.astype(np.int32)),
+                    "time_ms": pa.array(chunk.times[s]),
+                    "end_offset": pa.array(chunk.values[s, p]),
+                    "bytes": pa.nulls(len(s), pa.int64()) if sizes is None else pa.array(sizes, mask=sizes == UNKNOWN),
+                })
+
+    schema = "cluster string, topic string, partition int, time_ms long, end_offset long, bytes long"
+    return samples.filter(F.col("kind") == TOPIC).mapInArrow(rows, schema).dropDuplicates(
+        ["cluster", "topic", "partition", "time_ms"])
 
 
 def group_offsets(samples: DataFrame) -> DataFrame:
@@ -162,10 +263,41 @@ def group_offsets(samples: DataFrame) -> DataFrame:
 
     One row per group, partition and sample time with a committed offset.
     """
-    exploded = samples.filter((F.col("kind") == GROUP) & F.col("topic").isNotNull()).select(
-        "cluster", "group_id", "topic", "time_ms", "members", F.posexplode("committed").alias("partition", "committed"))
-    return (
-        exploded.filter(F.col("committed").isNotNull())
-        .select("cluster", "group_id", "topic", "partition", "time_ms", "committed", "members")
-        .dropDuplicates(["cluster", "group_id", "topic", "partition", "time_ms"])
-    )
+    def rows(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            keys = zip(batch.column("cluster").to_pylist(), batch.column("group_id").to_pylist(),
+                       batch.column("topic").to_pylist(), strict=True)
+            for (cluster, group, topic), chunk in zip(keys, chunks_of(batch), strict=True):
+                s, p = np.nonzero(chunk.values != UNKNOWN)
+                members = chunk.members[s] if chunk.members is not None else np.full(len(s), UNKNOWN)
+                yield pa.RecordBatch.from_pydict({
+                    "cluster": pa.array([cluster] * len(s), pa.string()),
+                    "group_id": pa.array([group] * len(s), pa.string()),
+                    "topic": pa.array([topic] * len(s), pa.string()),
+                    "partition": pa.array(p.astype(np.int32)),
+                    "time_ms": pa.array(chunk.times[s]),
+                    "committed": pa.array(chunk.values[s, p]),
+                    "members": pa.array(members.astype(np.int32), mask=members == UNKNOWN),
+                })
+
+    schema = "cluster string, group_id string, topic string, partition int, time_ms long, committed long, members int"
+    return samples.filter((F.col("kind") == GROUP) & F.col("topic").isNotNull()).mapInArrow(rows, schema).dropDuplicates(
+        ["cluster", "group_id", "topic", "partition", "time_ms"])
+
+
+def group_members(samples: DataFrame) -> DataFrame:
+    """Member counts: cluster, group_id, time_ms, members (null when not known), one row per group sample."""
+    def rows(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            keys = zip(batch.column("cluster").to_pylist(), batch.column("group_id").to_pylist(), strict=True)
+            for (cluster, group), chunk in zip(keys, chunks_of(batch), strict=True):
+                members = chunk.members if chunk.members is not None else np.full(len(chunk.times), UNKNOWN)
+                yield pa.RecordBatch.from_pydict({
+                    "cluster": pa.array([cluster] * len(members), pa.string()),
+                    "group_id": pa.array([group] * len(members), pa.string()),
+                    "time_ms": pa.array(chunk.times),
+                    "members": pa.array(members.astype(np.int32), mask=members == UNKNOWN),
+                })
+
+    return samples.filter(F.col("kind") == GROUP).mapInArrow(
+        rows, "cluster string, group_id string, time_ms long, members int").dropDuplicates(["cluster", "group_id", "time_ms"])

@@ -1,15 +1,13 @@
-"""Each topic's samples as matrices: throughput buckets and lag history in one pass per topic.
+"""Each topic's samples as matrices: throughput and lag history in one pass per topic.
 
-The sample records hold one array per topic (or group and topic) per cycle; exploding them into one
-row per partition and sample before any work multiplies the rows Spark sorts by the partition
-count (36 million rows for an hour of 10,000 partitions at 1 s). Here Spark only groups the
-records by topic (a topic's own records with the group records that read it) and hands each topic
-to `topic_pass`, which works on samples x partitions matrices with numpy: the throughput of each
-partition in each bucket of the finest resolution, and each group sample's lag and time lag, still
-one row per group sample with arrays indexed by partition.
+Spark groups the sample chunks (samples.py) by topic, a topic's own chunks with those of the groups
+that read it, and hands each topic to `topic_pass`, which works on samples x partitions matrices
+with numpy: the throughput of each partition in each bucket of the finest resolution, and each
+group sample's lag and time lag. Nothing is exploded into one row per partition and sample unless
+asked for (`detail`, for the jobs that replay every sample: lag status, forecasts).
 
-The figures are those defined in throughput.py and lag.py (the module docstrings there say how each
-is computed); `topic_pass` is a plain function of Arrow tables, so tests call it without Spark.
+The figures are those defined in throughput.py and lag.py (their docstrings say how each is
+computed); `topic_pass` is a plain function of Arrow tables, so tests call it without Spark.
 """
 
 from __future__ import annotations
@@ -20,109 +18,112 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType, DoubleType, IntegerType, LongType, StringType, StructField, StructType
+from pyspark.sql.types import DoubleType, IntegerType, LongType, StringType, StructField, StructType
 
+from analytics.jobs.samples import UNKNOWN, Chunk, chunks_of
 from analytics.records import GROUP, TOPIC
 
-THROUGHPUT, LAG = "throughput", "lag"
-UNKNOWN = -1  # offsets and sizes are never negative
+THROUGHPUT = "throughput"  # per partition and finest bucket with a counted interval
+LAG = "lag"  # per group, partition and finest bucket with a committed offset: the bucket's last sample and maxima
+GROUP_SAMPLE = "group"  # per group sample and topic with a committed offset: the sample's totals
+DETAIL = "detail"  # per group sample and partition with a committed offset (only when asked for)
 
-SERIES_SCHEMA = StructType([
-    StructField("kind", StringType()),
-    StructField("cluster", StringType()),
-    StructField("topic", StringType()),
-    # throughput rows: one per partition and bucket of the finest resolution with a counted interval
-    StructField("partition", IntegerType()),
-    StructField("start_ms", LongType()),
-    StructField("messages", LongType()),
-    StructField("seconds", DoubleType()),
-    StructField("bytes", LongType()),
-    StructField("bytes_seconds", DoubleType()),
-    # lag rows: one per group sample (of this topic) with at least one committed offset
-    StructField("group_id", StringType()),
-    StructField("time_ms", LongType()),
-    StructField("members", IntegerType()),
-    StructField("committed", ArrayType(LongType())),
-    StructField("end_offset", ArrayType(LongType())),
-    StructField("lag", ArrayType(LongType())),
-    StructField("time_lag_s", ArrayType(DoubleType())),
-    StructField("lag_partitions", IntegerType()),
-    StructField("lag_total", LongType()),
-    StructField("lag_max", LongType()),
-    StructField("time_lag_max", DoubleType()),
-])
-_ARROW_SCHEMA = pa.schema([
-    ("kind", pa.string()), ("cluster", pa.string()), ("topic", pa.string()),
-    ("partition", pa.int32()), ("start_ms", pa.int64()), ("messages", pa.int64()), ("seconds", pa.float64()),
-    ("bytes", pa.int64()), ("bytes_seconds", pa.float64()),
-    ("group_id", pa.string()), ("time_ms", pa.int64()), ("members", pa.int32()),
-    ("committed", pa.list_(pa.int64())), ("end_offset", pa.list_(pa.int64())), ("lag", pa.list_(pa.int64())),
-    ("time_lag_s", pa.list_(pa.float64())),
-    ("lag_partitions", pa.int32()), ("lag_total", pa.int64()), ("lag_max", pa.int64()), ("time_lag_max", pa.float64()),
-])
+_FIELDS: list[tuple[str, Any, Any]] = [
+    ("kind", StringType(), pa.string()),
+    ("cluster", StringType(), pa.string()),
+    ("topic", StringType(), pa.string()),
+    ("group_id", StringType(), pa.string()),
+    ("partition", IntegerType(), pa.int32()),
+    ("start_ms", LongType(), pa.int64()),  # bucket start (throughput, lag)
+    ("time_ms", LongType(), pa.int64()),  # the sample (lag: the bucket's last one with a committed offset)
+    ("messages", LongType(), pa.int64()),
+    ("seconds", DoubleType(), pa.float64()),
+    ("bytes", LongType(), pa.int64()),
+    ("bytes_seconds", DoubleType(), pa.float64()),
+    ("committed", LongType(), pa.int64()),
+    ("end_offset", LongType(), pa.int64()),
+    ("lag", LongType(), pa.int64()),
+    ("time_lag_s", DoubleType(), pa.float64()),
+    ("max_lag", LongType(), pa.int64()),
+    ("max_time_lag_s", DoubleType(), pa.float64()),
+    ("members", IntegerType(), pa.int32()),
+    ("samples", IntegerType(), pa.int32()),  # lag: samples in the bucket; group: partitions with a known lag
+    ("total_lag", LongType(), pa.int64()),
+]
+SERIES_SCHEMA = StructType([StructField(name, spark_type) for name, spark_type, _ in _FIELDS])
+_ARROW_SCHEMA = pa.schema([(name, arrow_type) for name, _, arrow_type in _FIELDS])
 
 
-def topic_series(samples: DataFrame, finest_s: int) -> DataFrame:
-    """Throughput rows (kind 'throughput') and lag rows (kind 'lag') of every topic (SERIES_SCHEMA).
+def topic_series(samples: DataFrame, finest_s: int, detail: bool = False) -> DataFrame:
+    """Rows of kinds THROUGHPUT, LAG and GROUP_SAMPLE (and DETAIL when `detail`) of every topic (SERIES_SCHEMA).
 
-    `samples` as `parse_samples` gives them. Both kinds come from one pass over the data: keep the
-    result (persist) when both are used.
+    `samples` as `parse_samples` gives them. Every kind comes from one pass over the data: keep the
+    result (persist) when several are used.
     """
     if finest_s <= 0:
         raise ValueError(f"the finest resolution must be positive seconds, got {finest_s}")
-    topics = samples.filter(F.col("kind") == TOPIC).select("cluster", "topic", "time_ms", "end", "bytes")
+    chunk = ["samples", "width", "times", "values", "sizes", "members"]
+    topics = samples.filter(F.col("kind") == TOPIC).select("cluster", "topic", *chunk)
     # Both sides come from `samples`: names of their own keep Spark from binding one side's columns
     # to the other's (a self-cogroup resolves a shared name to the first side).
     groups = samples.filter((F.col("kind") == GROUP) & F.col("topic").isNotNull()).select(
         F.col("cluster").alias("group_cluster"), F.col("topic").alias("group_topic"), "group_id",
-        F.col("time_ms").alias("group_time_ms"), "members", "committed")
+        *[F.col(c).alias(f"group_{c}") for c in chunk])
     width_ms = int(finest_s) * 1000
 
     def apply(key: tuple[Any, ...], left: pa.Table, right: pa.Table) -> pa.Table:
-        return topic_pass(key[0].as_py(), key[1].as_py(), left, right, width_ms)
+        group_chunks = [(g, c) for g, c in zip(right.column("group_id").to_pylist(),
+                                                chunks_of(right.rename_columns([n.removeprefix("group_") for n in right.column_names])),
+                                                strict=True)]
+        return topic_pass(key[0].as_py(), key[1].as_py(), list(chunks_of(left)), group_chunks, width_ms, detail)
 
-    return topics.groupBy("cluster", "topic").cogroup(groups.groupBy("group_cluster", "group_topic")).applyInArrow(apply, SERIES_SCHEMA)
+    return topics.groupBy("cluster", "topic").cogroup(groups.groupBy("group_cluster", "group_topic")).applyInArrow(
+        apply, SERIES_SCHEMA)
 
 
-def topic_pass(cluster: str, topic: str, topic_rows: pa.Table, group_rows: pa.Table, width_ms: int) -> pa.Table:
-    """One topic: its records (time_ms, end, bytes) and its groups' (group_id, group_time_ms, members, committed)."""
-    times, ends, sizes = _topic_matrices(topic_rows)
+def topic_pass(cluster: str, topic: str, topic_chunks: list[Chunk], group_chunks: list[tuple[str, Chunk]], width_ms: int,
+               detail: bool = False) -> pa.Table:
+    """One topic: its own sample chunks and its groups' (group id, chunk); the rows of SERIES_SCHEMA."""
+    times, ends, sizes = _topic_matrices(topic_chunks)
     parts = [_throughput_rows(cluster, topic, times, ends, sizes, width_ms)]
-    if group_rows.num_rows:
-        parts.append(_lag_rows(cluster, topic, times, ends, group_rows))
+    by_group: dict[str, list[Chunk]] = {}
+    for group, chunk in group_chunks:
+        by_group.setdefault(group, []).append(chunk)
+    for group, chunks in sorted(by_group.items()):
+        parts.extend(_lag_rows(cluster, topic, group, times, ends, chunks, width_ms, detail))
     return pa.concat_tables(parts)
 
 
-def _matrix(column: pa.ChunkedArray | pa.Array, rows: int, width: int | None = None) -> np.ndarray:
-    """A list<long> column as a rows x width matrix, UNKNOWN where a value or a whole list is null."""
-    arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    lengths = arr.value_lengths().fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
-    if width is None:
-        width = int(lengths.max()) if len(lengths) else 0
-    out = np.full((rows, width), UNKNOWN, dtype=np.int64)
-    if rows and width:
-        values = arr.flatten().fill_null(UNKNOWN).to_numpy(zero_copy_only=False)
-        row = np.repeat(np.arange(rows), lengths)
-        col = np.arange(len(values)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-        keep = col < width
-        out[row[keep], col[keep]] = values[keep]
-    return out
+def _stack(chunks: list[Chunk], sizes: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """The chunks' samples in time order, a repeated time once: times, values, sizes, members."""
+    width = max((c.values.shape[1] for c in chunks), default=0)
 
+    def padded(m: np.ndarray | None, rows: int) -> np.ndarray:
+        out = np.full((rows, width), UNKNOWN, dtype=np.int64)
+        if m is not None:
+            out[:, :m.shape[1]] = m
+        return out
 
-def _topic_matrices(rows: pa.Table) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Times (sorted, a repeated time counts once), end offsets and sizes, samples x partitions."""
-    if not rows.num_rows:
-        empty = np.zeros((0, 0), dtype=np.int64)
-        return np.zeros(0, dtype=np.int64), empty, empty
-    times = rows.column("time_ms").to_numpy()
-    ends = _matrix(rows.column("end"), rows.num_rows)
-    sizes = _matrix(rows.column("bytes"), rows.num_rows, ends.shape[1])
+    times = np.concatenate([c.times for c in chunks]) if chunks else np.zeros(0, dtype=np.int64)
+    values = np.vstack([padded(c.values, len(c.times)) for c in chunks]) if chunks else np.zeros((0, 0), dtype=np.int64)
+    size_m = None
+    if sizes and any(c.sizes is not None for c in chunks):
+        size_m = np.vstack([padded(c.sizes, len(c.times)) for c in chunks])
+    members = None
+    if any(c.members is not None for c in chunks):
+        members = np.concatenate([c.members if c.members is not None else np.full(len(c.times), UNKNOWN) for c in chunks])
     order = np.argsort(times, kind="stable")
     times = times[order]
     first = np.ones(len(times), dtype=bool)
     first[1:] = times[1:] != times[:-1]
     keep = order[first]
-    return times[first], ends[keep], sizes[keep]
+    return (times[first], values[keep], None if size_m is None else size_m[keep],
+            None if members is None else members[keep])
+
+
+def _topic_matrices(chunks: list[Chunk]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    times, ends, sizes, _ = _stack(chunks, sizes=True)
+    return times, ends, sizes if sizes is not None else np.full(ends.shape, UNKNOWN, dtype=np.int64)
 
 
 def _last_index(mask: np.ndarray) -> np.ndarray:
@@ -131,9 +132,18 @@ def _last_index(mask: np.ndarray) -> np.ndarray:
     return np.maximum.accumulate(idx, axis=0) if len(idx) else idx
 
 
-def _with_all_columns(columns: dict[str, pa.Array], rows: int) -> pa.Table:
+def _table(columns: dict[str, Any], rows: int) -> pa.Table:
     """The columns given, every other column of the series schema null."""
     return pa.table([columns.get(f.name, pa.nulls(rows, f.type)) for f in _ARROW_SCHEMA], schema=_ARROW_SCHEMA)
+
+
+def _repeat(value: str | None, rows: int) -> pa.Array:
+    return pa.array([value] * rows, pa.string())
+
+
+def _runs(keys: np.ndarray) -> np.ndarray:
+    """Where each run of equal keys starts (keys sorted)."""
+    return np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if len(keys) else np.zeros(0, dtype=np.int64)
 
 
 def _throughput_rows(cluster: str, topic: str, times: np.ndarray, ends: np.ndarray, sizes: np.ndarray,
@@ -157,7 +167,7 @@ def _throughput_rows(cluster: str, topic: str, times: np.ndarray, ends: np.ndarr
 
     # An interval (a, b] counts in the bucket holding b, so one ending on a boundary counts before it.
     bucket = (times - 1) // width_ms * width_ms
-    starts = np.flatnonzero(np.r_[True, bucket[1:] != bucket[:-1]])  # times are sorted: buckets are runs
+    starts = _runs(bucket)  # times are sorted: buckets are runs
 
     def per_bucket(values: np.ndarray) -> np.ndarray:
         return np.add.reduceat(values, starts, axis=0)
@@ -167,10 +177,8 @@ def _throughput_rows(cluster: str, topic: str, times: np.ndarray, ends: np.ndarr
     k, p = np.nonzero(counts)
     no_bytes = sized_counts[k, p] == 0
     rows = len(k)
-    return _with_all_columns({
-        "kind": pa.array([THROUGHPUT] * rows, pa.string()),
-        "cluster": pa.array([cluster] * rows, pa.string()),
-        "topic": pa.array([topic] * rows, pa.string()),
+    return _table({
+        "kind": _repeat(THROUGHPUT, rows), "cluster": _repeat(cluster, rows), "topic": _repeat(topic, rows),
         "partition": pa.array(p.astype(np.int32)),
         "start_ms": pa.array(bucket[starts][k]),
         "messages": pa.array(per_bucket(np.where(counted, messages, 0))[k, p]),
@@ -180,18 +188,20 @@ def _throughput_rows(cluster: str, topic: str, times: np.ndarray, ends: np.ndarr
     }, rows)
 
 
-def _lag_rows(cluster: str, topic: str, times: np.ndarray, ends: np.ndarray, group_rows: pa.Table) -> pa.Table:
-    """One row per group sample: the committed offsets, the end offsets as of the sample, lag and time lag.
+def _lag_rows(cluster: str, topic: str, group: str, times: np.ndarray, ends: np.ndarray, chunks: list[Chunk],
+              width_ms: int, detail: bool) -> list[pa.Table]:
+    """One group on one topic: LAG rows per partition and bucket, GROUP_SAMPLE rows, DETAIL rows if asked.
 
     As lag.py defines them: the end offset is the partition's latest one sampled at or before the
     group sample; the time-lag table holds the partition's accepted end-offset points (not below an
     earlier one) up to the sample's time.
     """
-    group_rows = _deduplicated(group_rows)
-    m = group_rows.num_rows
-    committed = _matrix(group_rows.column("committed"), m)
-    g_times = group_rows.column("group_time_ms").to_numpy()
-    width = committed.shape[1]
+    g_times, committed, _, members = _stack(chunks)
+    m, width = committed.shape
+    if not m or not width:
+        return []
+    if members is None:
+        members = np.full(m, UNKNOWN)
     # The topic's matrices, as wide as the committed offsets (a partition the topic record lacks is unknown).
     if not len(times):  # no end offsets sampled for the topic: lag and time lag unknown
         times, ends = np.array([np.iinfo(np.int64).max]), np.zeros((1, 0), dtype=np.int64)
@@ -246,55 +256,79 @@ def _lag_rows(cluster: str, topic: str, times: np.ndarray, ends: np.ndarray, gro
 
     with np.errstate(divide="ignore", invalid="ignore"):
         extrapolated = newest_t - (newest_off - o) * (newest_t - first_t) / (newest_off - first_off)
-    flat = newest_off == first_off
-    predicted = np.where(
-        newest_n < 2, np.nan,
-        np.where((o >= first_off) & (o < newest_off), interpolated,
-                 np.where(flat, np.where(o < first_off, first_t, now), extrapolated)))
-    time_lag = np.where(o == newest_off, 0.0, np.maximum(0.0, (now - predicted) / 1000.0))
+        flat = newest_off == first_off
+        predicted = np.where(
+            newest_n < 2, np.nan,
+            np.where((o >= first_off) & (o < newest_off), interpolated,
+                     np.where(flat, np.where(o < first_off, first_t, now), extrapolated)))
+        time_lag = np.where(o == newest_off, 0.0, np.maximum(0.0, (now - predicted) / 1000.0))
     time_lag_known = has_commit & has_newest & ((o == newest_off) | ~np.isnan(predicted))
     lag = np.maximum(0, end - committed)
     lag_known = has_commit & (end != UNKNOWN)
+    end_known = has_commit & (end != UNKNOWN)
 
+    out = [_group_sample_rows(cluster, topic, group, g_times, members, has_commit, lag, lag_known, time_lag, time_lag_known),
+           _bucket_rows(cluster, topic, group, g_times, members, committed, end, lag, time_lag, has_commit, end_known,
+                        lag_known, time_lag_known, width_ms)]
+    if detail:
+        s, p = np.nonzero(has_commit)
+        r = len(s)
+        out.append(_table({
+            "kind": _repeat(DETAIL, r), "cluster": _repeat(cluster, r), "topic": _repeat(topic, r),
+            "group_id": _repeat(group, r), "partition": pa.array(p.astype(np.int32)), "time_ms": pa.array(g_times[s]),
+            "committed": pa.array(committed[s, p]),
+            "end_offset": pa.array(end[s, p], mask=~end_known[s, p]),
+            "lag": pa.array(lag[s, p], mask=~lag_known[s, p]),
+            "time_lag_s": pa.array(time_lag[s, p], mask=~time_lag_known[s, p]),
+            "members": pa.array(members[s].astype(np.int32), mask=members[s] == UNKNOWN),
+        }, r))
+    return out
+
+
+def _group_sample_rows(cluster: str, topic: str, group: str, g_times: np.ndarray, members: np.ndarray,
+                       has_commit: np.ndarray, lag: np.ndarray, lag_known: np.ndarray, time_lag: np.ndarray,
+                       time_lag_known: np.ndarray) -> pa.Table:
     rows = np.flatnonzero(has_commit.any(axis=1))
-    committed, end, lag, time_lag = committed[rows], end[rows], lag[rows], time_lag[rows]
-    has_commit, lag_known, time_lag_known = has_commit[rows], lag_known[rows], time_lag_known[rows]
+    lag_known, time_lag_known = lag_known[rows], time_lag_known[rows]
+    lag, time_lag = lag[rows], time_lag[rows]
+    partitions = lag_known.sum(axis=1)
     r = len(rows)
-    lag_partitions = lag_known.sum(axis=1)
-    return _with_all_columns({
-        "kind": pa.array([LAG] * r, pa.string()),
-        "cluster": pa.array([cluster] * r, pa.string()),
-        "topic": pa.array([topic] * r, pa.string()),
-        "group_id": group_rows.column("group_id").take(pa.array(rows)).combine_chunks() if r else pa.array([], pa.string()),
-        "time_ms": pa.array(g_times[rows]),
-        "members": group_rows.column("members").take(pa.array(rows)).combine_chunks().cast(pa.int32()) if r
-        else pa.array([], pa.int32()),
-        "committed": _lists(committed, has_commit),
-        "end_offset": _lists(end, has_commit & (end != UNKNOWN)),
-        "lag": _lists(lag, lag_known),
-        "time_lag_s": _lists(time_lag, time_lag_known),
-        "lag_partitions": pa.array(lag_partitions.astype(np.int32)),
-        "lag_total": pa.array(np.where(lag_known, lag, 0).sum(axis=1), mask=lag_partitions == 0),
-        "lag_max": pa.array(np.where(lag_known, lag, -1).max(axis=1, initial=-1), mask=lag_partitions == 0),
-        "time_lag_max": pa.array(np.where(time_lag_known, time_lag, -1.0).max(axis=1, initial=-1.0),
-                                 mask=~time_lag_known.any(axis=1)),
+    return _table({
+        "kind": _repeat(GROUP_SAMPLE, r), "cluster": _repeat(cluster, r), "topic": _repeat(topic, r),
+        "group_id": _repeat(group, r), "time_ms": pa.array(g_times[rows]),
+        "members": pa.array(members[rows].astype(np.int32), mask=members[rows] == UNKNOWN),
+        "samples": pa.array(partitions.astype(np.int32)),
+        "total_lag": pa.array(np.where(lag_known, lag, 0).sum(axis=1), mask=partitions == 0),
+        "max_lag": pa.array(np.where(lag_known, lag, -1).max(axis=1, initial=-1), mask=partitions == 0),
+        "max_time_lag_s": pa.array(np.where(time_lag_known, time_lag, -1.0).max(axis=1, initial=-1.0),
+                                   mask=~time_lag_known.any(axis=1)),
     }, r)
 
 
-def _deduplicated(group_rows: pa.Table) -> pa.Table:
-    """The group rows ordered by group and time, a repeated (group, time) once."""
-    ordered = group_rows.sort_by([("group_id", "ascending"), ("group_time_ms", "ascending")])
-    ids = ordered.column("group_id").combine_chunks().dictionary_encode().indices.to_numpy(zero_copy_only=False)
-    times = ordered.column("group_time_ms").to_numpy()
-    first = np.ones(len(ids), dtype=bool)
-    first[1:] = (ids[1:] != ids[:-1]) | (times[1:] != times[:-1])
-    return ordered if first.all() else ordered.filter(pa.array(first))
-
-
-def _lists(values: np.ndarray, known: np.ndarray) -> pa.Array:
-    """A rows x width matrix as a list column, null where not known."""
-    rows, width = values.shape
-    offsets = pa.array(np.arange(rows + 1, dtype=np.int32) * width)
-    flat = pa.array(values.reshape(-1), mask=~known.reshape(-1))
-    return pa.ListArray.from_arrays(offsets, flat)
-
+def _bucket_rows(cluster: str, topic: str, group: str, g_times: np.ndarray, members: np.ndarray, committed: np.ndarray,
+                 end: np.ndarray, lag: np.ndarray, time_lag: np.ndarray, has_commit: np.ndarray, end_known: np.ndarray,
+                 lag_known: np.ndarray, time_lag_known: np.ndarray, width_ms: int) -> pa.Table:
+    """Per partition and bucket (a sample at time t is in the bucket holding t): the bucket's last sample
+    with a committed offset, its figures, and the bucket's largest lag and time lag."""
+    bucket = g_times // width_ms * width_ms
+    starts = _runs(bucket)
+    ends_at = np.r_[starts[1:], len(bucket)] - 1
+    samples = np.add.reduceat(has_commit.astype(np.int64), starts, axis=0)
+    k, p = np.nonzero(samples)
+    last = _last_index(has_commit)[ends_at[k], p]  # within the bucket, since it has a commit
+    max_lag = np.maximum.reduceat(np.where(lag_known, lag, -1), starts, axis=0)[k, p]
+    max_time_lag = np.maximum.reduceat(np.where(time_lag_known, time_lag, -1.0), starts, axis=0)[k, p]
+    r = len(k)
+    return _table({
+        "kind": _repeat(LAG, r), "cluster": _repeat(cluster, r), "topic": _repeat(topic, r), "group_id": _repeat(group, r),
+        "partition": pa.array(p.astype(np.int32)), "start_ms": pa.array(bucket[starts][k]),
+        "time_ms": pa.array(g_times[last]),
+        "committed": pa.array(committed[last, p]),
+        "end_offset": pa.array(end[last, p], mask=~end_known[last, p]),
+        "lag": pa.array(lag[last, p], mask=~lag_known[last, p]),
+        "time_lag_s": pa.array(time_lag[last, p], mask=~time_lag_known[last, p]),
+        "max_lag": pa.array(max_lag, mask=max_lag < 0),
+        "max_time_lag_s": pa.array(max_time_lag, mask=max_time_lag < 0),
+        "members": pa.array(members[last].astype(np.int32), mask=members[last] == UNKNOWN),
+        "samples": pa.array(samples[k, p].astype(np.int32)),
+    }, r)

@@ -22,6 +22,7 @@ from pyspark.sql import functions as F
 
 from analytics.jobs.lag import lag_rows
 from analytics.jobs.pipeline import Params, compute, process
+from analytics.jobs.series import topic_series
 from analytics.jobs.samples import parse_samples, read_samples
 from analytics.records import by_partition, group_record, topic_record
 from analytics.session import connector_jars, spark_session
@@ -30,7 +31,7 @@ from consumers_app.timelag import OffsetTimeTable, time_lag
 
 pytestmark = pytest.mark.usefixtures("spark")
 
-T0 = 1_700_000_025_000  # 25 s past a minute: buckets are not aligned with the samples
+T0 = 1_700_000_025_000  # 45 s past a minute: buckets are not aligned with the samples
 S = 1000  # ms
 DAY = 86_400_000
 
@@ -199,10 +200,11 @@ def run(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     path.write_bytes(b"\n".join([value for _key, value in s.records] + junk()) + b"\n")
     samples = parse_samples(spark.read.text(str(path))).cache()
     results = compute(samples, Params())
-    used = ("partition_throughput", "topic_throughput", "lag_history", "partition_status", "group_status_intervals", "skew",
+    used = ("partition_throughput", "topic_throughput", "lag_history", "group_lag_history", "partition_status", "group_status_intervals", "skew",
             "idle_topics", "orphaned_groups", "forecasts")
-    rows = {name: [r.asDict() for r in (lag_rows(results[name]) if name == "lag_history" else results[name]).collect()]
-            for name in used}
+    rows = {name: [r.asDict() for r in results[name].collect()] for name in used}
+    # Every sample's lag (the lag_history table keeps each minute's last sample and maxima).
+    rows["lag_rows"] = [r.asDict() for r in lag_rows(topic_series(samples, 60, detail=True)).collect()]
     clusters = Counter(json.loads(value)["cluster"] for _key, value in s.records)
     return {"records": len(s.records), "clusters": clusters, "samples": samples, "results": results, "rows": rows,
             "walks": walks}
@@ -213,7 +215,7 @@ def rows(run: dict[str, Any], table: str, **where: Any) -> list[dict[str, Any]]:
 
 
 def test_records_that_are_not_version_1_samples_are_skipped(run: dict[str, Any]) -> None:
-    assert run["samples"].agg(F.sum("record")).first()[0] == run["records"]
+    assert run["samples"].agg(F.sum("records")).first()[0] == run["records"]
 
 
 def test_a_producer_at_exactly_100_per_second_measures_100_per_second_at_every_resolution(run: dict[str, Any]) -> None:
@@ -224,7 +226,7 @@ def test_a_producer_at_exactly_100_per_second_measures_100_per_second_at_every_r
         for b in buckets:
             assert b["messages_per_s"] == pytest.approx(100, abs=1), (resolution, b)
             assert b["bytes_per_s"] == pytest.approx(25_000, abs=250), (resolution, b)
-    # 60 s starting 25 s past a minute: two 1-minute buckets, one 5-minute, one hour.
+    # 60 s starting 45 s past a minute: two 1-minute buckets, one 5-minute, one hour.
     assert len(rows(run, "topic_throughput", topic="steady", resolution_s=60)) == 2
     assert len(rows(run, "partition_throughput", topic="steady", resolution_s=300)) == 1
 
@@ -260,7 +262,7 @@ def test_a_stalled_group_is_stall_from_a_full_window_of_equal_commits_until_it_m
 
 def test_the_replayed_status_and_time_lag_match_the_live_evaluators(run: dict[str, Any]) -> None:
     statuses = {(r["group_id"], r["time_ms"]): r["status"] for r in rows(run, "partition_status", cluster="x")}
-    time_lags = {(r["group_id"], r["time_ms"]): r["time_lag_s"] for r in rows(run, "lag_history", cluster="x")}
+    time_lags = {(r["group_id"], r["time_ms"]): r["time_lag_s"] for r in rows(run, "lag_rows", cluster="x")}
     seen: Counter[str] = Counter()
     for group, walk in run["walks"]:
         window, table = PartitionWindow(), OffsetTimeTable(limit=1000)
@@ -277,7 +279,7 @@ def test_the_replayed_status_and_time_lag_match_the_live_evaluators(run: dict[st
 
 
 def test_lag_and_time_lag_by_hand(run: dict[str, Any]) -> None:
-    history = {(r["group_id"], (r["time_ms"] - T0) // S): r for r in rows(run, "lag_history", cluster="h")}
+    history = {(r["group_id"], (r["time_ms"] - T0) // S): r for r in rows(run, "lag_rows", cluster="h")}
     expected = {
         # (group, t): (end, lag, time lag)
         ("reader", 0): (100, 0, 0.0),
@@ -291,6 +293,26 @@ def test_lag_and_time_lag_by_hand(run: dict[str, Any]) -> None:
     }
     got = {key: (r["end_offset"], r["lag"], r["time_lag_s"]) for key, r in history.items()}
     assert got == expected
+
+
+def test_the_lag_history_keeps_each_minutes_last_sample_and_largest_lags(run: dict[str, Any]) -> None:
+    # T0 is 45 s past a minute: the reader's samples at 0 and 10 s fall in one minute, 20-50 s in the next.
+    minutes = sorted(rows(run, "lag_history", cluster="h", group_id="reader"), key=lambda r: r["time_ms"])
+    got = [((r["time_ms"] - T0) // S, r["end_offset"], r["lag"], r["time_lag_s"], r["max_lag"], r["max_time_lag_s"],
+            r["samples"]) for r in minutes]
+    assert got == [(10, 200, 50, 5.0, 50, 5.0, 2), (50, 400, 50, 25.0, 300, 25.0, 4)]
+    assert [r["start"].timestamp() * 1000 for r in minutes] == [T0 - 45 * S, T0 + 15 * S]
+    (early,) = rows(run, "lag_history", cluster="h", group_id="early")
+    assert (early["committed"], early["end_offset"], early["lag"], early["max_lag"]) == (0, None, None, None)
+
+
+def test_the_group_lag_history_adds_up_every_sample(run: dict[str, Any]) -> None:
+    by_time = {(r["time_ms"] - T0) // S: r for r in rows(run, "group_lag_history", cluster="h", group_id="reader")}
+    assert sorted(by_time) == [0, 10, 20, 30, 40, 50]
+    assert [(by_time[t]["partitions"], by_time[t]["total_lag"], by_time[t]["time_lag_s"]) for t in (10, 30, 40)] == [
+        (1, 50, 5.0), (1, 300, 10.0), (1, 150, 15.0)]
+    walk = {(r["time_ms"], r["total_lag"]) for r in rows(run, "group_lag_history", cluster="x", group_id="walker-0")}
+    assert walk == {(at, max(0, end - committed)) for at, end, committed, _m in dict(run["walks"])["walker-0"]}
 
 
 def test_an_idle_topic_and_an_orphaned_group_are_found_and_nothing_else(run: dict[str, Any]) -> None:
