@@ -18,9 +18,9 @@ from pyspark.sql import functions as F
 from analytics.jobs.inventory import idle_topics, orphaned_groups, skew
 from analytics.jobs.lag import catch_up_forecast, group_lag_history, lag_history, lag_rows
 from analytics.jobs.samples import group_offsets, parse_samples, read_samples, topic_offsets
-from analytics.jobs.status import group_status, lag_status, status_intervals
 from analytics.jobs.series import topic_series
-from analytics.jobs.throughput import DEFAULT_RESOLUTIONS, check_resolutions, throughput, topic_throughput
+from analytics.jobs.status import group_status, lag_status, status_intervals
+from analytics.jobs.throughput import DEFAULT_RESOLUTIONS, throughput, topic_throughput
 
 SUMMARY_FILE = "summary.json"
 SUMMARY_FORMAT = 1
@@ -42,20 +42,20 @@ class Params:
 
 def compute(samples: DataFrame, params: Params = Params(), now_ms: int | None = None) -> dict[str, DataFrame]:
     """Every result table from parsed samples (`parse_samples`), by name. Nothing runs until they are used."""
-    return _compute(samples, topic_series(samples, check_resolutions(params.resolutions), detail=True), params, now_ms)
+    return _compute(samples, topic_series(samples, params.resolutions, detail=True), params, now_ms)
 
 
 def _compute(samples: DataFrame, series: DataFrame, params: Params, now_ms: int | None) -> dict[str, DataFrame]:
     ends = topic_offsets(samples)
     commits = group_offsets(samples)
-    partition_tp = throughput(series, params.resolutions)
+    partition_tp = throughput(series)
     per_partition = lag_rows(series)
     statuses = lag_status(per_partition, params.status_window, params.status_min_distance_s, params.allowed_lag,
                           params.status_min_fullness)
     groups = group_status(statuses)
     return {
         "partition_throughput": partition_tp,
-        "topic_throughput": topic_throughput(partition_tp),
+        "topic_throughput": topic_throughput(series),
         "lag_history": lag_history(series),
         "group_lag_history": group_lag_history(series),
         "partition_status": statuses,
@@ -146,7 +146,7 @@ def process(spark: SparkSession, samples: DataFrame, directory: str | os.PathLik
     the written tables back instead of computing anything again.
     """
     samples = samples.persist()
-    series = topic_series(samples, check_resolutions(params.resolutions), detail=True).persist()
+    series = topic_series(samples, params.resolutions, detail=True).persist()
     results = _compute(samples, series, params, now_ms)
     kept = [samples, series, results["partition_status"].persist()]
     try:

@@ -11,6 +11,7 @@ for the jobs that want them.
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,7 +23,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType
 
-from analytics.records import FORMAT_VERSION, GROUP, TOPIC
+from analytics.records import GROUP, READABLE_VERSIONS, TOPIC
 
 UNKNOWN = -1  # offsets, sizes and member counts are never negative
 CHUNK_SAMPLES = 1024
@@ -38,8 +39,8 @@ SAMPLE_SCHEMA = StructType([
     StructField("first_ms", LongType()),
     StructField("last_ms", LongType()),
     StructField("times", BinaryType()),  # int64[samples]
-    StructField("values", BinaryType()),  # int64[samples x width]: end offsets, or committed offsets
-    StructField("sizes", BinaryType()),  # int64[samples x width] log sizes (topic chunks with sizes), else null
+    StructField("values", BinaryType()),  # packed int64[samples x width]: end offsets, or committed offsets
+    StructField("sizes", BinaryType()),  # packed int64[samples x width] log sizes (topic chunks with sizes), else null
     StructField("members", BinaryType()),  # int64[samples] member counts (group chunks)
 ])
 _ARROW_SCHEMA = pa.schema([(f.name, {StringType(): pa.string(), IntegerType(): pa.int32(), LongType(): pa.int64(),
@@ -56,11 +57,27 @@ class Chunk:
     members: np.ndarray | None
 
 
+def pack(matrix: np.ndarray) -> bytes:
+    """A samples x partitions int64 matrix as bytes: each row's difference from the one before, LZ4.
+
+    Offsets and sizes change little between samples, so the differences are small numbers that
+    compress about a hundredfold; the chunks Spark shuffles are that much smaller. (int64
+    arithmetic wraps the same way both ways, so any values come back exactly.)
+    """
+    deltas = np.diff(matrix, axis=0, prepend=np.zeros((1, matrix.shape[1]), dtype=np.int64))
+    return bytes(pa.compress(deltas.tobytes(), codec="lz4", asbytes=True))
+
+
+def unpack(data: bytes, samples: int, width: int) -> np.ndarray:
+    raw = pa.decompress(data, decompressed_size=samples * width * 8, codec="lz4", asbytes=True)
+    return np.cumsum(np.frombuffer(raw, dtype=np.int64).reshape(samples, width), axis=0)
+
+
 def chunk_of(samples: int, width: int, times: bytes, values: bytes, sizes: bytes | None, members: bytes | None) -> Chunk:
     return Chunk(
         np.frombuffer(times, dtype=np.int64),
-        np.frombuffer(values, dtype=np.int64).reshape(samples, width),
-        None if sizes is None else np.frombuffer(sizes, dtype=np.int64).reshape(samples, width),
+        unpack(values, samples, width),
+        None if sizes is None else unpack(sizes, samples, width),
         None if members is None else np.frombuffer(members, dtype=np.int64),
     )
 
@@ -157,7 +174,7 @@ class Chunker:
             doc = orjson.loads(value)
         except orjson.JSONDecodeError:
             return
-        if not isinstance(doc, dict) or doc.get("v") != FORMAT_VERSION:
+        if not isinstance(doc, dict) or doc.get("v") not in READABLE_VERSIONS:
             return
         cluster, time_ms, kind = doc.get("cluster"), doc.get("time"), doc.get("kind")
         if not isinstance(cluster, str) or not _is_int(time_ms):
@@ -195,8 +212,8 @@ class Chunker:
             row = {
                 "kind": kind, "cluster": cluster, "topic": topic, "group_id": group, "records": chunk.records,
                 "samples": len(chunk.times), "width": width, "first_ms": min(chunk.times), "last_ms": max(chunk.times),
-                "times": np.asarray(chunk.times, dtype=np.int64).tobytes(), "values": values.tobytes(),
-                "sizes": _matrix(chunk.sizes, width).tobytes() if has_sizes else None,
+                "times": np.asarray(chunk.times, dtype=np.int64).tobytes(), "values": pack(values),
+                "sizes": pack(_matrix(chunk.sizes, width)) if has_sizes else None,
                 "members": np.asarray([UNKNOWN if m is None else m for m in chunk.members], dtype=np.int64).tobytes()
                 if kind == GROUP else None,
             }
@@ -207,10 +224,24 @@ class Chunker:
 
 
 def _matrix(rows: list[Any], width: int | None = None) -> np.ndarray:
-    """Lists of offsets (None for a missing list or value) as a samples x width int64 matrix, UNKNOWN for None."""
+    """Arrays of offsets (packed strings, or JSON lists with None; None for a missing one) as a
+    samples x width int64 matrix, UNKNOWN where not known."""
+    if rows and all(isinstance(r, str) for r in rows) and len({len(r) for r in rows}) == 1:
+        # The usual case, packed arrays of one length: decoded in one go.
+        try:
+            raw = b"".join([base64.b64decode(r, validate=True) for r in rows])
+        except ValueError:
+            raw = b""
+        if raw and len(raw) % (8 * len(rows)) == 0:
+            full = np.frombuffer(raw, dtype="<i8").astype(np.int64).reshape(len(rows), -1)
+            full = np.where(full < 0, UNKNOWN, full)
+            if width is None or width == full.shape[1]:
+                return full
+    rows = [_unpacked(r) if isinstance(r, str) else r for r in rows]
     lengths = [len(r) if r is not None else 0 for r in rows]
     if width is None:
         width = max(lengths, default=0)
+    rows = [r.tolist() if isinstance(r, np.ndarray) else r for r in rows]
     if all(n == width for n in lengths) and width:
         try:
             return np.array(rows, dtype=np.int64)
@@ -224,12 +255,25 @@ def _matrix(rows: list[Any], width: int | None = None) -> np.ndarray:
     return out
 
 
+def _unpacked(text: str) -> np.ndarray | None:
+    """A packed array (analytics.records.pack) as int64, UNKNOWN for null or anything negative; None if malformed."""
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except ValueError:
+        return None
+    if len(raw) % 8:
+        return None
+    values = np.frombuffer(raw, dtype="<i8").astype(np.int64)
+    return np.where(values < 0, UNKNOWN, values)
+
+
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _offsets(value: Any) -> list[Any] | None:
-    return value if isinstance(value, list) else None
+def _offsets(value: Any) -> Any:
+    """A record's array as it stands (a packed string, or a JSON list of version 1); None for anything else."""
+    return value if isinstance(value, (list, str)) else None
 
 
 def topic_offsets(samples: DataFrame) -> DataFrame:

@@ -12,6 +12,7 @@ computed); `topic_pass` is a plain function of Arrow tables, so tests call it wi
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -23,7 +24,8 @@ from pyspark.sql.types import DoubleType, IntegerType, LongType, StringType, Str
 from analytics.jobs.samples import UNKNOWN, Chunk, chunks_of
 from analytics.records import GROUP, TOPIC
 
-THROUGHPUT = "throughput"  # per partition and finest bucket with a counted interval
+THROUGHPUT = "throughput"  # per partition, resolution and bucket with a counted interval
+TOPIC_THROUGHPUT = "topic_throughput"  # per topic, resolution and bucket: the partitions' sums
 LAG = "lag"  # per group, partition and finest bucket with a committed offset: the bucket's last sample and maxima
 GROUP_SAMPLE = "group"  # per group sample and topic with a committed offset: the sample's totals
 DETAIL = "detail"  # per group sample and partition with a committed offset (only when asked for)
@@ -34,12 +36,16 @@ _FIELDS: list[tuple[str, Any, Any]] = [
     ("topic", StringType(), pa.string()),
     ("group_id", StringType(), pa.string()),
     ("partition", IntegerType(), pa.int32()),
+    ("resolution_s", IntegerType(), pa.int32()),  # throughput
     ("start_ms", LongType(), pa.int64()),  # bucket start (throughput, lag)
     ("time_ms", LongType(), pa.int64()),  # the sample (lag: the bucket's last one with a committed offset)
     ("messages", LongType(), pa.int64()),
     ("seconds", DoubleType(), pa.float64()),
     ("bytes", LongType(), pa.int64()),
     ("bytes_seconds", DoubleType(), pa.float64()),
+    ("messages_per_s", DoubleType(), pa.float64()),
+    ("bytes_per_s", DoubleType(), pa.float64()),
+    ("partitions", IntegerType(), pa.int32()),  # topic throughput: partitions with a counted interval
     ("committed", LongType(), pa.int64()),
     ("end_offset", LongType(), pa.int64()),
     ("lag", LongType(), pa.int64()),
@@ -54,44 +60,51 @@ SERIES_SCHEMA = StructType([StructField(name, spark_type) for name, spark_type, 
 _ARROW_SCHEMA = pa.schema([(name, arrow_type) for name, _, arrow_type in _FIELDS])
 
 
-def topic_series(samples: DataFrame, finest_s: int, detail: bool = False) -> DataFrame:
-    """Rows of kinds THROUGHPUT, LAG and GROUP_SAMPLE (and DETAIL when `detail`) of every topic (SERIES_SCHEMA).
+def topic_series(samples: DataFrame, resolutions: Sequence[int], detail: bool = False) -> DataFrame:
+    """Rows of kinds THROUGHPUT and TOPIC_THROUGHPUT (at each resolution, seconds), LAG (at the finest)
+    and GROUP_SAMPLE (and DETAIL when `detail`) of every topic (SERIES_SCHEMA).
 
     `samples` as `parse_samples` gives them. Every kind comes from one pass over the data: keep the
     result (persist) when several are used.
     """
-    if finest_s <= 0:
-        raise ValueError(f"the finest resolution must be positive seconds, got {finest_s}")
+    widths = sorted({int(r) * 1000 for r in resolutions})
+    if not widths or widths[0] <= 0 or any(w % widths[0] for w in widths):
+        raise ValueError(f"resolutions must be positive seconds, each a multiple of the finest, got {list(resolutions)}")
     chunk = ["samples", "width", "times", "values", "sizes", "members"]
-    topics = samples.filter(F.col("kind") == TOPIC).select("cluster", "topic", *chunk)
+    # Explicit partitions, several per core: the chunks are small, and adaptive execution would
+    # otherwise coalesce them into fewer tasks than cores while each topic's pass takes real time.
+    parts = samples.sparkSession.sparkContext.defaultParallelism * 8
+    topics = samples.filter(F.col("kind") == TOPIC).select("cluster", "topic", *chunk).repartition(parts, "cluster", "topic")
     # Both sides come from `samples`: names of their own keep Spark from binding one side's columns
     # to the other's (a self-cogroup resolves a shared name to the first side).
     groups = samples.filter((F.col("kind") == GROUP) & F.col("topic").isNotNull()).select(
         F.col("cluster").alias("group_cluster"), F.col("topic").alias("group_topic"), "group_id",
-        *[F.col(c).alias(f"group_{c}") for c in chunk])
-    width_ms = int(finest_s) * 1000
+        *[F.col(c).alias(f"group_{c}") for c in chunk]).repartition(parts, "group_cluster", "group_topic")
 
     def apply(key: tuple[Any, ...], left: pa.Table, right: pa.Table) -> pa.Table:
         group_chunks = [(g, c) for g, c in zip(right.column("group_id").to_pylist(),
                                                 chunks_of(right.rename_columns([n.removeprefix("group_") for n in right.column_names])),
                                                 strict=True)]
-        return topic_pass(key[0].as_py(), key[1].as_py(), list(chunks_of(left)), group_chunks, width_ms, detail)
+        return topic_pass(key[0].as_py(), key[1].as_py(), list(chunks_of(left)), group_chunks, widths, detail)
 
     return topics.groupBy("cluster", "topic").cogroup(groups.groupBy("group_cluster", "group_topic")).applyInArrow(
         apply, SERIES_SCHEMA)
 
 
-def topic_pass(cluster: str, topic: str, topic_chunks: list[Chunk], group_chunks: list[tuple[str, Chunk]], width_ms: int,
-               detail: bool = False) -> pa.Table:
-    """One topic: its own sample chunks and its groups' (group id, chunk); the rows of SERIES_SCHEMA."""
+def topic_pass(cluster: str, topic: str, topic_chunks: list[Chunk], group_chunks: list[tuple[str, Chunk]],
+               widths_ms: Sequence[int], detail: bool = False) -> pa.Table:
+    """One topic: its own sample chunks and its groups' (group id, chunk); the rows of SERIES_SCHEMA.
+
+    `widths_ms`: the throughput's bucket widths, the first (finest) also the lag history's."""
     times, ends, sizes = _topic_matrices(topic_chunks)
-    parts = [_throughput_rows(cluster, topic, times, ends, sizes, width_ms)]
+    parts = _throughput_rows(cluster, topic, times, ends, sizes, widths_ms)
+    width_ms = widths_ms[0]
     by_group: dict[str, list[Chunk]] = {}
     for group, chunk in group_chunks:
         by_group.setdefault(group, []).append(chunk)
     for group, chunks in sorted(by_group.items()):
         parts.extend(_lag_rows(cluster, topic, group, times, ends, chunks, width_ms, detail))
-    return pa.concat_tables(parts)
+    return pa.concat_tables(parts) if parts else _ARROW_SCHEMA.empty_table()
 
 
 def _stack(chunks: list[Chunk], sizes: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
@@ -147,45 +160,74 @@ def _runs(keys: np.ndarray) -> np.ndarray:
 
 
 def _throughput_rows(cluster: str, topic: str, times: np.ndarray, ends: np.ndarray, sizes: np.ndarray,
-                     width_ms: int) -> pa.Table:
+                     widths_ms: Sequence[int]) -> list[pa.Table]:
     n, width = ends.shape
     if n < 2 or not width:
-        return _ARROW_SCHEMA.empty_table()
+        return []
     known = ends != UNKNOWN
-    last = _last_index(known)
-    previous = np.vstack([np.full((1, width), -1), last[:-1]])  # the previous sample that knew the partition
-    paired = known & (previous >= 0)
-    cols = np.arange(width)[None, :]
-    prev_row = np.where(paired, previous, 0)
-    messages = ends - ends[prev_row, cols]
+    if known.all():  # the usual case: each sample follows the one before
+        paired = np.ones_like(known)
+        paired[0] = False
+        prev_ends = np.vstack([ends[:1], ends[:-1]])
+        prev_size = np.vstack([sizes[:1], sizes[:-1]])
+        seconds = np.broadcast_to((np.diff(times, prepend=times[0]) / 1000.0)[:, None], ends.shape)
+    else:
+        last = _last_index(known)
+        previous = np.vstack([np.full((1, width), -1), last[:-1]])  # the previous sample that knew the partition
+        paired = known & (previous >= 0)
+        cols = np.arange(width)[None, :]
+        prev_row = np.where(paired, previous, 0)
+        prev_ends = ends[prev_row, cols]
+        prev_size = sizes[prev_row, cols]
+        seconds = (times[:, None] - times[prev_row]) / 1000.0
+    messages = ends - prev_ends
     counted = paired & (messages >= 0)  # an end offset going down (topic re-created) says nothing
-    seconds = (times[:, None] - times[prev_row]) / 1000.0
-    prev_size = sizes[prev_row, cols]
     size_delta = sizes - prev_size
     # Bytes where both sizes are known and the log did not shrink (retention deleted a segment).
     sized = counted & (sizes != UNKNOWN) & (prev_size != UNKNOWN) & (size_delta >= 0)
-
-    # An interval (a, b] counts in the bucket holding b, so one ending on a boundary counts before it.
-    bucket = (times - 1) // width_ms * width_ms
-    starts = _runs(bucket)  # times are sorted: buckets are runs
-
-    def per_bucket(values: np.ndarray) -> np.ndarray:
-        return np.add.reduceat(values, starts, axis=0)
-
-    counts = per_bucket(counted.astype(np.int64))
-    sized_counts = per_bucket(sized.astype(np.int64))
-    k, p = np.nonzero(counts)
-    no_bytes = sized_counts[k, p] == 0
-    rows = len(k)
-    return _table({
-        "kind": _repeat(THROUGHPUT, rows), "cluster": _repeat(cluster, rows), "topic": _repeat(topic, rows),
-        "partition": pa.array(p.astype(np.int32)),
-        "start_ms": pa.array(bucket[starts][k]),
-        "messages": pa.array(per_bucket(np.where(counted, messages, 0))[k, p]),
-        "seconds": pa.array(per_bucket(np.where(counted, seconds, 0.0))[k, p]),
-        "bytes": pa.array(per_bucket(np.where(sized, size_delta, 0))[k, p], mask=no_bytes),
-        "bytes_seconds": pa.array(per_bucket(np.where(sized, seconds, 0.0))[k, p], mask=no_bytes),
-    }, rows)
+    per_interval = np.stack([
+        counted.astype(np.float64), np.where(counted, messages, 0).astype(np.float64), np.where(counted, seconds, 0.0),
+        sized.astype(np.float64), np.where(sized, size_delta, 0).astype(np.float64), np.where(sized, seconds, 0.0)])
+    tables = []
+    for width_ms in widths_ms:
+        # An interval (a, b] counts in the bucket holding b, so one ending on a boundary counts before it.
+        bucket = (times - 1) // width_ms * width_ms
+        starts = _runs(bucket)  # times are sorted: buckets are runs
+        counts, msg, secs, sized_counts, byt, byt_secs = np.add.reduceat(per_interval, starts, axis=1)
+        msg, byt = msg.round().astype(np.int64), byt.round().astype(np.int64)
+        k, p = np.nonzero(counts)
+        has_bytes = sized_counts[k, p] > 0
+        rate = msg[k, p] / secs[k, p]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            byte_rate = np.where(has_bytes, byt[k, p] / byt_secs[k, p], 0.0)
+        rows = len(k)
+        resolution = pa.array(np.full(rows, width_ms // 1000, dtype=np.int32))
+        bucket_start = pa.array(bucket[starts][k])
+        tables.append(_table({
+            "kind": _repeat(THROUGHPUT, rows), "cluster": _repeat(cluster, rows), "topic": _repeat(topic, rows),
+            "partition": pa.array(p.astype(np.int32)), "resolution_s": resolution, "start_ms": bucket_start,
+            "messages": pa.array(msg[k, p]), "seconds": pa.array(secs[k, p]), "messages_per_s": pa.array(rate),
+            "bytes": pa.array(byt[k, p], mask=~has_bytes), "bytes_seconds": pa.array(byt_secs[k, p], mask=~has_bytes),
+            "bytes_per_s": pa.array(byte_rate, mask=~has_bytes),
+        }, rows))
+        # The topic: its partitions' buckets summed (rates too: each partition's over its own covered time).
+        runs = _runs(k)  # np.nonzero orders by bucket, then partition
+        if not len(runs):
+            continue
+        topic_bytes = np.add.reduceat(np.where(has_bytes, byt[k, p], 0), runs)
+        any_bytes = np.logical_or.reduceat(has_bytes, runs)
+        t_rows = len(runs)
+        tables.append(_table({
+            "kind": _repeat(TOPIC_THROUGHPUT, t_rows), "cluster": _repeat(cluster, t_rows), "topic": _repeat(topic, t_rows),
+            "resolution_s": pa.array(np.full(t_rows, width_ms // 1000, dtype=np.int32)),
+            "start_ms": pa.array(bucket[starts][k[runs]]),
+            "partitions": pa.array(np.diff(np.r_[runs, len(k)]).astype(np.int32)),
+            "messages": pa.array(np.add.reduceat(msg[k, p], runs)),
+            "messages_per_s": pa.array(np.add.reduceat(rate, runs)),
+            "bytes": pa.array(topic_bytes, mask=~any_bytes),
+            "bytes_per_s": pa.array(np.add.reduceat(byte_rate, runs), mask=~any_bytes),
+        }, t_rows))
+    return tables
 
 
 def _lag_rows(cluster: str, topic: str, group: str, times: np.ndarray, ends: np.ndarray, chunks: list[Chunk],
@@ -213,25 +255,32 @@ def _lag_rows(cluster: str, topic: str, group: str, times: np.ndarray, ends: np.
     cols = np.arange(width)[None, :]
     # The last topic sample at or before each group sample (a topic sample at the same time is seen).
     at = np.searchsorted(times, g_times, side="right") - 1
-    at_row = np.maximum(at, 0)[:, None]
+    at_row = np.maximum(at, 0)
     any_before = (at >= 0)[:, None]
-
-    last_known = _last_index(known)
-    end_row = np.where(any_before, last_known[at_row, cols], -1)
-    end = np.where(end_row >= 0, e[np.maximum(end_row, 0), cols], UNKNOWN)
-
-    # Accepted points: an end offset not below any earlier one.
-    running = np.maximum.accumulate(np.where(known, e, -1), axis=0)
-    before = np.vstack([np.full((1, width), -1), running[:-1]])
-    accepted = known & (e >= before)
-    last_accepted = _last_index(accepted)
-    newest_row = np.where(any_before, last_accepted[at_row, cols], -1)
-    count = np.cumsum(accepted, axis=0)
-    newest_n = np.where(newest_row >= 0, count[np.maximum(newest_row, 0), cols], 0)
-    has_newest = newest_row >= 0
-    safe_newest = np.maximum(newest_row, 0)
-    newest_off = e[safe_newest, cols].astype(np.float64)
-    newest_t = times[safe_newest].astype(np.float64)
+    if known.all() and (np.diff(e, axis=0) >= 0).all():
+        # The usual case: every partition known at every sample, no end offset going down. Then the
+        # latest known end offset is the sample's own and every point is accepted.
+        accepted = known
+        end = np.where(any_before, e[at_row], UNKNOWN)
+        has_newest = np.broadcast_to(any_before, (m, width))
+        newest_n = np.where(any_before, (at + 1)[:, None], 0)
+        newest_off = end.astype(np.float64)
+        newest_t = np.broadcast_to(times[at_row].astype(np.float64)[:, None], (m, width))
+    else:
+        last_known = _last_index(known)
+        end_row = np.where(any_before, last_known[at_row[:, None], cols], -1)
+        end = np.where(end_row >= 0, e[np.maximum(end_row, 0), cols], UNKNOWN)
+        # Accepted points: an end offset not below any earlier one.
+        running = np.maximum.accumulate(np.where(known, e, -1), axis=0)
+        before = np.vstack([np.full((1, width), -1), running[:-1]])
+        accepted = known & (e >= before)
+        newest_row = np.where(any_before, _last_index(accepted)[at_row[:, None], cols], -1)
+        count = np.cumsum(accepted, axis=0)
+        newest_n = np.where(newest_row >= 0, count[np.maximum(newest_row, 0), cols], 0)
+        has_newest = newest_row >= 0
+        safe_newest = np.maximum(newest_row, 0)
+        newest_off = e[safe_newest, cols].astype(np.float64)
+        newest_t = times[safe_newest].astype(np.float64)
 
     o = committed.astype(np.float64)
     now = g_times.astype(np.float64)[:, None]
@@ -239,11 +288,16 @@ def _lag_rows(cluster: str, topic: str, group: str, times: np.ndarray, ends: np.
     first_off = np.zeros(width)
     first_t = np.zeros(width)
     interpolated = np.full((m, width), np.nan)
+    all_points = accepted.all()
+    float_times = times.astype(np.float64)
     for p in range(width):
-        rows_p = np.flatnonzero(accepted[:, p])
-        if not len(rows_p):
-            continue
-        offs, ts = e[rows_p, p].astype(np.float64), times[rows_p].astype(np.float64)
+        if all_points:
+            offs, ts = e[:, p].astype(np.float64), float_times
+        else:
+            rows_p = np.flatnonzero(accepted[:, p])
+            if not len(rows_p):
+                continue
+            offs, ts = e[rows_p, p].astype(np.float64), float_times[rows_p]
         first_off[p], first_t[p] = offs[0], ts[0]
         # The last point at or below the committed offset and the point after it.
         left = np.searchsorted(offs, o[:, p], side="right") - 1

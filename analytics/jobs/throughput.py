@@ -1,18 +1,16 @@
 """Throughput per topic and partition from successive end offsets.
 
-`increments` defines what a partition took in between two samples; `throughput` reads those
-intervals already summed per finest bucket by the per-topic pass (series.py), which computes them
-on each topic's samples x partitions matrix instead of one row per partition and sample.
+`increments` defines what a partition took in between two samples; the per-topic pass (series.py)
+sums those intervals per bucket on each topic's samples x partitions matrix, instead of one row per
+partition and sample, and `throughput` and `topic_throughput` select its rows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from analytics.jobs.series import THROUGHPUT
+from analytics.jobs.series import THROUGHPUT, TOPIC_THROUGHPUT
 
 DEFAULT_RESOLUTIONS = (60, 300, 3600)  # seconds: 1 min, 5 min, 1 h
 PARTITION = ["cluster", "topic", "partition"]
@@ -40,66 +38,27 @@ def increments(topic_offsets: DataFrame) -> DataFrame:
     )
 
 
-def throughput(series: DataFrame, resolutions: Sequence[int] = DEFAULT_RESOLUTIONS) -> DataFrame:
+def throughput(series: DataFrame) -> DataFrame:
     """Messages/s and bytes/s per partition and time bucket, at each resolution (seconds).
 
-    `series` is `topic_series(samples, min(resolutions))`: the intervals between consecutive
-    samples of each partition (as `increments` defines them) already summed per bucket of the finest
-    resolution. cluster, topic, partition, resolution_s, start (bucket start, UTC), messages,
-    seconds (the time the samples cover in the bucket), messages_per_s, bytes, bytes_per_s (null
-    where sizes are unknown). Each interval between two samples counts in the bucket of its later
-    sample, and a rate is what was taken in over the time covered, so a bucket the samples only
-    partly cover (the first, the last, a watcher restart) still shows the true rate.
+    `series` is `topic_series(samples, resolutions)`, which sums the intervals between consecutive
+    samples of each partition (as `increments` defines them) per bucket. cluster, topic, partition,
+    resolution_s, start (bucket start, UTC), messages, seconds (the time the samples cover in the
+    bucket), messages_per_s, bytes, bytes_per_s (null where sizes are unknown). Each interval
+    between two samples counts in the bucket of its later sample, and a rate is what was taken in
+    over the time covered, so a bucket the samples only partly cover (the first, the last, a
+    watcher restart) still shows the true rate.
     """
-    check_resolutions(resolutions)
-    # The finest buckets added up into the coarser ones: the same figures, since buckets of
-    # multiples of the finest width share its boundaries.
-    fine = series.filter(F.col("kind") == THROUGHPUT).select(
-        *PARTITION, "start_ms", "messages", "seconds", "bytes", "bytes_seconds")
-    widths = F.explode(F.array(*[F.lit(int(r)) for r in sorted(set(resolutions))]))
-    every = fine.withColumn("resolution_s", widths).withColumn(
-        "start_ms", _bucket_start(F.col("start_ms"), F.col("resolution_s")))
-    return _sums(every, ["resolution_s"]).select(
-        *PARTITION, "resolution_s",
-        F.timestamp_millis(F.col("start_ms")).alias("start"),
-        "messages", "seconds",
-        (F.col("messages") / F.col("seconds")).alias("messages_per_s"),
-        "bytes",
-        (F.col("bytes") / F.col("bytes_seconds")).alias("bytes_per_s"),
+    return series.filter(F.col("kind") == THROUGHPUT).select(
+        *PARTITION, "resolution_s", F.timestamp_millis(F.col("start_ms")).alias("start"),
+        "messages", "seconds", "messages_per_s", "bytes", "bytes_per_s",
     )
 
 
-def check_resolutions(resolutions: Sequence[int]) -> int:
-    """The finest of the resolutions (seconds), after checking each is a positive multiple of it."""
-    if not resolutions or any(r <= 0 for r in resolutions):
-        raise ValueError(f"resolutions must be positive seconds, got {list(resolutions)}")
-    finest = min(resolutions)
-    if any(r % finest for r in resolutions):
-        raise ValueError(f"every resolution must be a multiple of the finest ({finest} s), got {list(resolutions)}")
-    return finest
-
-
-def _bucket_start(time_ms: Column, resolution_s: Column) -> Column:
-    width = resolution_s.cast("long") * 1000
-    return F.floor(time_ms / width) * width
-
-
-def _sums(rows: DataFrame, keys: list[str]) -> DataFrame:
-    return rows.groupBy(*PARTITION, *keys, "start_ms").agg(
-        F.sum("messages").alias("messages"),
-        F.sum("seconds").alias("seconds"),
-        F.sum("bytes").alias("bytes"),
-        F.sum("bytes_seconds").alias("bytes_seconds"),
-    )
-
-
-def topic_throughput(partition_throughput: DataFrame) -> DataFrame:
+def topic_throughput(series: DataFrame) -> DataFrame:
     """The partitions' buckets summed per topic: cluster, topic, resolution_s, start, partitions, messages,
     messages_per_s, bytes, bytes_per_s (null when no partition's sizes are known)."""
-    return partition_throughput.groupBy("cluster", "topic", "resolution_s", "start").agg(
-        F.count("*").alias("partitions"),
-        F.sum("messages").alias("messages"),
-        F.sum("messages_per_s").alias("messages_per_s"),
-        F.sum("bytes").alias("bytes"),
-        F.sum("bytes_per_s").alias("bytes_per_s"),
+    return series.filter(F.col("kind") == TOPIC_THROUGHPUT).select(
+        "cluster", "topic", "resolution_s", F.timestamp_millis(F.col("start_ms")).alias("start"),
+        "partitions", "messages", "messages_per_s", "bytes", "bytes_per_s",
     )

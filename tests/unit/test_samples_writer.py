@@ -1,9 +1,10 @@
-"""The watcher's sample records: one per topic and per group per cycle, in analytics' format v1."""
+"""The watcher's sample records: one per topic and per group per cycle, in analytics' format v2."""
 
 from __future__ import annotations
 
 import json
 
+from analytics.records import read_record
 from console.watcher.samples import build_records
 from console.watcher.snapshot import GroupState, MemberState
 
@@ -19,12 +20,12 @@ def test_one_record_per_topic_and_per_group_with_sizes_from_the_largest_replica(
     groups = {"billing": group("billing", {"orders:0": 8, "orders:2": 30, "a:b:1": 3}, members=2),
               "queue": group("queue", {"orders:0": 1}, group_type="share")}
     records = build_records("local", 1700000000.5, ends, sizes, groups, skip="__kafka_console_samples")
-    decoded = [(k.decode(), json.loads(v)) for k, v in records]
+    decoded = [(k.decode(), read_record(v)) for k, v in records]
     assert decoded == [
-        ("local/logs", {"v": 1, "kind": "topic", "cluster": "local", "topic": "logs", "time": 1700000000500, "end": [5], "bytes": [7]}),
-        ("local/orders", {"v": 1, "kind": "topic", "cluster": "local", "topic": "orders", "time": 1700000000500,
+        ("local/logs", {"v": 2, "kind": "topic", "cluster": "local", "topic": "logs", "time": 1700000000500, "end": [5], "bytes": [7]}),
+        ("local/orders", {"v": 2, "kind": "topic", "cluster": "local", "topic": "orders", "time": 1700000000500,
                           "end": [10, None, 30], "bytes": [120, None, None]}),
-        ("local/billing", {"v": 1, "kind": "group", "cluster": "local", "group": "billing", "time": 1700000000500,
+        ("local/billing", {"v": 2, "kind": "group", "cluster": "local", "group": "billing", "time": 1700000000500,
                            "members": 2, "offsets": {"a:b": [None, 3], "orders": [8, None, 30]}}),
     ]
 
