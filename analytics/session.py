@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
+import zipfile
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -46,8 +48,8 @@ def spark_session(master: str | None = None, conf: Mapping[str, str] | None = No
         # Everything on loopback: nothing to reach from outside, and no DNS lookup of the host name.
         builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
     # The jobs run Python on the executors (decoding records, each topic's pass): the same
-    # interpreter as the driver unless PYSPARK_PYTHON names another (one with requirements.txt
-    # installed at the same path on every worker of a real cluster).
+    # interpreter as the driver unless PYSPARK_PYTHON names another (one with requirements.txt's
+    # numpy, pandas, pyarrow and orjson at the same path on every worker of a real cluster).
     # (pyspark reads the variable when it starts the context.)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     jars = connector_jars()
@@ -55,7 +57,25 @@ def spark_session(master: str | None = None, conf: Mapping[str, str] | None = No
         builder = builder.config("spark.jars", ",".join(jars))
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
-    return builder.getOrCreate()
+    session = builder.getOrCreate()
+    _ship_jobs(session)
+    return session
+
+
+def _ship_jobs(session: SparkSession) -> None:
+    """Send the jobs' Python (analytics/records.py and analytics/jobs/, no Django) to the executors,
+    which import it to run the decoding and per-topic functions: a real cluster's workers need the
+    packages of requirements.txt, not this repository."""
+    sc = session.sparkContext
+    if getattr(sc, "_console_jobs_shipped", False):
+        return
+    package = Path(__file__).resolve().parent
+    fd, path = tempfile.mkstemp(prefix="analytics-jobs-", suffix=".zip")
+    with os.fdopen(fd, "wb") as raw, zipfile.ZipFile(raw, "w") as z:
+        for source in [package / "__init__.py", package / "records.py", *sorted((package / "jobs").glob("*.py"))]:
+            z.write(source, f"analytics/{source.relative_to(package)}")
+    sc.addPyFile(path)
+    sc._console_jobs_shipped = True  # type: ignore[attr-defined]
 
 
 def _positive_int(name: str, default: int) -> int:

@@ -43,8 +43,12 @@ SAMPLE_SCHEMA = StructType([
     StructField("sizes", BinaryType()),  # packed int64[samples x width] log sizes (topic chunks with sizes), else null
     StructField("members", BinaryType()),  # int64[samples] member counts (group chunks)
 ])
-_ARROW_SCHEMA = pa.schema([(f.name, {StringType(): pa.string(), IntegerType(): pa.int32(), LongType(): pa.int64(),
-                                      BinaryType(): pa.binary()}[f.dataType]) for f in SAMPLE_SCHEMA])
+_ARROW_SCHEMA = pa.schema([
+    ("kind", pa.string()), ("cluster", pa.string()), ("topic", pa.string()), ("group_id", pa.string()),
+    ("records", pa.int32()), ("samples", pa.int32()), ("width", pa.int32()), ("first_ms", pa.int64()),
+    ("last_ms", pa.int64()), ("times", pa.binary()), ("values", pa.binary()), ("sizes", pa.binary()),
+    ("members", pa.binary()),
+])
 
 
 @dataclass(frozen=True)
@@ -177,7 +181,7 @@ class Chunker:
         if not isinstance(doc, dict) or doc.get("v") not in READABLE_VERSIONS:
             return
         cluster, time_ms, kind = doc.get("cluster"), doc.get("time"), doc.get("kind")
-        if not isinstance(cluster, str) or not _is_int(time_ms):
+        if not isinstance(cluster, str) or not isinstance(time_ms, int) or isinstance(time_ms, bool):
             return
         if (self.start_ms is not None and time_ms < self.start_ms) or (self.end_ms is not None and time_ms >= self.end_ms):
             return

@@ -64,8 +64,9 @@ def topic_series(samples: DataFrame, resolutions: Sequence[int], detail: bool = 
     """Rows of kinds THROUGHPUT and TOPIC_THROUGHPUT (at each resolution, seconds), LAG (at the finest)
     and GROUP_SAMPLE (and DETAIL when `detail`) of every topic (SERIES_SCHEMA).
 
-    `samples` as `parse_samples` gives them. Every kind comes from one pass over the data: keep the
-    result (persist) when several are used.
+    `samples` as `parse_samples` gives them; both sides of the cogroup read them, so keep them
+    (persist: chunks are small) unless reading them twice is cheap. Every kind comes from one pass
+    over the data: keep the result (persist) when several are used.
     """
     widths = sorted({int(r) * 1000 for r in resolutions})
     if not widths or widths[0] <= 0 or any(w % widths[0] for w in widths):
@@ -325,15 +326,15 @@ def _lag_rows(cluster: str, topic: str, group: str, times: np.ndarray, ends: np.
            _bucket_rows(cluster, topic, group, g_times, members, committed, end, lag, time_lag, has_commit, end_known,
                         lag_known, time_lag_known, width_ms)]
     if detail:
-        s, p = np.nonzero(has_commit)
+        s, ps = np.nonzero(has_commit)
         r = len(s)
         out.append(_table({
             "kind": _repeat(DETAIL, r), "cluster": _repeat(cluster, r), "topic": _repeat(topic, r),
-            "group_id": _repeat(group, r), "partition": pa.array(p.astype(np.int32)), "time_ms": pa.array(g_times[s]),
-            "committed": pa.array(committed[s, p]),
-            "end_offset": pa.array(end[s, p], mask=~end_known[s, p]),
-            "lag": pa.array(lag[s, p], mask=~lag_known[s, p]),
-            "time_lag_s": pa.array(time_lag[s, p], mask=~time_lag_known[s, p]),
+            "group_id": _repeat(group, r), "partition": pa.array(ps.astype(np.int32)), "time_ms": pa.array(g_times[s]),
+            "committed": pa.array(committed[s, ps]),
+            "end_offset": pa.array(end[s, ps], mask=~end_known[s, ps]),
+            "lag": pa.array(lag[s, ps], mask=~lag_known[s, ps]),
+            "time_lag_s": pa.array(time_lag[s, ps], mask=~time_lag_known[s, ps]),
             "members": pa.array(members[s].astype(np.int32), mask=members[s] == UNKNOWN),
         }, r))
     return out
