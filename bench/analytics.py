@@ -42,6 +42,7 @@ def main() -> None:
         report(args)
         return
     from confluent_kafka import Producer
+    from pyspark.sql import functions as F
 
     from analytics.jobs.lag import group_lag_history, lag_history
     from analytics.jobs.samples import parse_samples, read_samples
@@ -95,6 +96,9 @@ def main() -> None:
                 # per-topic cogroup read them), one pass per topic, kept while the four tables are
                 # written from it.
                 samples = parse_samples(read_samples(spark, cluster.bootstrap, topic)).persist()
+                # As pipeline.process does: the range first (this reads and decodes the records once;
+                # the cogroup's two sides then share the kept chunks instead of racing to make them).
+                samples.agg(F.min("first_ms"), F.max("last_ms"), F.sum("records")).first()
                 series = topic_series(samples, DEFAULT_RESOLUTIONS).persist()
                 tables = {"partition_throughput": throughput(series), "topic_throughput": topic_throughput(series),
                           "lag_history": lag_history(series), "group_lag_history": group_lag_history(series)}
