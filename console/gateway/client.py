@@ -546,6 +546,31 @@ class ClusterGateway:
 
         return self._call("describe topics", run)
 
+    def topics_exist(self, topics: Iterable[str]) -> dict[str, bool]:
+        """For each topic: does Kafka still have it? Asked of the controller-backed describe API, for
+        names a metadata answer left out (a broker answering from a stale cache can)."""
+        names = sorted(set(topics))
+
+        def run() -> dict[str, bool]:
+            out: dict[str, bool] = {}
+            for start in range(0, len(names), 500):
+                futures = self._admin_client().describe_topics(TopicCollection(names[start : start + 500]),
+                                                               request_timeout=self.timeout)
+                for name, fut in futures.items():
+                    try:
+                        self._result(fut)
+                        out[name] = True
+                    except KafkaException as exc:
+                        error = exc.args[0] if exc.args else None
+                        if isinstance(error, KafkaError) and error.code() in (KafkaError.UNKNOWN_TOPIC_OR_PART,
+                                                                              KafkaError._UNKNOWN_TOPIC):
+                            out[name] = False
+                        else:
+                            raise
+            return out
+
+        return self._call("describe topics", run) if names else {}
+
     def alter_configs(self, kind: str, name: str, set_values: dict[str, str], delete: list[str]) -> None:
         """Incremental alter of a broker's ("broker", "1") or a topic's ("topic", "orders") dynamic configs."""
         entries = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in set_values.items()]

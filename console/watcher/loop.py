@@ -102,8 +102,12 @@ def build_snapshot(
     racks: dict[int, str | None],
     min_isr: dict[str, int],
     now: float,
+    kept: frozenset[str] = frozenset(),
 ) -> Snapshot:
-    """A new snapshot from what Kafka answered, carrying forward what this cycle did not read."""
+    """A new snapshot from what Kafka answered, carrying forward what this cycle did not read.
+
+    `kept`: topics of the previous snapshot the answer left out though Kafka still has them (or
+    could not say): carried over as they were, never reported deleted."""
     live = {b.id: b for b in md.brokers}
     brokers: dict[int, BrokerState] = {}
     # Brokers once seen stay listed (as down) so a dead broker does not just vanish.
@@ -145,6 +149,11 @@ def build_snapshot(
             produce_rate=old_topic.produce_rate if old_topic else None,
         )
 
+    if kept and previous is not None:
+        topics.update({name: replace(t, partitions=[replace(p) for p in t.partitions])
+                       for name, t in previous.topics.items() if name in kept})
+        topics = dict(sorted(topics.items()))
+
     quorum_state = quorum_state_of(quorum, previous)
 
     return Snapshot(
@@ -179,10 +188,12 @@ def produce_rates(before: dict[tuple[str, int], int], after: dict[tuple[str, int
 
 
 class ClusterWatcher:
-    def __init__(self, cluster: str, owner: str) -> None:
+    def __init__(self, cluster: str, owner: str, gw: ClusterGateway | None = None) -> None:
+        """`gw`: what to ask Kafka through (default the cluster's gateway; the scale simulator
+        passes one that answers for a synthetic cluster)."""
         self.cluster = cluster
         self.owner = owner
-        self.gateway: ClusterGateway = gateway.for_cluster(cluster)
+        self.gateway: ClusterGateway = gw if gw is not None else gateway.for_cluster(cluster)
         self.samples = SampleWriter(cluster, self.gateway)
         self._sampling_times: deque[float] = deque(maxlen=100)
         self.previous: Snapshot | None = None
@@ -294,9 +305,27 @@ class ClusterWatcher:
         if self.unchanged:
             assert previous is not None
             return replace(previous, taken_at=now, checked_at=now, quorum=quorum_state, quorum_error=quorum_error)
-        snap = build_snapshot(self.cluster, previous, md, quorum, quorum_error, self.racks, known_min_isr, now)
+        snap = build_snapshot(self.cluster, previous, md, quorum, quorum_error, self.racks, known_min_isr, now,
+                              self._kept_topics(previous, md, stats))
         self._apply_offsets(snap)
         return snap
+
+    def _kept_topics(self, previous: Snapshot | None, md: ClusterMetadata, stats: CycleStats) -> frozenset[str]:
+        """Topics the metadata answer left out that Kafka still has (or could not say it has not):
+        a snapshot never loses a topic to a partial answer, and "deleted" is only said when Kafka says so."""
+        if previous is None or not previous.reachable:
+            return frozenset()
+        answered = {t.name for t in md.topics}
+        missing = [name for name in previous.topics if name not in answered]
+        if not missing:
+            return frozenset()
+        try:
+            stats.count("describe_topics")
+            exists = self.gateway.topics_exist(missing)
+        except GatewayError as exc:
+            log.info("could not tell whether %d topics of %s were deleted: %s", len(missing), self.cluster, exc.message)
+            return frozenset(missing)
+        return frozenset(name for name in missing if exists.get(name, True))
 
     def _read_min_isr(self, topics: list[str]) -> dict[str, int]:
         configs = self.gateway.topic_configs(topics, frozenset({"min.insync.replicas"}))

@@ -1,0 +1,344 @@
+"""Scale simulator (issue 11): the watcher against synthetic clusters far larger than this machine holds.
+
+`.venv/bin/python -m bench.simulate --partitions 300000 --groups 50000 --change-rate 0.01 --seconds 60`
+builds a cluster model (brokers, topics of `--partitions-per-topic` partitions with replicas and ISR,
+end offsets, groups each reading one topic) and a gateway that answers for it through the same
+methods the real gateway offers (metadata, quorum, offsets, log dirs, groups, configs), then runs the
+real ClusterWatcher on it, as `manage.py watch` does: the metadata cycle in one thread, the sampling
+(offsets, groups, lag evaluation) in another, Redis and the database for what they publish. A third
+thread changes the model: each second `--change-rate` of the partitions change (a leader moves,
+an ISR shrinks or grows back) and take writes; their groups commit. `--failure-rate` makes that
+share of the gateway's calls fail (an error, or metadata missing a random share of the topics, as a
+broker answering from a stale cache can).
+
+It ends by printing one JSON line: cycle_p50_seconds, cycle_max_seconds, cpu_fraction (CPU-seconds of
+the watcher's two threads per wall second; the model's own thread is not counted), max_rss_mb (the
+whole process), push_p50_seconds / push_max_seconds (from a leader move in the model to the
+published snapshot that shows it), spurious_events (topic created/deleted and broker events the
+model never made), cycles, and what else was seen. `--append` adds the figures to docs/benchmarks.md.
+
+Needs Redis (started here on the test port) and the test database (migrated here); no Kafka.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import resource
+import statistics
+import sys
+import threading
+import time
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+from tests.support import ROOT, running_redis
+
+# Events the model never makes: any of these is spurious.
+SPURIOUS_KINDS = {"topic_created", "topic_deleted", "broker_down", "broker_up", "broker_added"}
+
+
+class Model:
+    """A synthetic cluster that changes as time goes by; thread-safe."""
+
+    def __init__(self, partitions: int, groups: int, brokers: int, per_topic: int, seed: int = 1) -> None:
+        from console.gateway.types import Broker
+
+        self.rng = random.Random(seed)
+        self.lock = threading.Lock()
+        self.brokers = tuple(Broker(id=b, host=f"broker-{b}.sim", port=9092, rack=f"rack-{b % 3}") for b in range(1, brokers + 1))
+        ids = [b.id for b in self.brokers]
+        n_topics = max(1, partitions // per_topic)
+        self.topics: dict[str, list[list[Any]]] = {}  # name -> [leader, replicas, isr, start, end] per partition
+        for t in range(n_topics):
+            name = f"sim.topic-{t:06d}"
+            parts = []
+            for p in range(per_topic):
+                first = (t * 7 + p) % len(ids)
+                replicas = tuple(ids[(first + k) % len(ids)] for k in range(min(3, len(ids))))
+                parts.append([replicas[0], replicas, replicas, 0, self.rng.randint(0, 10**6)])
+            self.topics[name] = parts
+        self.names = sorted(self.topics)
+        self.groups: dict[str, tuple[str, dict[int, int], int]] = {}  # group -> (topic, committed, members)
+        for g in range(groups):
+            topic = self.names[g % len(self.names)]
+            committed = {p: max(0, part[4] - self.rng.randint(0, 500)) for p, part in enumerate(self.topics[topic])}
+            self.groups[f"sim.group-{g:06d}"] = (topic, committed, 1 + g % 3)
+        self._metadata_cache: dict[str, Any] = {}
+        self.moves: list[tuple[float, str, int, int]] = []  # (when, topic, partition, new leader)
+        self.changes = 0
+
+    def step(self, change_rate: float, seconds: float) -> None:
+        """Change `change_rate` of the partitions per second, for `seconds`."""
+        total = sum(len(p) for p in self.topics.values())
+        count = int(total * change_rate * seconds)
+        now = time.time()
+        with self.lock:
+            for _ in range(count):
+                name = self.names[self.rng.randrange(len(self.names))]
+                parts = self.topics[name]
+                p = self.rng.randrange(len(parts))
+                leader, replicas, isr, _start, _end = parts[p]
+                roll = self.rng.random()
+                if roll < 0.4 and len(isr) > 1:
+                    new = self.rng.choice([r for r in isr if r != leader])
+                    parts[p][0] = new
+                    self.moves.append((now, name, p, new))
+                elif roll < 0.7 and len(isr) > 1:
+                    parts[p][2] = tuple(r for r in isr if r != self.rng.choice([r for r in isr if r != leader]))
+                else:
+                    parts[p][2] = replicas  # back in sync
+                parts[p][4] += self.rng.randint(1, 1000)
+                self._metadata_cache.pop(name, None)
+                self.changes += 1
+            # The groups on the changed topics commit what they have read.
+            for gid in self.rng.sample(sorted(self.groups), min(len(self.groups), max(1, count // 10))):
+                topic, committed, members = self.groups[gid]
+                ends = self.topics[topic]
+                self.groups[gid] = (topic, {p: max(c, ends[p][4] - self.rng.randint(0, 100)) for p, c in committed.items()}, members)
+
+    def topic_metadata(self, name: str) -> Any:
+        from console.gateway.types import Partition, Topic
+
+        cached = self._metadata_cache.get(name)
+        if cached is None:
+            parts = tuple(Partition(topic=name, partition=p, leader=v[0], replicas=v[1], isr=v[2])
+                          for p, v in enumerate(self.topics[name]))
+            cached = self._metadata_cache[name] = Topic(name=name, internal=False, partitions=parts)
+        return cached
+
+
+class SimGateway:
+    """Answers the watcher's questions for a Model, as console.gateway.client.ClusterGateway does."""
+
+    def __init__(self, model: Model, failure_rate: float, seed: int = 2) -> None:
+        self.model = model
+        self.failure_rate = failure_rate
+        self.rng = random.Random(seed)
+        self.kafka_python_requests: dict[str, int] = {}
+        self.failures: dict[str, int] = {}
+
+    def _maybe_fail(self, what: str) -> None:
+        from console.gateway.errors import ClusterUnavailable
+
+        if self.failure_rate and self.rng.random() < self.failure_rate:
+            self.failures[what] = self.failures.get(what, 0) + 1
+            raise ClusterUnavailable(f"simulated failure: could not {what}")
+
+    def metadata(self) -> Any:
+        from console.gateway.types import ClusterMetadata
+
+        self._maybe_fail("read the cluster metadata")
+        with self.model.lock:
+            names = self.model.names
+            if self.failure_rate and self.rng.random() < self.failure_rate:
+                # A broker answering from a stale cache: some topics missing from an answer that says nothing of it.
+                self.failures["partial metadata"] = self.failures.get("partial metadata", 0) + 1
+                keep = self.rng.random()
+                names = [n for n in names if self.rng.random() < keep]
+            topics = tuple(self.model.topic_metadata(n) for n in names)
+        return ClusterMetadata(cluster_id="sim-cluster", brokers=self.model.brokers, topics=topics)
+
+    def topics_exist(self, names: Iterable[str]) -> dict[str, bool]:
+        self._maybe_fail("describe topics")
+        with self.model.lock:
+            return {n: n in self.model.topics for n in names}
+
+    def quorum(self) -> Any:
+        from console.gateway.types import Quorum, QuorumReplica
+
+        now = int(time.time() * 1000)
+        voters = tuple(QuorumReplica(b.id, 1000, now, now) for b in self.model.brokers[:3])
+        return Quorum(leader_id=self.model.brokers[0].id, leader_epoch=1, high_watermark=1000, voters=voters, observers=())
+
+    def broker_racks(self) -> dict[int, str | None]:
+        return {b.id: b.rack for b in self.model.brokers}
+
+    def topic_configs(self, topics: Iterable[str], keys: frozenset[str] | None = None) -> dict[str, dict[str, str]]:
+        return {t: {"min.insync.replicas": "2"} for t in topics}
+
+    def list_offsets(self, partitions: Iterable[tuple[str, int]], which: str) -> dict[tuple[str, int], int]:
+        self._maybe_fail("list offsets")
+        index = 3 if which == "earliest" else 4
+        with self.model.lock:
+            topics = self.model.topics
+            return {(t, p): topics[t][p][index] for t, p in partitions if t in topics}
+
+    def log_dir_sizes(self, brokers: list[int]) -> dict[tuple[str, int], dict[int, int]]:
+        self._maybe_fail("describe log dirs")
+        with self.model.lock:
+            return {(t, p): {r: v[4] * 100 for r in v[1]} for t, parts in self.model.topics.items() for p, v in enumerate(parts)}
+
+    def consumer_groups(self) -> list[Any]:
+        from console.gateway.types import ConsumerGroup, GroupMember
+
+        self._maybe_fail("list consumer groups")
+        with self.model.lock:
+            groups = list(self.model.groups.items())
+            sizes = {t: len(v) for t, v in self.model.topics.items()}
+        out = []
+        for gid, (topic, _committed, members) in groups:
+            parts = list(range(sizes[topic]))
+            ms = tuple(GroupMember(f"{gid}-m{i}", f"client-{i}", "/10.0.0.1", tuple((topic, p) for p in parts[i::members]))
+                       for i in range(members))
+            out.append(ConsumerGroup(group_id=gid, state="Stable", protocol_type="consumer", group_type="classic",
+                                     assignor="range", members=ms, coordinator=1 + hash(gid) % len(self.model.brokers)))
+        return out
+
+    def group_offsets(self, group_ids: list[str]) -> dict[str, dict[tuple[str, int], int]]:
+        with self.model.lock:
+            return {gid: {(self.model.groups[gid][0], p): o for p, o in self.model.groups[gid][1].items()}
+                    for gid in group_ids if gid in self.model.groups}
+
+    def share_group_offsets(self, group_ids: list[str]) -> dict[str, dict[tuple[str, int], tuple[int, int]]]:
+        return {}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--partitions", type=int, default=300_000)
+    parser.add_argument("--groups", type=int, default=50_000)
+    parser.add_argument("--brokers", type=int, default=100)
+    parser.add_argument("--partitions-per-topic", type=int, default=30)
+    parser.add_argument("--change-rate", type=float, default=0.01, help="share of the partitions changing per second")
+    parser.add_argument("--failure-rate", type=float, default=0.0, help="share of the gateway's calls that fail")
+    parser.add_argument("--seconds", type=float, default=60)
+    parser.add_argument("--append", action="store_true", help="add the figures to docs/benchmarks.md")
+    args = parser.parse_args()
+    with running_redis():
+        result = simulate(args)
+    print(json.dumps(result), flush=True)
+    if args.append:
+        append(args, result)
+
+
+def simulate(args: argparse.Namespace) -> dict[str, Any]:
+    from bench.run import setup_django
+
+    setup_django()
+    from django.conf import settings
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    settings.ANALYTICS_SAMPLES = False  # what the watcher writes for analytics is measured by bench.samples_overhead
+    from brokers_app.models import Event
+    from console.watcher.loop import ClusterWatcher
+
+    built = time.monotonic()
+    model = Model(args.partitions, args.groups, args.brokers, args.partitions_per_topic)
+    gw = SimGateway(model, args.failure_rate)
+    print(f"model of {sum(len(p) for p in model.topics.values()):,} partitions in {len(model.topics):,} topics, "
+          f"{len(model.groups):,} groups, {len(model.brokers)} brokers built in {time.monotonic() - built:.1f} s", flush=True)
+    Event.objects.filter(cluster="sim").delete()
+    watcher = ClusterWatcher("sim", "simulator", gw=gw)  # type: ignore[arg-type]
+    stop = threading.Event()
+    cpu = {"cycle": 0.0, "sampling": 0.0}
+    cycle_times: list[float] = []
+    pushes: list[float] = []
+    errors: list[str] = []
+
+    def sampling() -> None:
+        while not stop.is_set():
+            started = time.monotonic()
+            before = time.thread_time()
+            try:
+                watcher.sample_offsets()
+                watcher.refresh_configs()
+            except Exception as exc:  # noqa: BLE001 - reported at the end
+                errors.append(f"sampling: {exc!r}")
+            cpu["sampling"] += time.thread_time() - before
+            stop.wait(max(0.1, settings.WATCHER_OFFSETS_INTERVAL - (time.monotonic() - started)))
+
+    def changing() -> None:
+        while not stop.is_set():
+            model.step(args.change_rate, 1.0)
+            stop.wait(1.0)
+
+    # The first cycle builds everything: not part of the steady state measured.
+    watcher.cycle()
+    threads = [threading.Thread(target=sampling, daemon=True), threading.Thread(target=changing, daemon=True)]
+    for t in threads:
+        t.start()
+    began = time.monotonic()
+    seen_moves = 0
+    pending: dict[tuple[str, int], tuple[float, int]] = {}  # a later move of a partition replaces the earlier
+    while time.monotonic() - began < args.seconds:
+        started = time.monotonic()
+        before = time.thread_time()
+        try:
+            snap, _changes = watcher.cycle()
+        except Exception as exc:  # noqa: BLE001
+            errors.append(f"cycle: {exc!r}")
+            snap = None
+        elapsed = time.monotonic() - started
+        cpu["cycle"] += time.thread_time() - before
+        cycle_times.append(elapsed)
+        if snap is not None and snap.reachable:
+            published = time.time()
+            with model.lock:
+                moves = model.moves[seen_moves:]
+                seen_moves += len(moves)
+            for when, topic, partition, leader in moves:
+                pending[(topic, partition)] = (when, leader)
+            for key, (when, leader) in list(pending.items()):
+                t = snap.topics.get(key[0])
+                if t is not None and t.partitions[key[1]].leader == leader:
+                    pushes.append(published - when)
+                    del pending[key]
+        stop.wait(max(0.05, 0.25 * elapsed, settings.WATCHER_METADATA_INTERVAL - elapsed))
+    wall = time.monotonic() - began
+    stop.set()
+    for t in threads:
+        t.join(30)
+    kinds: dict[str, int] = {}
+    for kind in Event.objects.filter(cluster="sim").values_list("kind", flat=True):
+        kinds[kind] = kinds.get(kind, 0) + 1
+    ordered = sorted(cycle_times)
+    return {
+        "partitions": sum(len(p) for p in model.topics.values()),
+        "groups": len(model.groups),
+        "brokers": len(model.brokers),
+        "change_rate": args.change_rate,
+        "failure_rate": args.failure_rate,
+        "seconds": round(wall, 1),
+        "cycles": len(cycle_times),
+        "cycle_p50_seconds": round(statistics.median(ordered), 4) if ordered else None,
+        "cycle_max_seconds": round(ordered[-1], 4) if ordered else None,
+        "cpu_fraction": round((cpu["cycle"] + cpu["sampling"]) / wall, 3),
+        "cpu_cycle_fraction": round(cpu["cycle"] / wall, 3),
+        "cpu_sampling_fraction": round(cpu["sampling"] / wall, 3),
+        "max_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "push_p50_seconds": round(statistics.median(pushes), 3) if pushes else None,
+        "push_max_seconds": round(max(pushes), 3) if pushes else None,
+        "leader_moves": len(model.moves),
+        "leader_moves_seen": len(pushes),
+        "leader_moves_unseen": len(pending),
+        "model_changes": model.changes,
+        "spurious_events": sum(n for k, n in kinds.items() if k in SPURIOUS_KINDS),
+        "events": kinds,
+        "injected_failures": gw.failures,
+        "errors": errors[:5],
+    }
+
+
+def append(args: argparse.Namespace, r: dict[str, Any]) -> None:
+    command = (f".venv/bin/python -m bench.simulate --partitions {args.partitions} --groups {args.groups} --brokers {args.brokers} "
+               f"--change-rate {args.change_rate} --failure-rate {args.failure_rate} --seconds {args.seconds:g}")
+    text = "\n".join([
+        f"\n## Watcher on a simulated cluster (issue 11), {datetime.now(UTC):%Y-%m-%d %H:%M} UTC\n",
+        f"Command: `{command}` (no Kafka: the real watcher against bench/simulate.py's model and gateway; Redis and SQLite real).\n",
+        "| partitions | groups | change rate | failure rate | cycles | cycle p50 | cycle max | CPU (watcher threads) | max RSS | leader move to snapshot p50 / max | spurious events |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+        f"| {r['partitions']:,} | {r['groups']:,} | {r['change_rate']} | {r['failure_rate']} | {r['cycles']} | {r['cycle_p50_seconds']} s | "
+        f"{r['cycle_max_seconds']} s | {r['cpu_fraction']} (cycle {r['cpu_cycle_fraction']}, sampling {r['cpu_sampling_fraction']}) | "
+        f"{r['max_rss_mb']} MB | {r['push_p50_seconds']} s / {r['push_max_seconds']} s | {r['spurious_events']} |",
+        "",
+    ])
+    with open(ROOT / "docs" / "benchmarks.md", "a") as f:
+        f.write(text)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
