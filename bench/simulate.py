@@ -206,6 +206,7 @@ def main() -> None:
     parser.add_argument("--failure-rate", type=float, default=0.0, help="share of the gateway's calls that fail")
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--append", action="store_true", help="add the figures to docs/benchmarks.md")
+    parser.add_argument("--profile", action="store_true", help="print where one metadata cycle and one sampling pass spend their time")
     args = parser.parse_args()
     with running_redis():
         result = simulate(args)
@@ -258,6 +259,17 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
 
     # The first cycle builds everything: not part of the steady state measured.
     watcher.cycle()
+    if args.profile:
+        import cProfile
+        import pstats
+
+        watcher.sample_offsets()
+        model.step(args.change_rate, 1.0)
+        for name, fn in (("metadata cycle", watcher.cycle), ("sampling", watcher.sample_offsets)):
+            profile = cProfile.Profile()
+            profile.runcall(fn)
+            print(f"--- {name}", file=sys.stderr)
+            pstats.Stats(profile, stream=sys.stderr).sort_stats("cumulative").print_stats(25)
     threads = [threading.Thread(target=sampling, daemon=True), threading.Thread(target=changing, daemon=True)]
     for t in threads:
         t.start()

@@ -313,7 +313,7 @@ class ClusterWatcher:
     def _kept_topics(self, previous: Snapshot | None, md: ClusterMetadata, stats: CycleStats) -> frozenset[str]:
         """Topics the metadata answer left out that Kafka still has (or could not say it has not):
         a snapshot never loses a topic to a partial answer, and "deleted" is only said when Kafka says so."""
-        if previous is None or not previous.reachable:
+        if previous is None or not previous.topics:  # (an unreachable snapshot still holds the last known topics)
             return frozenset()
         answered = {t.name for t in md.topics}
         missing = [name for name in previous.topics if name not in answered]
