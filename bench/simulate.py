@@ -64,7 +64,8 @@ class Model:
         self.groups: dict[str, tuple[str, dict[int, int], int]] = {}  # group -> (topic, committed, members)
         for g in range(groups):
             topic = self.names[g % len(self.names)]
-            committed = {p: max(0, part[4] - self.rng.randint(0, 500)) for p, part in enumerate(self.topics[topic])}
+            # Caught up: an idle cluster is a steady one (the changes make the groups fall behind and catch up).
+            committed = {p: part[4] for p, part in enumerate(self.topics[topic])}
             self.groups[f"sim.group-{g:06d}"] = (topic, committed, 1 + g % 3)
         self._metadata_cache: dict[str, Any] = {}
         self.moves: list[tuple[float, str, int, int]] = []  # (when, topic, partition, new leader)

@@ -83,7 +83,9 @@ def diff(old: Snapshot | None, new: Snapshot) -> list[Change]:
     for name in sorted(old.topics.keys() - new.topics.keys()):
         changes.append(Change("topic_deleted", WARNING, f"Topic {name} deleted", topic=name))
     for name in sorted(old.topics.keys() & new.topics.keys()):
-        changes += _topic(old.topics[name], new.topics[name])
+        before, after = old.topics[name], new.topics[name]
+        if before is not after:  # the watcher carries a topic whose metadata did not change over as it is
+            changes += _topic(before, after)
     return changes
 
 

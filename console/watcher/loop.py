@@ -103,11 +103,14 @@ def build_snapshot(
     min_isr: dict[str, int],
     now: float,
     kept: frozenset[str] = frozenset(),
+    unchanged: frozenset[str] = frozenset(),
 ) -> Snapshot:
     """A new snapshot from what Kafka answered, carrying forward what this cycle did not read.
 
     `kept`: topics of the previous snapshot the answer left out though Kafka still has them (or
-    could not say): carried over as they were, never reported deleted."""
+    could not say): carried over as they were, never reported deleted. `unchanged`: topics whose
+    metadata and min ISR are what the previous snapshot was built from: their state is carried over
+    as the same object (the cost of a cycle follows what changed, not the partition count)."""
     live = {b.id: b for b in md.brokers}
     brokers: dict[int, BrokerState] = {}
     # Brokers once seen stay listed (as down) so a dead broker does not just vanish.
@@ -124,6 +127,9 @@ def build_snapshot(
     topics: dict[str, TopicState] = {}
     for t in md.topics:
         old_topic = previous.topics.get(t.name) if previous else None
+        if old_topic is not None and t.name in unchanged:
+            topics[t.name] = old_topic
+            continue
         old_parts = {p.partition: p for p in old_topic.partitions} if old_topic else {}
         parts = []
         for p in t.partitions:
@@ -188,9 +194,10 @@ def produce_rates(before: dict[tuple[str, int], int], after: dict[tuple[str, int
 
 
 class ClusterWatcher:
-    def __init__(self, cluster: str, owner: str, gw: ClusterGateway | None = None) -> None:
+    def __init__(self, cluster: str, owner: str, gw: ClusterGateway | None = None, incremental: bool = True) -> None:
         """`gw`: what to ask Kafka through (default the cluster's gateway; the scale simulator
-        passes one that answers for a synthetic cluster)."""
+        passes one that answers for a synthetic cluster). `incremental=False` rebuilds every topic
+        every cycle (what the incremental path must equal; the tests compare them)."""
         self.cluster = cluster
         self.owner = owner
         self.gateway: ClusterGateway = gw if gw is not None else gateway.for_cluster(cluster)
@@ -223,8 +230,14 @@ class ClusterWatcher:
         # Bumped whenever the sampling thread stores something the snapshot shows (offsets, sizes,
         # groups, min ISR): with unchanged metadata and no new sample, a cycle reuses the last snapshot.
         self._sample_gen = 0
+        # Topics whose offsets, sizes or rate a sample changed since they were last put in a snapshot.
+        self._dirty_topics: set[str] = set()
+        self.incremental = incremental
+        self._built_from: dict[str, tuple[Any, int | None]] = {}  # topic -> (its metadata, min ISR) of the last build
+        self._built_live: frozenset[int] = frozenset()  # the live brokers of the last build
         self._last_inputs: tuple[Any, ...] | None = None
         self.unchanged = False  # the last poll reused the previous snapshot's content
+        self.topics_reused = 0  # topics the last build carried over from the previous snapshot
         self.cycles_reused = 0
         self.offset_requests = 0
         self.group_stats: dict[str, float | int] = {}
@@ -304,11 +317,36 @@ class ClusterWatcher:
                           and inputs == last_inputs)
         if self.unchanged:
             assert previous is not None
-            return replace(previous, taken_at=now, checked_at=now, quorum=quorum_state, quorum_error=quorum_error)
+            with self._offsets_lock:
+                offsets_at, groups_at = self._offsets_at, self._groups_at
+            # A sample that changed nothing still says when the offsets were last read (stamp fields).
+            return replace(previous, taken_at=now, checked_at=now, quorum=quorum_state, quorum_error=quorum_error,
+                           offsets_at=offsets_at if offsets_at is not None else previous.offsets_at,
+                           groups_at=groups_at if groups_at is not None else previous.groups_at)
+        unchanged = self._unchanged_topics(previous, md, known_min_isr)
+        self.topics_reused = len(unchanged)
         snap = build_snapshot(self.cluster, previous, md, quorum, quorum_error, self.racks, known_min_isr, now,
-                              self._kept_topics(previous, md, stats))
-        self._apply_offsets(snap)
+                              self._kept_topics(previous, md, stats), unchanged)
+        self._built_from = {t.name: (t, known_min_isr.get(t.name)) for t in md.topics}
+        self._built_live = frozenset(b.id for b in md.brokers)
+        self._apply_offsets(snap, reused=unchanged)
         return snap
+
+    def _unchanged_topics(self, previous: Snapshot | None, md: ClusterMetadata, min_isr: dict[str, int]) -> frozenset[str]:
+        """Topics whose metadata and min ISR equal what the previous snapshot's were built from."""
+        # A broker going down or coming back changes every partition's offline replicas it hosts.
+        if not self.incremental or previous is None or not previous.reachable \
+                or frozenset(b.id for b in md.brokers) != self._built_live:
+            return frozenset()
+        built = self._built_from
+        same = []
+        for t in md.topics:
+            before = built.get(t.name)
+            # The gateway hands back the same object for a topic it saw unchanged, so identity usually decides.
+            if before is not None and (before[0] is t or before[0] == t) and before[1] == min_isr.get(t.name) \
+                    and t.name in previous.topics:
+                same.append(t.name)
+        return frozenset(same)
 
     def _kept_topics(self, previous: Snapshot | None, md: ClusterMetadata, stats: CycleStats) -> frozenset[str]:
         """Topics the metadata answer left out that Kafka still has (or could not say it has not):
@@ -347,11 +385,15 @@ class ClusterWatcher:
             self._sample_gen += 1
         self.next_configs = time.time() + settings.WATCHER_CONFIGS_INTERVAL
 
-    def _apply_offsets(self, snap: Snapshot) -> None:
+    def _apply_offsets(self, snap: Snapshot, reused: frozenset[str] = frozenset()) -> None:
+        """Put the latest offsets, sizes, rates and groups in the snapshot: into every topic built
+        anew, and into the `reused` ones (carried over from the previous snapshot) only where a
+        sample changed them since."""
         with self._offsets_lock:
             starts, ends, at = self._starts, self._ends, self._offsets_at
             sizes, rates = self._sizes, self._rates
             groups, groups_at = self._groups, self._groups_at
+            dirty, self._dirty_topics = self._dirty_topics, set()
         if groups is not None:
             snap.groups, snap.groups_at = groups, groups_at
             index: dict[str, list[str]] = {}
@@ -362,6 +404,8 @@ class ClusterWatcher:
         if at is None:
             return
         for t in snap.topics.values():
+            if t.name in reused and t.name not in dirty:
+                continue
             if t.name in rates:
                 t.produce_rate = rates[t.name]
             for p in t.partitions:
@@ -545,16 +589,28 @@ class ClusterWatcher:
             log.exception("writing analytics samples of %s failed", self.cluster)
         with self._offsets_lock:
             previous_ends, previous_at = self._ends, self._offsets_at
-            self._ends = {**self._ends, **results["latest"]}
-            self._starts = {**self._starts, **results["earliest"]}
+            ends = {**self._ends, **results["latest"]}
+            starts = {**self._starts, **results["earliest"]}
+            rates = self._rates
+            if previous_at is not None and started > previous_at:
+                rates = produce_rates(previous_ends, results["latest"], started - previous_at)
+            # Only what changed makes the next metadata cycle rebuild anything: a sample of an idle
+            # cluster costs that cycle nothing.
+            dirty = {tp[0] for tp, v in ends.items() if self._ends.get(tp) != v}
+            dirty |= {tp[0] for tp, v in starts.items() if self._starts.get(tp) != v}
+            if sizes is not None:
+                dirty |= {tp[0] for tp, v in sizes.items() if self._sizes.get(tp) != v}
+            dirty |= {t for t in rates.keys() | self._rates.keys() if rates.get(t) != self._rates.get(t)}
+            groups_changed = groups is not None and groups != self._groups
+            self._ends, self._starts, self._rates = ends, starts, rates
             self._offsets_at = started
             if sizes is not None:
                 self._sizes = sizes
             if groups is not None:
                 self._groups, self._groups_at = groups, started
-            if previous_at is not None and started > previous_at:
-                self._rates = produce_rates(previous_ends, results["latest"], started - previous_at)
-            self._sample_gen += 1
+            self._dirty_topics |= dirty
+            if dirty or groups_changed:
+                self._sample_gen += 1
         self._sampling_times.append(time.time() - started)
 
     def cycle(self) -> tuple[Snapshot, list[Change]]:
