@@ -225,6 +225,8 @@ class ClusterWatcher:
         self._lag_windows = LagWindows(min_distance=settings.WATCHER_OFFSETS_INTERVAL * 0.5)
         self._time_tables: dict[tuple[str, int], OffsetTimeTable] = {}
         self._trackers: dict[str, RebalanceTracker] = {}
+        self._group_cache: dict[str, tuple[Any, Any, Any, GroupState]] = {}
+        self.groups_evaluation_changed = True  # group -> (described, committed, share offsets, state)
         self._pending_events: list[Event] = []
         self._groups_at: float | None = None
         # Bumped whenever the sampling thread stores something the snapshot shows (offsets, sizes,
@@ -449,24 +451,35 @@ class ClusterWatcher:
             "group_requests": self.gateway.kafka_python_requests.get("groups", 0) - sent_before,
             "coordinators": coordinators,
         }
-        return {
-            g.group_id: GroupState(
-                group_id=g.group_id,
-                state=g.state,
-                protocol_type=g.protocol_type,
-                group_type=g.group_type,
-                assignor=g.assignor,
-                members=[MemberState(m.member_id, m.client_id, m.host, [list(a) for a in m.assignment], m.instance_id,
-                                     m.epoch, None if m.target_assignment is None else [list(a) for a in m.target_assignment])
-                         for m in g.members],
-                offsets={f"{t}:{p}": o for (t, p), o in sorted(committed.get(g.group_id, {}).items())},
-                coordinator=g.coordinator,
-                generation=g.generation,
-                broker_lag={f"{t}:{p}": lag for (t, p), (_start, lag) in share_offsets.get(g.group_id, {}).items() if lag >= 0},
-                error=g.error,
-            )
-            for g in described
-        }
+        out: dict[str, GroupState] = {}
+        cache: dict[str, tuple[Any, Any, Any, GroupState]] = {}
+        for g in described:
+            mine, shares = committed.get(g.group_id, {}), share_offsets.get(g.group_id, {})
+            last = self._group_cache.get(g.group_id)
+            if self.incremental and last is not None and last[0] == g and last[1] == mine and last[2] == shares:
+                # Described and committed as the last sample saw it: the same state (its evaluation
+                # is renewed in place by _evaluate_groups).
+                state = last[3]
+            else:
+                state = GroupState(
+                    group_id=g.group_id,
+                    state=g.state,
+                    protocol_type=g.protocol_type,
+                    group_type=g.group_type,
+                    assignor=g.assignor,
+                    members=[MemberState(m.member_id, m.client_id, m.host, [list(a) for a in m.assignment], m.instance_id,
+                                         m.epoch, None if m.target_assignment is None else [list(a) for a in m.target_assignment])
+                             for m in g.members],
+                    offsets={f"{t}:{p}": o for (t, p), o in sorted(mine.items())},
+                    coordinator=g.coordinator,
+                    generation=g.generation,
+                    broker_lag={f"{t}:{p}": lag for (t, p), (_start, lag) in shares.items() if lag >= 0},
+                    error=g.error,
+                )
+            out[g.group_id] = state
+            cache[g.group_id] = (g, mine, shares, state)
+        self._group_cache = cache
+        return out
 
     def _evaluate_groups(self, groups: dict[str, GroupState], ends: dict[tuple[str, int], int], now: float) -> list[
             tuple[str, Rebalance]]:
@@ -477,9 +490,27 @@ class ClusterWatcher:
         ended: list[tuple[str, Rebalance]] = []
         live_keys: set[tuple[str, str, int]] = set()
         history: dict[str, tuple[float, int, float | None]] = {}
+        before = self._groups or {}
+        changed = groups.keys() != before.keys()
         for g in groups.values():
             results: dict[tuple[str, int], PartitionResult] = {}
             time_lags: list[float | None] = []
+            last = before.get(g.group_id)
+            if self.incremental and last is not None and self._caught_up_and_unchanged(last, g, ends):
+                # Nothing to evaluate: the same members and offsets, every partition still at the end
+                # of its log (lag 0 is OK whatever the window holds, time lag 0). Most groups of an
+                # idle cluster. Their windows still note the commit, as the evaluation would have.
+                g.status, g.time_lag, g.lag = last.status, last.time_lag, last.lag
+                committing = bool(g.members)
+                for key, committed in g.offsets.items():
+                    topic, _, part = key.rpartition(":")
+                    live_keys.add((g.group_id, topic, int(part)))
+                    self._lag_windows.record(g.group_id, topic, int(part), committed, committed, now, committing=committing)
+                history[g.group_id] = (round(now, 2), 0, g.time_lag)
+                self.group_stats["groups_skipped"] = int(self.group_stats.get("groups_skipped", 0)) + 1
+                self._observe(g, now, ended)
+                continue
+            was = (g.status, g.time_lag, dict(g.lag)) if last is g else None  # a state carried over: did it change?
             for key, committed in g.offsets.items():
                 topic, _, part = key.rpartition(":")
                 tp = (topic, int(part))
@@ -500,15 +531,31 @@ class ClusterWatcher:
             seconds = group_time_lag(time_lags)
             g.time_lag = None if seconds is None else round(seconds, 3)
             history[g.group_id] = (round(now, 2), sum(r.lag or 0 for r in results.values()), g.time_lag)
-            tracker = self._trackers.setdefault(g.group_id, RebalanceTracker())
-            members = {m.member_id: RbMember(m.client_id, m.host, frozenset((a[0], int(a[1])) for a in m.assignment))
-                       for m in g.members}
-            ended += [(g.group_id, r) for r in tracker.observe(Observation(now, g.state, g.generation, members))]
+            self._observe(g, now, ended)
+            changed = changed or was is None or was != (g.status, g.time_lag, g.lag)
+        self.groups_evaluation_changed = changed
         self._lag_windows.retain(live_keys)
         store.append_lag_history(self.cluster, history)
         for gid in set(self._trackers) - set(groups):
             del self._trackers[gid]
         return ended
+
+    def _observe(self, g: GroupState, now: float, ended: list[tuple[str, Rebalance]]) -> None:
+        tracker = self._trackers.setdefault(g.group_id, RebalanceTracker())
+        members = {m.member_id: RbMember(m.client_id, m.host, frozenset((a[0], int(a[1])) for a in m.assignment))
+                   for m in g.members}
+        ended += [(g.group_id, r) for r in tracker.observe(Observation(now, g.state, g.generation, members))]
+
+    @staticmethod
+    def _caught_up_and_unchanged(last: GroupState, g: GroupState, ends: dict[tuple[str, int], int]) -> bool:
+        if last.status != "OK" or last.offsets != g.offsets or last.members != g.members or last.state != g.state \
+                or last.generation != g.generation or last.broker_lag != g.broker_lag or not g.offsets:
+            return False
+        for key, committed in g.offsets.items():
+            topic, _, part = key.rpartition(":")
+            if ends.get((topic, int(part))) != committed:
+                return False
+        return True
 
     def _record_rebalances(self, ended: list[tuple[str, Rebalance]]) -> None:
         if not ended:
@@ -573,6 +620,7 @@ class ClusterWatcher:
                 self._next_sizes = now + settings.WATCHER_SIZES_INTERVAL
             except GatewayError:
                 log.info("could not read log dir sizes of %s", self.cluster)
+        self.groups_evaluation_changed = True  # unless the evaluation below says otherwise
         if groups is not None:
             try:
                 evaluated = time.monotonic()
@@ -601,7 +649,9 @@ class ClusterWatcher:
             if sizes is not None:
                 dirty |= {tp[0] for tp, v in sizes.items() if self._sizes.get(tp) != v}
             dirty |= {t for t in rates.keys() | self._rates.keys() if rates.get(t) != self._rates.get(t)}
-            groups_changed = groups is not None and groups != self._groups
+            groups_changed = groups is not None and (
+                self._groups is None or self.groups_evaluation_changed
+                or any(self._groups.get(gid) is not g for gid, g in groups.items()) or len(groups) != len(self._groups))
             self._ends, self._starts, self._rates = ends, starts, rates
             self._offsets_at = started
             if sizes is not None:
