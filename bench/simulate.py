@@ -296,8 +296,8 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
             for when, topic, partition, leader in moves:
                 pending[(topic, partition)] = (when, leader)
             for key, (when, leader) in list(pending.items()):
-                t = snap.topics.get(key[0])
-                if t is not None and t.partitions[key[1]].leader == leader:
+                shown = snap.topics.get(key[0])
+                if shown is not None and shown.partitions[key[1]].leader == leader:
                     pushes.append(published - when)
                     del pending[key]
         stop.wait(max(0.05, 0.25 * elapsed, settings.WATCHER_METADATA_INTERVAL - elapsed))
@@ -354,4 +354,4 @@ def append(args: argparse.Namespace, r: dict[str, Any]) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -28,8 +28,9 @@ def list_params(params: Mapping[str, str]) -> dict[str, Any]:
 
 def groups_context(live: Live, params: dict[str, Any]) -> dict[str, Any]:
     page = services.groups_page(live.snapshot, **params) if live.snapshot else None
+    rows_html = listing.rendered_rows("consumers_app/_group_row.html", live.cluster, "g", page.rows) if page else []
     return {"live": live, "groups": page, "params": params, "sorts": services.SORTS, "states": services.STATES,
-            "kinds": services.KINDS}
+            "kinds": services.KINDS, "rows_html": rows_html}
 
 
 def groups_fragment(live: Live, params: Mapping[str, str]) -> dict[str, str]:

@@ -83,7 +83,8 @@ def list_params(params: Mapping[str, str]) -> dict[str, Any]:
 
 def topics_context(live: Live, params: dict[str, Any]) -> dict[str, Any]:
     page = services.topics_page(live.snapshot, **params) if live.snapshot else None
-    return {"live": live, "topics": page, "params": params, "sorts": services.SORTS}
+    rows_html = listing.rendered_rows("topics_app/_topic_row.html", live.cluster, "t", page.rows) if page else []
+    return {"live": live, "topics": page, "params": params, "sorts": services.SORTS, "rows_html": rows_html}
 
 
 def topics_fragment(live: Live, params: Mapping[str, str]) -> dict[str, str]:

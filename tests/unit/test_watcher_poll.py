@@ -75,6 +75,7 @@ def test_changed_metadata_a_new_sample_or_a_new_controller_rebuild_the_snapshot(
     with watcher._offsets_lock:  # what the sampling thread does after storing offsets
         watcher._ends = {("orders", 0): 42}
         watcher._offsets_at = 104.5
+        watcher._dirty_topics.add("orders")  # the topics whose offsets changed
         watcher._sample_gen += 1
     snap = step(watcher, 105.0)
     assert not watcher.unchanged and snap.topics["orders"].partitions[0].end_offset == 42
