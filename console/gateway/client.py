@@ -213,6 +213,7 @@ class ClusterGateway:
         self._admin: AdminClient | None = None
         self._admin_born = 0.0
         self._kp_slots: dict[str, _KafkaPythonSlot] = {}
+        self._topic_cache: dict[str, tuple[Any, Topic]] = {}  # topic -> (librdkafka's raw fields, the Topic built from them)
         # How often a client was replaced after a retriable error, and the retries that followed
         # (bench/leadermove.py reads them).
         self.renewals = 0
@@ -396,7 +397,20 @@ class ClusterGateway:
                 )
             )
             topics = []
+            cache = self._topic_cache
+            fresh: dict[str, tuple[Any, Topic]] = {}
             for name, tm in md.topics.items():
+                # librdkafka hands back new objects every time; comparing their raw fields is cheaper
+                # than building a Topic of Partitions, and an unchanged topic then comes back as the
+                # same object, which lets the watcher skip it by identity.
+                raw = (tm.error.code() if tm.error is not None else 0,
+                       tuple((pm.id, pm.leader, tuple(pm.replicas), tuple(pm.isrs),
+                              pm.error.code() if pm.error is not None else 0) for pm in tm.partitions.values()))
+                known = cache.get(name)
+                if known is not None and known[0] == raw:
+                    fresh[name] = known
+                    topics.append(known[1])
+                    continue
                 parts = tuple(
                     sorted(
                         (
@@ -414,7 +428,10 @@ class ClusterGateway:
                     )
                 )
                 error = tm.error.str() if tm.error is not None and tm.error.code() != 0 else None
-                topics.append(Topic(name=name, internal=name in INTERNAL_TOPICS, partitions=parts, error=error))
+                topic = Topic(name=name, internal=name in INTERNAL_TOPICS, partitions=parts, error=error)
+                fresh[name] = (raw, topic)
+                topics.append(topic)
+            self._topic_cache = fresh
             topics.sort(key=lambda t: t.name)
             return ClusterMetadata(cluster_id=md.cluster_id, brokers=brokers, topics=tuple(topics))
 

@@ -1,0 +1,39 @@
+"""The gateway's metadata: an unchanged topic comes back as the same Topic object (no Kafka: a stand-in
+for librdkafka's admin client)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+from console.gateway.client import ClusterGateway
+from console.gateway.config import ClusterConfig
+
+
+class Admin:
+    def __init__(self) -> None:
+        self.leaders = {"orders": 1, "logs": 2}
+
+    def list_topics(self, timeout: float) -> Any:
+        def part(pid: int, leader: int) -> Any:
+            return SimpleNamespace(id=pid, leader=leader, replicas=[1, 2], isrs=[1, 2], error=None)
+
+        topics = {name: SimpleNamespace(error=None, partitions={0: part(0, leader), 1: part(1, 2)})
+                  for name, leader in self.leaders.items()}
+        brokers = {b: SimpleNamespace(id=b, host="h", port=9092, rack=None) for b in (1, 2)}
+        return SimpleNamespace(cluster_id="c1", brokers=brokers, topics=topics)
+
+
+def test_an_unchanged_topic_is_the_same_object_and_a_changed_one_is_rebuilt() -> None:
+    gw = ClusterGateway(ClusterConfig(name="x", bootstrap_servers="127.0.0.1:9"), timeout=1.0)
+    admin = Admin()
+    gw._admin_client = lambda: admin  # type: ignore[method-assign]
+    first = {t.name: t for t in gw.metadata().topics}
+    admin.leaders["orders"] = 2
+    second = {t.name: t for t in gw.metadata().topics}
+    assert second["logs"] is first["logs"]
+    assert second["orders"] is not first["orders"]
+    assert [p.leader for p in second["orders"].partitions] == [2, 2]
+    del admin.leaders["logs"]
+    third = {t.name: t for t in gw.metadata().topics}
+    assert list(third) == ["orders"] and third["orders"] is second["orders"]
