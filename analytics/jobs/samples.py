@@ -332,20 +332,3 @@ def group_offsets(samples: DataFrame) -> DataFrame:
     return samples.filter((F.col("kind") == GROUP) & F.col("topic").isNotNull()).mapInArrow(rows, schema).dropDuplicates(
         ["cluster", "group_id", "topic", "partition", "time_ms"])
 
-
-def group_members(samples: DataFrame) -> DataFrame:
-    """Member counts: cluster, group_id, time_ms, members (null when not known), one row per group sample."""
-    def rows(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            keys = zip(batch.column("cluster").to_pylist(), batch.column("group_id").to_pylist(), strict=True)
-            for (cluster, group), chunk in zip(keys, chunks_of(batch), strict=True):
-                members = chunk.members if chunk.members is not None else np.full(len(chunk.times), UNKNOWN)
-                yield pa.RecordBatch.from_pydict({
-                    "cluster": pa.array([cluster] * len(members), pa.string()),
-                    "group_id": pa.array([group] * len(members), pa.string()),
-                    "time_ms": pa.array(chunk.times),
-                    "members": pa.array(members.astype(np.int32), mask=members == UNKNOWN),
-                })
-
-    return samples.filter(F.col("kind") == GROUP).mapInArrow(
-        rows, "cluster string, group_id string, time_ms long, members int").dropDuplicates(["cluster", "group_id", "time_ms"])
