@@ -264,7 +264,9 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
         import cProfile
         import pstats
 
-        watcher.sample_offsets()
+        for _ in range(2):  # warm: what a steady sampling pass costs, not the first ones
+            watcher.sample_offsets()
+            time.sleep(settings.WATCHER_OFFSETS_INTERVAL)
         model.step(args.change_rate, 1.0)
         for name, fn in (("metadata cycle", watcher.cycle), ("sampling", watcher.sample_offsets)):
             profile = cProfile.Profile()

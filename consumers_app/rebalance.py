@@ -209,6 +209,8 @@ def _changed(before: Observation, after: Observation) -> bool:
     """Whether a rebalance happened between two settled observations that polling did not see."""
     if before.generation is not None and after.generation is not None and before.generation != after.generation:
         return True
+    if before.members is after.members:
+        return False  # the same describe's mapping, carried over by the watcher
     return _owners(before) != _owners(after) or before.members.keys() != after.members.keys()
 
 

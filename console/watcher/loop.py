@@ -15,6 +15,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from operator import itemgetter
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -30,6 +31,7 @@ from console.gateway.types import ClusterMetadata, Quorum
 from console.realtime import cluster_group
 from console.watcher import store
 from console.watcher.diff import Change, diff
+from console.watcher.history import LagHistoryFilter
 from console.watcher.samples import SampleWriter
 from console.watcher.snapshot import (
     BrokerState,
@@ -46,7 +48,7 @@ from consumers_app.lagstatus import LagWindows, PartitionResult, evaluate_group,
 from consumers_app.models import Rebalance as RebalanceRow
 from consumers_app.rebalance import Member as RbMember
 from consumers_app.rebalance import Observation, Rebalance, RebalanceTracker
-from consumers_app.timelag import OffsetTimeTable, group_time_lag, time_lag
+from consumers_app.timelag import OffsetTimeTables, group_time_lag, time_lag
 
 log = logging.getLogger(__name__)
 
@@ -185,11 +187,10 @@ def build_snapshot(
 
 def produce_rates(before: dict[tuple[str, int], int], after: dict[tuple[str, int], int], seconds: float) -> dict[str, float]:
     """Messages per second per topic between two samples of end offsets (partitions in both)."""
-    totals: dict[str, int] = {}
-    for key, end in after.items():
-        start = before.get(key)
-        if start is not None:
-            totals[key[0]] = totals.get(key[0], 0) + max(0, end - start)
+    totals = dict.fromkeys({key[0] for key in after.keys() & before.keys()}, 0)
+    # Only the partitions that moved add anything (most of a large cluster's do not).
+    for topic, n in [(key[0], end - before[key]) for key, end in after.items() if key in before and before[key] != end]:
+        totals[topic] += max(0, n)
     return {topic: round(n / seconds, 2) for topic, n in totals.items()}
 
 
@@ -223,8 +224,16 @@ class ClusterWatcher:
         self._groups: dict[str, GroupState] | None = None
         # One window entry per offsets sample: samples closer than half the interval replace the last.
         self._lag_windows = LagWindows(min_distance=settings.WATCHER_OFFSETS_INTERVAL * 0.5)
-        self._time_tables: dict[tuple[str, int], OffsetTimeTable] = {}
+        self._time_tables = OffsetTimeTables()
         self._trackers: dict[str, RebalanceTracker] = {}
+        self._history = LagHistoryFilter()
+        self._partitions_of: tuple[Snapshot | None, list[tuple[str, int]]] = (None, [])  # what to sample, per snapshot
+        self._retained: list[frozenset[tuple[str, str, int]]] | None = None  # the key sets of the last retain, when all were skipped
+        # Derived once per group state (a state carried over is the same object): the tracker's
+        # member mapping and the (topic, partition, committed) entries with their window keys.
+        self._members_cache: dict[str, tuple[list[MemberState], dict[str, RbMember]]] = {}
+        self._entries_cache: dict[str, tuple[dict[str, int], tuple[tuple[str, int, int], ...], frozenset[tuple[str, str, int]],
+                                             Any, Any]] = {}
         self._group_cache: dict[str, tuple[Any, Any, Any, GroupState]] = {}
         self.groups_evaluation_changed = True  # group -> (described, committed, share offsets, state)
         self._pending_events: list[Event] = []
@@ -485,10 +494,11 @@ class ClusterWatcher:
             tuple[str, Rebalance]]:
         """Lag status (Burrow's rules), time lag (kafka-lag-exporter's interpolation) and rebalances,
         from this sample's committed and end offsets; the windows live across samples."""
-        for tp_key, end_offset in ends.items():
-            self._time_tables.setdefault(tp_key, OffsetTimeTable()).add(end_offset, now)
+        self._time_tables.add_all(ends, now)
         ended: list[tuple[str, Rebalance]] = []
         live_keys: set[tuple[str, str, int]] = set()
+        key_sets: list[frozenset[tuple[str, str, int]]] = []  # the keys of the groups skipped
+        all_skipped = True
         history: dict[str, tuple[float, int, float | None]] = {}
         before = self._groups or {}
         changed = groups.keys() != before.keys()
@@ -501,15 +511,14 @@ class ClusterWatcher:
                 # of its log (lag 0 is OK whatever the window holds, time lag 0). Most groups of an
                 # idle cluster. Their windows still note the commit, as the evaluation would have.
                 g.status, g.time_lag, g.lag = last.status, last.time_lag, last.lag
-                committing = bool(g.members)
-                for key, committed in g.offsets.items():
-                    topic, _, part = key.rpartition(":")
-                    live_keys.add((g.group_id, topic, int(part)))
-                    self._lag_windows.record(g.group_id, topic, int(part), committed, committed, now, committing=committing)
+                entries, keys = self._entries_of(g)
+                key_sets.append(keys)
+                self._lag_windows.note_caught_up(g.group_id, entries, now, committing=bool(g.members))
                 history[g.group_id] = (round(now, 2), 0, g.time_lag)
                 self.group_stats["groups_skipped"] = int(self.group_stats.get("groups_skipped", 0)) + 1
                 self._observe(g, now, ended)
                 continue
+            all_skipped = False
             was = (g.status, g.time_lag, dict(g.lag)) if last is g else None  # a state carried over: did it change?
             for key, committed in g.offsets.items():
                 topic, _, part = key.rpartition(":")
@@ -534,28 +543,63 @@ class ClusterWatcher:
             self._observe(g, now, ended)
             changed = changed or was is None or was != (g.status, g.time_lag, g.lag)
         self.groups_evaluation_changed = changed
-        self._lag_windows.retain(live_keys)
-        store.append_lag_history(self.cluster, history)
+        # Every group skipped with the same window keys as last time: nothing to forget (skipped
+        # groups only ever record windows among their keys).
+        last_sets = self._retained
+        if not (all_skipped and last_sets is not None and len(key_sets) == len(last_sets)
+                and all(a is b for a, b in zip(key_sets, last_sets, strict=True))):
+            for keys in key_sets:
+                live_keys |= keys
+            self._lag_windows.retain(live_keys)
+        self._retained = key_sets if all_skipped else None
+        written, trim = self._history.select(history)
+        if store.append_lag_history(self.cluster, written, trim=trim):
+            self._history.stored(written, trim)
+        self._history.retain(groups)
         for gid in set(self._trackers) - set(groups):
             del self._trackers[gid]
+        for cache in (self._members_cache, self._entries_cache):
+            for gid in cache.keys() - groups.keys():
+                del cache[gid]
         return ended
 
     def _observe(self, g: GroupState, now: float, ended: list[tuple[str, Rebalance]]) -> None:
         tracker = self._trackers.setdefault(g.group_id, RebalanceTracker())
-        members = {m.member_id: RbMember(m.client_id, m.host, frozenset((a[0], int(a[1])) for a in m.assignment))
-                   for m in g.members}
+        cached = self._members_cache.get(g.group_id)
+        if cached is not None and cached[0] is g.members:
+            members = cached[1]  # a state carried over: the same mapping (the tracker compares it by identity first)
+        else:
+            members = {m.member_id: RbMember(m.client_id, m.host, frozenset((a[0], int(a[1])) for a in m.assignment))
+                       for m in g.members}
+            self._members_cache[g.group_id] = (g.members, members)
         ended += [(g.group_id, r) for r in tracker.observe(Observation(now, g.state, g.generation, members))]
 
-    @staticmethod
-    def _caught_up_and_unchanged(last: GroupState, g: GroupState, ends: dict[tuple[str, int], int]) -> bool:
-        if last.status != "OK" or last.offsets != g.offsets or last.members != g.members or last.state != g.state \
-                or last.generation != g.generation or last.broker_lag != g.broker_lag or not g.offsets:
+    def _entries_of(self, g: GroupState) -> tuple[tuple[tuple[str, int, int], ...], frozenset[tuple[str, str, int]]]:
+        """(topic, partition, committed) of each committed offset, and the windows' keys; once per state."""
+        cached = self._entries_cache.get(g.group_id)
+        if cached is not None and cached[0] is g.offsets:
+            return cached[1], cached[2]
+        entries = tuple((topic, int(part), committed) for key, committed in g.offsets.items()
+                        for topic, _, part in (key.rpartition(":"),))
+        keys = frozenset((g.group_id, t, p) for t, p, _ in entries)
+        # The end offsets of its partitions in one C call, to compare with the committed ones.
+        getter = itemgetter(*[(t, p) for t, p, _ in entries]) if entries else None
+        committed = tuple(c for _, _, c in entries) if len(entries) != 1 else entries[0][2]
+        self._entries_cache[g.group_id] = (g.offsets, entries, keys, getter, committed)
+        return entries, keys
+
+    def _caught_up_and_unchanged(self, last: GroupState, g: GroupState, ends: dict[tuple[str, int], int]) -> bool:
+        if last.status != "OK" or not g.offsets:
             return False
-        for key, committed in g.offsets.items():
-            topic, _, part = key.rpartition(":")
-            if ends.get((topic, int(part))) != committed:
-                return False
-        return True
+        if last is not g and (last.offsets != g.offsets or last.members != g.members or last.state != g.state
+                              or last.generation != g.generation or last.broker_lag != g.broker_lag):
+            return False
+        self._entries_of(g)
+        _, _, _, getter, committed = self._entries_cache[g.group_id]
+        try:
+            return getter is not None and getter(ends) == committed
+        except KeyError:
+            return False  # a partition without an end offset
 
     def _record_rebalances(self, ended: list[tuple[str, Rebalance]]) -> None:
         if not ended:
@@ -602,7 +646,9 @@ class ClusterWatcher:
             return
         # Samples are stamped with the time they were asked for: a change noted before it is in them.
         started = time.time()
-        partitions = [(t.name, p.partition) for t in snap.topics.values() for p in t.partitions if not p.offline]
+        if self._partitions_of[0] is not snap:
+            self._partitions_of = (snap, [(t.name, p.partition) for t in snap.topics.values() for p in t.partitions if not p.offline])
+        partitions = self._partitions_of[1]
         results: dict[str, dict[tuple[str, int], int]] = {}
         for which in ("latest", "earliest"):
             try:

@@ -6,6 +6,7 @@ import json
 import logging
 import threading
 import time
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import orjson
@@ -13,6 +14,8 @@ import redis
 from django.conf import settings
 
 from console.watcher.snapshot import Snapshot
+
+LagPoint = tuple[float, int, float | None]  # (time, total lag, time lag)
 
 log = logging.getLogger(__name__)
 
@@ -106,20 +109,27 @@ def load_stats(cluster: str) -> dict[str, object] | None:
     return None if raw is None else dict(json.loads(raw))
 
 
-def append_lag_history(cluster: str, points: dict[str, tuple[float, int, float | None]], keep: int = 1200) -> None:
-    """One point per group per sample (time, total lag, time lag); about an hour is kept."""
+def append_lag_history(cluster: str, points: Mapping[str, LagPoint | list[LagPoint]], keep: int = 1200,
+                       trim: Collection[str] | None = None) -> bool:
+    """Points (time, total lag, time lag; one or a list) appended to each group's history; at least
+    an hour is kept.
+    Only the groups in `trim` (all when None) are trimmed to `keep` points and their expiry renewed:
+    the watcher does that every so many points, not with each one. False when Redis failed."""
     if not points:
-        return
+        return True
     try:
         pipe = client().pipeline(transaction=False)
         for group, point in points.items():
             key = f"console:lag:{cluster}:{group}"
-            pipe.rpush(key, orjson.dumps(point))
-            pipe.ltrim(key, -keep, -1)
-            pipe.expire(key, 7200)
+            pipe.rpush(key, *[orjson.dumps(p) for p in (point if isinstance(point, list) else [point])])
+            if trim is None or group in trim:
+                pipe.ltrim(key, -keep, -1)
+                pipe.expire(key, 7200)
         pipe.execute()
+        return True
     except redis.RedisError:
         log.debug("cannot store lag history", exc_info=True)
+        return False
 
 
 def lag_history(cluster: str, group: str, since: float) -> list[list[Any]]:

@@ -252,8 +252,8 @@ def test_cancel_midway_puts_the_replicas_back_and_removes_the_throttles(four_nod
     page.emulate_media(color_scheme="dark")
     page.screenshot(path=str(OUTPUT / "reassignment-progress-dark.png"), full_page=True)
     page.emulate_media(color_scheme="light")
-    assert throttle_configs(stack, [topic], [4]) != [], "the throttle is set while the job runs"
     mid = job(stack, job_id)
+    assert throttle_configs(stack, [topic], [4]) != [], f"the throttle is set while the job runs: {mid}"
     assert mid["state"] == "running" and mid["progress"]["partitions_done"] < 4, mid["progress"]
 
     r = post(stack, f"{API}{job_id}/", {"action": "cancel"})
