@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from analytics.records import read_record
-from console.watcher.samples import build_records
+from analytics.sampling import build_records
 from console.watcher.snapshot import GroupState, MemberState
 
 
@@ -55,7 +55,7 @@ class RefusingGateway:
 
 
 def test_a_cluster_that_refuses_the_sample_topic_gets_one_sentence_and_is_asked_again_later(settings, monkeypatch) -> None:
-    import console.watcher.samples as samples
+    import analytics.sampling as samples
 
     settings.ANALYTICS_SAMPLES = True
     clock = [1000.0]
@@ -72,7 +72,7 @@ def test_a_cluster_that_refuses_the_sample_topic_gets_one_sentence_and_is_asked_
 
 
 def test_samples_off_writes_nothing_and_asks_nothing(settings) -> None:
-    from console.watcher.samples import SampleWriter
+    from analytics.sampling import SampleWriter
 
     settings.ANALYTICS_SAMPLES = False
     gw = RefusingGateway()

@@ -1,0 +1,126 @@
+"""What the apps add to the watcher, registered from their AppConfig.ready(): console/ imports no app.
+
+- brokers_app: where events are kept (`register_events`): the watcher hands it event rows and
+  broadcasts what it returns;
+- consumers_app: the evaluation of consumer groups (`register_group_evaluation`): lag status, time
+  lag, lag history, rebalances, from each offsets sample;
+- analytics: what is written for the Spark jobs at each sample (`register_samples`).
+
+A part nobody registered is a no-op (a test settings module without that app, say).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+from console.watcher.snapshot import GroupState
+
+
+@dataclass(frozen=True)
+class EventRow:
+    """An event as the watcher finds it; the registered store keeps it and says how it is shown."""
+
+    cluster: str
+    at: datetime
+    kind: str
+    severity: str
+    message: str
+    topic: str | None = None
+    partition: int | None = None
+    broker: int | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+class EventStore(Protocol):
+    def save(self, rows: list[EventRow]) -> list[dict[str, Any]]:
+        """Keep these events; their dicts as the API and the live pages show them (ids included)."""
+
+
+EmitEvents = Callable[[list[EventRow]], None]
+
+
+class GroupEvaluator(Protocol):
+    """One cluster's consumer groups across samples (the windows and trackers live in it)."""
+
+    changed: bool  # the last evaluation changed a status, time lag or lag, or the set of groups
+    stats: dict[str, float | int]
+
+    def evaluate(self, groups: dict[str, GroupState], before: Mapping[str, GroupState] | None,
+                 ends: Mapping[tuple[str, int], int], now: float) -> None:
+        """Set status, time lag and lag on `groups` from this sample (`before`: the last sample's
+        states, some of which may be the same objects, carried over)."""
+
+
+class SampleWriter(Protocol):
+    records: int  # written so far
+    seconds: float  # spent writing so far
+    refused: str | None  # why the cluster refuses the samples, while it does
+
+    def write(self, time_s: float, ends: Mapping[tuple[str, int], int], sizes: Mapping[tuple[str, int], Mapping[int, int]] | None,
+              groups: Mapping[str, GroupState] | None, brokers: int) -> str | None:
+        """Write this sample; a sentence when the cluster refused it (raised once as an event)."""
+
+
+GroupEvaluatorFactory = Callable[[str, bool, EmitEvents], GroupEvaluator]  # (cluster, incremental, emit)
+SampleWriterFactory = Callable[[str, Any], SampleWriter]  # (cluster, gateway)
+
+
+class _NoEvents:
+    def save(self, rows: list[EventRow]) -> list[dict[str, Any]]:
+        return [{"cluster": r.cluster, "at": r.at.isoformat(), "kind": r.kind, "severity": r.severity, "message": r.message,
+                 "topic": r.topic, "partition": r.partition, "broker": r.broker, "details": r.details} for r in rows]
+
+
+class _NoEvaluation:
+    def __init__(self) -> None:
+        self.changed = True
+        self.stats: dict[str, float | int] = {}
+
+    def evaluate(self, groups: dict[str, GroupState], before: Mapping[str, GroupState] | None,
+                 ends: Mapping[tuple[str, int], int], now: float) -> None:
+        return None
+
+
+class _NoSamples:
+    def __init__(self) -> None:
+        self.records, self.seconds = 0, 0.0
+        self.refused: str | None = None
+
+    def write(self, time_s: float, ends: Mapping[tuple[str, int], int], sizes: Mapping[tuple[str, int], Mapping[int, int]] | None,
+              groups: Mapping[str, GroupState] | None, brokers: int) -> str | None:
+        return None
+
+
+_events: EventStore = _NoEvents()
+_group_evaluation: GroupEvaluatorFactory = lambda cluster, incremental, emit: _NoEvaluation()  # noqa: E731
+_samples: SampleWriterFactory = lambda cluster, gw: _NoSamples()  # noqa: E731
+
+
+def register_events(store: EventStore) -> None:
+    global _events
+    _events = store
+
+
+def register_group_evaluation(factory: GroupEvaluatorFactory) -> None:
+    global _group_evaluation
+    _group_evaluation = factory
+
+
+def register_samples(factory: SampleWriterFactory) -> None:
+    global _samples
+    _samples = factory
+
+
+def events() -> EventStore:
+    return _events
+
+
+def group_evaluator(cluster: str, incremental: bool, emit: EmitEvents) -> GroupEvaluator:
+    return _group_evaluation(cluster, incremental, emit)
+
+
+def sample_writer(cluster: str, gw: Any) -> SampleWriter:
+    return _samples(cluster, gw)
