@@ -6,7 +6,15 @@ class BrokersAppConfig(AppConfig):
     verbose_name = "Brokers and events"
 
     def ready(self) -> None:
+        from brokers_app import services, views
         from brokers_app.watching import EventTable
+        from console import live
         from console.watcher import registry
 
         registry.register_events(EventTable())
+        live.register_live_state(lambda cluster: services.live(cluster, fresh=False))
+        live.register_fragment("overview", views.overview_fragment)
+        live.register_events(live.EventsView(filters=views.event_filters, matches=services.event_matches, rows=views.event_rows))
+        live.register_view("reassignments")
+        live.register_on_message("reassignment.progress", live.OnMessage(
+            "reassignment", views.job_fragment, wants=lambda params, message: params.get("job") == str(message["job"])))

@@ -6,7 +6,11 @@ class ConsumersAppConfig(AppConfig):
     verbose_name = "Consumer groups"
 
     def ready(self) -> None:
+        from console import live
         from console.watcher import registry
+        from consumers_app import views
         from consumers_app.watching import GroupEvaluation
 
         registry.register_group_evaluation(GroupEvaluation)
+        live.register_fragment("groups", views.groups_fragment)
+        live.register_fragment("group", views.detail_fragment)

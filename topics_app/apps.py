@@ -4,3 +4,12 @@ from django.apps import AppConfig
 class TopicsAppConfig(AppConfig):
     name = "topics_app"
     verbose_name = "Topics"
+
+    def ready(self) -> None:
+        from console import live
+        from topics_app import views
+
+        live.register_fragment("layout", views.layout_fragment)
+        live.register_fragment("at_risk", views.at_risk_fragment)
+        live.register_fragment("topics", views.topics_fragment)
+        live.register_fragment("topic", views.detail_fragment)

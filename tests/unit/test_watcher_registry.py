@@ -1,4 +1,4 @@
-"""console.watcher imports no app: the apps register their part from AppConfig.ready()."""
+"""console.watcher and the live pages' websocket import no app: the apps register their part from AppConfig.ready()."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from tests.support import ROOT
 APPS = ("brokers_app", "consumers_app", "topics_app", "analytics")
 
 
-def test_the_watcher_package_imports_no_app():
+def test_the_watcher_package_and_the_websocket_import_no_app():
     found = []
-    for path in sorted((ROOT / "console" / "watcher").glob("*.py")):
+    for path in [*sorted((ROOT / "console" / "watcher").glob("*.py")), ROOT / "console" / "consumers.py", ROOT / "console" / "live.py"]:
         for node in ast.walk(ast.parse(Path(path).read_text())):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
                 [node.module or ""] if isinstance(node, ast.ImportFrom) else []
@@ -29,3 +29,12 @@ def test_the_apps_register_their_parts_when_django_starts():
     assert isinstance(registry.events(), EventTable)
     assert isinstance(registry.group_evaluator("c", True, lambda rows: None), GroupEvaluation)
     assert isinstance(registry.sample_writer("c", object()), SampleWriter)
+
+
+def test_the_apps_register_every_live_view():
+    from console import live
+
+    assert set(live.FRAGMENTS) == {"overview", "layout", "at_risk", "topics", "topic", "groups", "group"}
+    assert live.VIEWS == set(live.FRAGMENTS) | {"events", "status", "reassignment", "reassignments", "analytics", "reports"}
+    assert set(live.ON_MESSAGE) == {"reassignment.progress", "analytics.progress"}
+    assert live.events_view() is not None

@@ -106,3 +106,21 @@ async def test_event_message_with_html_is_escaped(redis_server: str) -> None:
     rows = await comm.receive_json_from(timeout=5)
     assert "<script>" not in rows["html"] and "&lt;script&gt;" in rows["html"]
     await comm.disconnect()
+
+
+async def test_a_job_page_redraws_on_its_own_jobs_progress_only(redis_server: str) -> None:
+    """A message type an app registered (brokers_app: reassignment.progress) reaches only the pages it is for."""
+    from brokers_app.models import ReassignmentJob
+
+    snap = sample_snapshot(version=int(time.time() * 1000))
+    store.save(snap, snap.content_bytes())
+    job = await database_sync_to_async(ReassignmentJob.objects.create)(
+        cluster="local", created_by="op", kind="imported", plan={"version": 1, "partitions": [], "request": {"kind": "imported"}})
+    comm = communicator(f"/ws/clusters/local/live/?view=reassignment&job={job.id}", await a_user())
+    assert (await comm.connect())[0]
+    await get_channel_layer().group_send(cluster_group("local"), {"type": "reassignment.progress", "job": job.id + 1})
+    assert await comm.receive_nothing(timeout=0.5)
+    await get_channel_layer().group_send(cluster_group("local"), {"type": "reassignment.progress", "job": job.id})
+    fragment = await comm.receive_json_from(timeout=5)
+    assert (fragment["type"], fragment["target"]) == ("fragment", "job-progress"), fragment
+    await comm.disconnect()

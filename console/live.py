@@ -1,0 +1,69 @@
+"""What each page's websocket pushes, registered by the apps from AppConfig.ready() (console/
+imports no app): the views a page may open, the fragments re-rendered when the cluster's snapshot
+changes, the events list's filtering and rows, and fragments redrawn on other messages (a
+reassignment job's progress, an analytics run's stages).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+Fragment = Callable[[Any, Mapping[str, str]], dict[str, str]]  # (the cluster's live state, page params) -> {target: html}
+
+
+@dataclass(frozen=True)
+class EventsView:
+    filters: Callable[[Mapping[str, str]], dict[str, Any]]  # page params -> filters (ConsoleError when bad)
+    matches: Callable[..., bool]  # (event dict, **filters) -> shown on that page
+    rows: Callable[[list[dict[str, Any]]], str]  # event dicts -> table rows
+
+
+@dataclass(frozen=True)
+class OnMessage:
+    """A fragment redrawn when a message of this type reaches a page of `view` (and `wants` it)."""
+
+    view: str
+    fragment: Fragment
+    wants: Callable[[Mapping[str, str], Mapping[str, Any]], bool] = lambda params, message: True
+
+
+FRAGMENTS: dict[str, Fragment] = {}
+VIEWS: set[str] = {"status"}  # "status": only the cluster status, no fragments
+ON_MESSAGE: dict[str, OnMessage] = {}
+_events: list[EventsView] = []
+_live: list[Callable[[str], Any]] = []
+
+
+def register_live_state(loader: Callable[[str], Any]) -> None:
+    """How a cluster's live state is read for rendering (the snapshot, without waiting)."""
+    _live[:] = [loader]
+
+
+def register_fragment(view: str, fragment: Fragment) -> None:
+    FRAGMENTS[view] = fragment
+    VIEWS.add(view)
+
+
+def register_view(view: str) -> None:
+    """A view with live status but no fragments of its own (or ones redrawn on messages)."""
+    VIEWS.add(view)
+
+
+def register_events(view: EventsView) -> None:
+    _events[:] = [view]
+    VIEWS.add("events")
+
+
+def register_on_message(message_type: str, handler: OnMessage) -> None:
+    ON_MESSAGE[message_type] = handler
+    VIEWS.add(handler.view)
+
+
+def live_state(cluster: str) -> Any:
+    return _live[0](cluster)
+
+
+def events_view() -> EventsView | None:
+    return _events[0] if _events else None
