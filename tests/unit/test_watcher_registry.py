@@ -35,6 +35,7 @@ def test_the_apps_register_every_live_view():
     from console import live
 
     assert set(live.FRAGMENTS) == {"overview", "layout", "at_risk", "topics", "topic", "groups", "group"}
-    assert live.VIEWS == set(live.FRAGMENTS) | {"events", "status", "reassignment", "reassignments", "analytics", "reports"}
+    expected = set(live.FRAGMENTS) | {"events", "status", "reassignment", "reassignments", "analytics", "reports"}
+    assert expected == live.VIEWS
     assert set(live.ON_MESSAGE) == {"reassignment.progress", "analytics.progress"}
     assert live.events_view() is not None
