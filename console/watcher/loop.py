@@ -37,6 +37,7 @@ from console.watcher.snapshot import (
     QuorumMember,
     QuorumState,
     Snapshot,
+    TopicBytes,
     TopicState,
     no_gc,
 )
@@ -225,6 +226,7 @@ class ClusterWatcher:
         # Topics whose offsets, sizes or rate a sample changed since they were last put in a snapshot.
         self._dirty_topics: set[str] = set()
         self.incremental = incremental
+        self._topic_bytes = TopicBytes() if incremental else None  # each topic's JSON while it is the same object
         self._built_from: dict[str, tuple[Any, int | None]] = {}  # topic -> (its metadata, min ISR) of the last build
         self._built_live: frozenset[int] = frozenset()  # the live brokers of the last build
         self._last_inputs: tuple[Any, ...] | None = None
@@ -395,9 +397,13 @@ class ClusterWatcher:
             snap.topic_groups = {t: sorted(gs) for t, gs in index.items()}
         if at is None:
             return
-        for t in snap.topics.values():
-            if t.name in reused and t.name not in dirty:
-                continue
+        for t in list(snap.topics.values()):
+            if t.name in reused:
+                if t.name not in dirty:
+                    continue
+                # Carried over from the previous snapshot: changed as a copy, so a topic object in a
+                # snapshot never changes (its cached JSON stays true, the previous snapshot intact).
+                t = snap.topics[t.name] = replace(t, partitions=[replace(p) for p in t.partitions])
             if t.name in rates:
                 t.produce_rate = rates[t.name]
             for p in t.partitions:
@@ -565,7 +571,7 @@ class ClusterWatcher:
             content = self._content
         else:
             changes = diff(self.previous, snap)
-            content = snap.content_bytes()
+            content = snap.content_bytes(self._topic_bytes)
         changed = content != self._content
         if changed:
             snap.version = (self.previous.version if self.previous else 0) + 1

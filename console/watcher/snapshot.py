@@ -161,6 +161,35 @@ class GroupState:
         return sorted(names)
 
 
+CONTENT_OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_SORT_KEYS
+
+
+class TopicBytes:
+    """Each topic's JSON, kept while the same TopicState object is in the snapshot.
+
+    The watcher never changes a topic object once it is in a snapshot (a topic whose offsets
+    changed is copied first), so the object's identity says its JSON is still what it was: a cycle
+    serialises only the topics it built or changed."""
+
+    def __init__(self) -> None:
+        self._cache: dict[int, tuple[TopicState, bytes]] = {}
+        self.serialised = 0  # topics serialised by the last call
+
+    def fragments(self, topics: dict[str, TopicState]) -> dict[str, orjson.Fragment]:
+        kept: dict[int, tuple[TopicState, bytes]] = {}
+        out: dict[str, orjson.Fragment] = {}
+        cache, fresh = self._cache, 0
+        for name, t in topics.items():
+            hit = cache.get(id(t))
+            if hit is None or hit[0] is not t:
+                hit = (t, orjson.dumps(t, option=CONTENT_OPTIONS))
+                fresh += 1
+            kept[id(t)] = hit
+            out[name] = orjson.Fragment(hit[1])
+        self._cache, self.serialised = kept, fresh
+        return out
+
+
 @dataclass
 class Snapshot:
     cluster: str
@@ -187,11 +216,14 @@ class Snapshot:
     # cycle). Web processes parse the content once per version and the stamp on every read.
     STAMP_FIELDS = ("version", "taken_at", "checked_at", "offsets_at", "groups_at", "quorum", "quorum_error")
 
-    def content_bytes(self) -> bytes:
-        """Everything but the stamp, as JSON; equal bytes mean nothing changed."""
+    def content_bytes(self, topic_bytes: TopicBytes | None = None) -> bytes:
+        """Everything but the stamp, as JSON; equal bytes mean nothing changed. With `topic_bytes`,
+        each topic already serialised (the same object as then) is not serialised again."""
         blank = replace(self, version=0, taken_at=None, checked_at=None, offsets_at=None, groups_at=None, quorum=None,
                         quorum_error=None)
-        return orjson.dumps(blank, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SORT_KEYS)
+        if topic_bytes is not None:
+            blank.topics = topic_bytes.fragments(self.topics)  # type: ignore[assignment]
+        return orjson.dumps(blank, option=CONTENT_OPTIONS)
 
     def stamp_bytes(self) -> bytes:
         return orjson.dumps({name: getattr(self, name) for name in self.STAMP_FIELDS})

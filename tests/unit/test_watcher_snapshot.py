@@ -330,3 +330,19 @@ def test_stamp_round_trip_restores_version_timestamps_and_quorum():
     blank = Snapshot.from_json(snap.content_bytes())
     blank.apply_stamp(snap.stamp_bytes())
     assert blank == snap
+
+
+def test_content_serialised_through_the_topic_cache_is_the_same_bytes_and_reserialises_only_new_topics():
+    from dataclasses import replace
+
+    from console.watcher.snapshot import TopicBytes
+
+    snap = snapshot(topic("orders", part(0, end_offset=5), part(1, leader=2)), topic("a\"<odd>/é", min_isr=2), topic("b"))
+    cache = TopicBytes()
+    assert snap.content_bytes(cache) == snap.content_bytes() and cache.serialised == 3
+    assert snap.content_bytes(cache) == snap.content_bytes() and cache.serialised == 0
+    # A changed topic is a new object: only it is serialised again; a gone one leaves the cache.
+    later = replace(snap, topics={**snap.topics, "orders": replace(snap.topics["orders"], produce_rate=4.5)})
+    del later.topics["b"]
+    assert later.content_bytes(cache) == later.content_bytes() and cache.serialised == 1
+    assert later.content_bytes() != snap.content_bytes()

@@ -15,6 +15,7 @@ from django.test import override_settings
 
 from bench.simulate import SPURIOUS_KINDS, Model, SimGateway
 from brokers_app.models import Event
+from console.watcher import store
 from console.watcher.loop import ClusterWatcher
 
 pytestmark = pytest.mark.django_db
@@ -111,4 +112,7 @@ def test_the_incremental_watcher_builds_what_the_full_rebuild_builds(redis_serve
                 reused += 0 if fast.unchanged else fast.topics_reused
                 assert a.content_bytes().replace(b"sim-inc-", b"sim-x-") == b.content_bytes().replace(b"sim-full-", b"sim-x-"), (seed, i)
                 assert (a.offsets_at, a.groups_at) == (b.offsets_at, b.groups_at), (seed, i)
+                # What the incremental watcher stored (assembled from its per-topic JSON cache) is
+                # that snapshot too.
+                assert store.load(f"sim-inc-{seed}").content_bytes() == a.content_bytes(), (seed, i)
             assert reused > 100, reused  # the incremental path did carry topics over
