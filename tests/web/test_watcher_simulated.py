@@ -114,5 +114,6 @@ def test_the_incremental_watcher_builds_what_the_full_rebuild_builds(redis_serve
                 assert (a.offsets_at, a.groups_at) == (b.offsets_at, b.groups_at), (seed, i)
                 # What the incremental watcher stored (assembled from its per-topic JSON cache) is
                 # that snapshot too.
-                assert store.load(f"sim-inc-{seed}").content_bytes() == a.content_bytes(), (seed, i)
+                stored = store.load(f"sim-inc-{seed}")
+                assert stored is not None and stored.content_bytes() == a.content_bytes(), (seed, i)
             assert reused > 100, reused  # the incremental path did carry topics over
