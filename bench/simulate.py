@@ -23,6 +23,7 @@ Needs Redis (started here on the test port) and the test database (migrated here
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import random
 import resource
@@ -226,7 +227,7 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
     call_command("migrate", verbosity=0)
     settings.ANALYTICS_SAMPLES = False  # what the watcher writes for analytics is measured by bench.samples_overhead
     from brokers_app.models import Event
-    from console.watcher.loop import ClusterWatcher
+    from console.watcher.loop import ClusterWatcher, tune_gc
 
     built = time.monotonic()
     model = Model(args.partitions, args.groups, args.brokers, args.partitions_per_topic)
@@ -260,6 +261,17 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
 
     # The first cycle builds everything: not part of the steady state measured.
     watcher.cycle()
+    tune_gc()  # as run_cluster does after its first cycle
+    gc_time = {"seconds": 0.0, "started": 0.0, "collections": 0}
+
+    def on_gc(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            gc_time["started"] = time.perf_counter()
+        else:
+            gc_time["seconds"] += time.perf_counter() - gc_time["started"]
+            gc_time["collections"] += 1
+
+    gc.callbacks.append(on_gc)
     if args.profile:
         import cProfile
         import pstats
@@ -325,6 +337,9 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
         "cpu_cycle_fraction": round(cpu["cycle"] / wall, 3),
         "cpu_sampling_fraction": round(cpu["sampling"] / wall, 3),
         "max_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        # Python's cyclic garbage collector, whichever thread it ran in (the model's included).
+        "gc_fraction": round(gc_time["seconds"] / wall, 3),
+        "gc_collections": gc_time["collections"],
         "push_p50_seconds": round(statistics.median(pushes), 3) if pushes else None,
         "push_max_seconds": round(max(pushes), 3) if pushes else None,
         "leader_moves": len(model.moves),

@@ -6,6 +6,7 @@ few requests per cycle however many browsers are watching.
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import resource
@@ -216,7 +217,7 @@ class ClusterWatcher:
         self._groups: dict[str, GroupState] | None = None
         self._group_cache: dict[str, tuple[Any, Any, Any, GroupState]] = {}  # group -> (described, committed, share offsets, state)
         self.groups_evaluation_changed = True
-        self._partitions_of: tuple[Snapshot | None, list[tuple[str, int]]] = (None, [])  # what to sample, per snapshot
+        self._partitions_of: tuple[dict[str, TopicState] | None, list[tuple[str, int]]] = (None, [])  # what to sample, per topics
         self._pending_events: list[dict[str, Any]] = []  # events the sampling thread found, as broadcast
         self.groups_evaluator = registry.group_evaluator(cluster, incremental, self._emit)
         self._groups_at: float | None = None
@@ -375,8 +376,9 @@ class ClusterWatcher:
             log.info("could not re-read topic configs of %s", self.cluster)
             return
         with self._offsets_lock:
-            self._min_isr = found
-            self._sample_gen += 1
+            if found != self._min_isr:  # the same configs make no new snapshot
+                self._min_isr = found
+                self._sample_gen += 1
         self.next_configs = time.time() + settings.WATCHER_CONFIGS_INTERVAL
 
     def _apply_offsets(self, snap: Snapshot, reused: frozenset[str] = frozenset()) -> None:
@@ -496,8 +498,9 @@ class ClusterWatcher:
             return
         # Samples are stamped with the time they were asked for: a change noted before it is in them.
         started = time.time()
-        if self._partitions_of[0] is not snap:
-            self._partitions_of = (snap, [(t.name, p.partition) for t in snap.topics.values() for p in t.partitions if not p.offline])
+        if self._partitions_of[0] is not snap.topics:  # (a cycle that changed nothing keeps the topics dict)
+            self._partitions_of = (snap.topics, [(t.name, p.partition) for t in snap.topics.values() for p in t.partitions
+                                                 if not p.offline])
         partitions = self._partitions_of[1]
         results: dict[str, dict[tuple[str, int], int]] = {}
         for which in ("latest", "earliest"):
@@ -653,6 +656,16 @@ class ClusterWatcher:
         return True
 
 
+def tune_gc() -> None:
+    """For the watcher's process, once its first snapshot is built: what exists then (settings,
+    clients, the snapshot's objects) is moved out of the collector's sight, and young objects are
+    collected less often. A sample allocates hundreds of thousands of short-lived objects, and the
+    default thresholds made the collector walk the whole heap many times a minute."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 20)
+
+
 def run_offsets(watcher: ClusterWatcher, stop: threading.Event, active: threading.Event) -> None:
     while not stop.is_set():
         started = time.monotonic()
@@ -673,7 +686,7 @@ def run_cluster(cluster: str, stop: threading.Event, lease_ttl: float = 10.0) ->
     owner = f"{socket.gethostname()}:{os.getpid()}"
     watcher = ClusterWatcher(cluster, owner)
     watcher.load_previous()
-    active = False
+    active = tuned = False
     sampling = threading.Event()
     threading.Thread(target=run_offsets, args=(watcher, stop, sampling), name=f"offsets-{cluster}", daemon=True).start()
     while not stop.is_set():
@@ -690,6 +703,9 @@ def run_cluster(cluster: str, stop: threading.Event, lease_ttl: float = 10.0) ->
                 sampling.set()
             try:
                 watcher.cycle()
+                if not tuned:
+                    tune_gc()
+                    tuned = True
             except Exception:
                 log.exception("watcher cycle for %s failed", cluster)
         elif active:
