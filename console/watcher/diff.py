@@ -118,10 +118,12 @@ def _topic(old: TopicState, new: TopicState) -> list[Change]:
             )
         )
     before = {p.partition: p for p in old.partitions}
+    same_min = old.min_isr == new.min_isr
     for p in new.partitions:
         q = before.get(p.partition)
-        if q is not None:
-            changes += _partition(new.name, q, p, old.min_isr, new.min_isr)
+        if q is None or (same_min and (q is p or (q.leader == p.leader and q.isr == p.isr and q.replicas == p.replicas))):
+            continue  # nothing an event is made of changed (offsets and sizes make none)
+        changes += _partition(new.name, q, p, old.min_isr, new.min_isr)
     return changes
 
 

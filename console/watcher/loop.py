@@ -217,6 +217,8 @@ class ClusterWatcher:
         self._groups: dict[str, GroupState] | None = None
         self._group_cache: dict[str, tuple[Any, Any, Any, GroupState]] = {}  # group -> (described, committed, share offsets, state)
         self.groups_evaluation_changed = True
+        self._group_topics: dict[str, tuple[GroupState, list[str]]] = {}  # the topics each group state reads
+        self._sizes_converted: tuple[Any, dict[tuple[str, int], dict[str, int]]] = (None, {})  # per sizes sample
         self._partitions_of: tuple[dict[str, TopicState] | None, list[tuple[str, int]]] = (None, [])  # what to sample, per topics
         self._pending_events: list[dict[str, Any]] = []  # events the sampling thread found, as broadcast
         self.groups_evaluator = registry.group_evaluator(cluster, incremental, self._emit)
@@ -393,31 +395,49 @@ class ClusterWatcher:
         if groups is not None:
             snap.groups, snap.groups_at = groups, groups_at
             index: dict[str, list[str]] = {}
+            seen, self._group_topics = self._group_topics, {}
             for g in groups.values():
-                for topic in g.topics():
+                cached = seen.get(g.group_id)
+                topics = cached[1] if cached is not None and cached[0] is g else g.topics()  # once per group state
+                self._group_topics[g.group_id] = (g, topics)
+                for topic in topics:
                     index.setdefault(topic, []).append(g.group_id)
             snap.topic_groups = {t: sorted(gs) for t, gs in index.items()}
         if at is None:
             return
-        for t in list(snap.topics.values()):
-            if t.name in reused:
-                if t.name not in dirty:
-                    continue
-                # Carried over from the previous snapshot: changed as a copy, so a topic object in a
-                # snapshot never changes (its cached JSON stays true, the previous snapshot intact).
-                t = snap.topics[t.name] = replace(t, partitions=[replace(p) for p in t.partitions])
-            if t.name in rates:
-                t.produce_rate = rates[t.name]
-            for p in t.partitions:
-                key = (t.name, p.partition)
-                if key in ends:
-                    p.end_offset = ends[key]
-                if key in starts:
-                    p.start_offset = starts[key]
+        converted = self._sizes_converted if self._sizes_converted[0] is sizes else (sizes, {})
+        self._sizes_converted = converted
+        for name, t in list(snap.topics.items()):
+            carried = name in reused  # the previous snapshot's object: changed only as a copy
+            if carried and name not in dirty:
+                continue
+            parts, new_parts = t.partitions, None
+            for i, p in enumerate(parts):
+                key = (name, p.partition)
+                end, start = ends.get(key, p.end_offset), starts.get(key, p.start_offset)
+                replica_sizes, size = p.replica_sizes, p.size
                 replicas = sizes.get(key)
                 if replicas is not None:
-                    p.replica_sizes = {str(b): n for b, n in sorted(replicas.items())}
-                    p.size = replicas.get(p.leader, max(replicas.values()))
+                    known = converted[1].get(key)
+                    if known is None:
+                        known = converted[1][key] = {str(b): n for b, n in sorted(replicas.items())}
+                    replica_sizes = known
+                    size = replicas.get(p.leader, max(replicas.values()))
+                if end == p.end_offset and start == p.start_offset and size == p.size and replica_sizes == p.replica_sizes:
+                    continue
+                if carried:
+                    # Only the partitions that changed are copied: the others stay shared with the
+                    # previous snapshot, so the diff and the serialisation can tell them by identity.
+                    if new_parts is None:
+                        new_parts = list(parts)
+                    p = new_parts[i] = replace(p)
+                p.end_offset, p.start_offset, p.replica_sizes, p.size = end, start, replica_sizes, size
+            rate = rates.get(name, t.produce_rate)
+            if carried:
+                if new_parts is None and rate == t.produce_rate:
+                    continue  # nothing it shows changed: the same object
+                t = snap.topics[name] = replace(t, partitions=new_parts if new_parts is not None else list(parts))
+            t.produce_rate = rate
         snap.offsets_at = at
 
     def _poll_groups(self) -> dict[str, GroupState] | None:
