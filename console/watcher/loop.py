@@ -32,6 +32,7 @@ from console.watcher.diff import Change, diff
 from console.watcher.registry import EventRow
 from console.watcher.snapshot import (
     BrokerState,
+    ContentParts,
     GroupState,
     MemberState,
     PartitionState,
@@ -203,7 +204,8 @@ class ClusterWatcher:
         self.stats = CycleStats()
         self.redis_ok = True
         self._new_events: list[dict[str, Any]] = []
-        self._content: bytes | None = None
+        self._content: ContentParts | None = None
+        self._stored: store.StoredContent | None = None  # what the last save stored (the next writes the difference)
         self._saved_once = False
         self._offsets_lock = threading.Lock()
         self._starts: dict[tuple[str, int], int] = {}
@@ -245,7 +247,8 @@ class ClusterWatcher:
             self.previous = store.load(self.cluster)
         except store.StoreUnavailable:
             self.previous = None
-        self._content = self.previous.content_bytes() if self.previous else None
+        self._content = self.previous.content_parts(self._topic_bytes) if self.previous else None
+        self._stored = None  # rewrite the content in full at the first save
         self._saved_once = self.previous is not None
 
     def poll(self, now: float) -> Snapshot:
@@ -594,7 +597,7 @@ class ClusterWatcher:
             content = self._content
         else:
             changes = diff(self.previous, snap)
-            content = snap.content_bytes(self._topic_bytes)
+            content = snap.content_parts(self._topic_bytes)
         changed = content != self._content
         if changed:
             snap.version = (self.previous.version if self.previous else 0) + 1
@@ -640,9 +643,9 @@ class ClusterWatcher:
             for c in changes
         ])
 
-    def _publish(self, snap: Snapshot, changes: list[Change], changed: bool, content: bytes | None) -> bool:
+    def _publish(self, snap: Snapshot, changes: list[Change], changed: bool, content: ContentParts | None) -> bool:
         try:
-            store.save(snap, content)
+            self._stored = store.save(snap, content, self._stored)
             if not self.redis_ok:
                 log.warning("Redis is reachable again")
             self.redis_ok = True
@@ -650,7 +653,8 @@ class ClusterWatcher:
             if self.redis_ok:
                 log.warning("cannot save the snapshot of %s: %s", self.cluster, exc)
             self.redis_ok = False
-            self._saved_once = False  # Redis may have lost everything: write the content again
+            self._saved_once = False  # Redis may have lost everything: write the content again, in full
+            self._stored = None
             return False
         with self._offsets_lock:
             pending, self._pending_events = self._pending_events, []

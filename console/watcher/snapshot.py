@@ -162,6 +162,7 @@ class GroupState:
 
 
 CONTENT_OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_SORT_KEYS
+ContentParts = tuple[bytes, dict[str, bytes]]  # (the content without its topics, each topic's JSON by name)
 
 
 class TopicBytes:
@@ -175,9 +176,10 @@ class TopicBytes:
         self._cache: dict[int, tuple[TopicState, bytes]] = {}
         self.serialised = 0  # topics serialised by the last call
 
-    def fragments(self, topics: dict[str, TopicState]) -> dict[str, orjson.Fragment]:
+    def each(self, topics: dict[str, TopicState]) -> dict[str, bytes]:
+        """Each topic's JSON (the same bytes object as last time for a topic object seen then)."""
         kept: dict[int, tuple[TopicState, bytes]] = {}
-        out: dict[str, orjson.Fragment] = {}
+        out: dict[str, bytes] = {}
         cache, fresh = self._cache, 0
         for name, t in topics.items():
             hit = cache.get(id(t))
@@ -185,9 +187,12 @@ class TopicBytes:
                 hit = (t, orjson.dumps(t, option=CONTENT_OPTIONS))
                 fresh += 1
             kept[id(t)] = hit
-            out[name] = orjson.Fragment(hit[1])
+            out[name] = hit[1]
         self._cache, self.serialised = kept, fresh
         return out
+
+    def fragments(self, topics: dict[str, TopicState]) -> dict[str, orjson.Fragment]:
+        return {name: orjson.Fragment(b) for name, b in self.each(topics).items()}
 
 
 @dataclass
@@ -225,6 +230,14 @@ class Snapshot:
             blank.topics = topic_bytes.fragments(self.topics)  # type: ignore[assignment]
         return orjson.dumps(blank, option=CONTENT_OPTIONS)
 
+    def content_parts(self, topic_bytes: TopicBytes | None = None) -> ContentParts:
+        """The content as stored: everything but the stamp and the topics, and each topic's JSON
+        (what `content_bytes` holds, in parts, so a change rewrites only the topics it touched)."""
+        blank = replace(self, version=0, taken_at=None, checked_at=None, offsets_at=None, groups_at=None, quorum=None,
+                        quorum_error=None, topics={})
+        cache = topic_bytes if topic_bytes is not None else TopicBytes()
+        return orjson.dumps(blank, option=CONTENT_OPTIONS), cache.each(self.topics)
+
     def stamp_bytes(self) -> bytes:
         return orjson.dumps({name: getattr(self, name) for name in self.STAMP_FIELDS})
 
@@ -248,6 +261,20 @@ class Snapshot:
     def from_json(cls, text: str | bytes) -> Snapshot:
         with no_gc():
             return cls.from_dict(orjson.loads(text))
+
+    @classmethod
+    def from_parts(cls, header: bytes, topics: dict[str, TopicState]) -> Snapshot:
+        """A snapshot from its stored parts: the header parsed, the topics already built."""
+        with no_gc():
+            snap = cls.from_dict(orjson.loads(header))
+        snap.topics = {**snap.topics, **topics} if snap.topics else dict(sorted(topics.items()))
+        return snap
+
+    @staticmethod
+    def topic_from_json(raw: bytes) -> TopicState:
+        t = orjson.loads(raw)
+        return TopicState(name=t["name"], internal=t["internal"], partitions=[PartitionState(**p) for p in t["partitions"]],
+                          min_isr=t.get("min_isr"), produce_rate=t.get("produce_rate"))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Snapshot:

@@ -7,13 +7,13 @@ import logging
 import threading
 import time
 from collections.abc import Collection, Mapping
-from typing import Any
+from typing import Any, cast
 
 import orjson
 import redis
 from django.conf import settings
 
-from console.watcher.snapshot import Snapshot
+from console.watcher.snapshot import ContentParts, Snapshot, TopicState
 
 LagPoint = tuple[float, int, float | None]  # (time, total lag, time lag)
 
@@ -51,22 +51,68 @@ _cache: dict[str, Snapshot] = {}
 _cache_lock = threading.Lock()
 
 
-def save(snapshot: Snapshot, content: bytes | None) -> None:
-    """Store the stamp, and the content when it changed (`content` None: unchanged)."""
+def _topics_key(cluster: str) -> str:
+    return f"console:snapshot:{cluster}:topics"
+
+
+def _changes_record_key(cluster: str) -> str:
+    return f"console:snapshot:{cluster}:changed"
+
+
+def save(snapshot: Snapshot, content: bytes | ContentParts | None, stored: StoredContent | None = None) -> StoredContent | None:
+    """Store the stamp, and the content when it changed (`content` None: unchanged).
+
+    The content is kept in parts: a header (everything but the topics) and a hash of each topic's
+    JSON. Given `stored` (what the last call stored), only the topics whose JSON changed are
+    written, with a record of which, so a reader holding the previous version fetches only those.
+    `content` as whole bytes (tests, tools) rewrites everything. Returns what is stored now."""
+    if isinstance(content, bytes):
+        content, stored = snapshot.content_parts(), None
     try:
-        pipe = client().pipeline()
+        pipe = client().pipeline()  # MULTI/EXEC: a reader sees the parts of one version together
+        now_stored = stored
         if content is not None:
-            pipe.set(_snapshot_key(snapshot.cluster), content)
+            header, topics = content
+            cluster = snapshot.cluster
+            if stored is None:
+                changed, removed, base = topics, [], None
+                pipe.delete(_topics_key(cluster))
+            else:
+                changed = {name: raw for name, raw in topics.items() if stored.topics.get(name) != raw}
+                removed = [name for name in stored.topics if name not in topics]
+                base = stored.version
+            names = list(changed)
+            for start in range(0, len(names), 2000):
+                pipe.hset(_topics_key(cluster), mapping={n: changed[n] for n in names[start:start + 2000]})
+            if removed:
+                pipe.hdel(_topics_key(cluster), *removed)
+            pipe.set(_snapshot_key(cluster), header)
+            pipe.set(_changes_record_key(cluster), orjson.dumps(
+                {"version": snapshot.version, "base": base, "changed": names if base is not None else None, "removed": removed}))
+            now_stored = StoredContent(snapshot.version, topics)
         pipe.set(_stamp_key(snapshot.cluster), snapshot.stamp_bytes())
         pipe.set(HEARTBEAT_KEY, str(time.time()))
         pipe.execute()
+        return now_stored
     except redis.RedisError as exc:
         raise StoreUnavailable(f"Redis is unreachable ({exc})") from exc
 
 
+class StoredContent:
+    """What one save stored: the content's version and each topic's JSON."""
+
+    def __init__(self, version: int, topics: dict[str, bytes]) -> None:
+        self.version, self.topics = version, topics
+
+
+# A process's parsed copy of each cluster's snapshot, and the JSON its topics were parsed from.
+_raw_topics: dict[str, dict[str, bytes]] = {}
+
+
 def load(cluster: str) -> Snapshot | None:
     """The latest snapshot of a cluster: its content is parsed once per version and kept in
-    memory; the small stamp (timestamps, quorum) is read every time.
+    memory; the small stamp (timestamps, quorum) is read every time. Holding the version before,
+    only the topics that version changed are fetched and parsed; the others are the same objects.
 
     Raises StoreUnavailable when Redis is down; `cached()` then still has the last one seen.
     """
@@ -77,19 +123,70 @@ def load(cluster: str) -> Snapshot | None:
         version = orjson.loads(stamp)["version"]
         with _cache_lock:
             cached = _cache.get(cluster)
+            raw_before = _raw_topics.get(cluster)
         if cached is not None and cached.version == version:
             cached.apply_stamp(stamp)
             return cached
-        raw = client().get(_snapshot_key(cluster))
+        read = _read_content(cluster, cached, raw_before)
     except redis.RedisError as exc:
         raise StoreUnavailable(f"Redis is unreachable ({exc})") from exc
-    if raw is None:
+    if read is None:
         return None
-    snapshot = Snapshot.from_json(raw)
+    stamp, header, raw, parsed = read
+    snapshot = Snapshot.from_parts(header, parsed)
     snapshot.apply_stamp(stamp)
     with _cache_lock:
         _cache[cluster] = snapshot
+        _raw_topics[cluster] = raw
     return snapshot
+
+
+def _read_content(cluster: str, cached: Snapshot | None, raw_before: dict[str, bytes] | None) -> tuple[
+        bytes, bytes, dict[str, bytes], dict[str, TopicState]] | None:
+    """(stamp, header, each topic's JSON, the topics) of one version, read together: the header is
+    watched, so a version written meanwhile makes the read start again."""
+    for attempt in range(3):
+        with client().pipeline() as pipe:
+            try:
+                pipe.watch(_snapshot_key(cluster))
+                # Watched: the pipeline runs these at once (typed as the pipeline itself).
+                stamp = cast(bytes | None, pipe.get(_stamp_key(cluster)))
+                header = cast(bytes | None, pipe.get(_snapshot_key(cluster)))
+                record = cast(bytes | None, pipe.get(_changes_record_key(cluster)))
+                if stamp is None or header is None:
+                    return None
+                change = orjson.loads(record) if record else None
+                stamp_version = orjson.loads(stamp)["version"]
+                incremental = (cached is not None and raw_before is not None and change is not None
+                               and change.get("base") == cached.version and change.get("version") == stamp_version
+                               and change.get("changed") is not None)
+                pipe.multi()
+                if incremental:
+                    assert change is not None
+                    names = list(change["changed"])
+                    pipe.hmget(_topics_key(cluster), names) if names else pipe.exists(_topics_key(cluster))
+                else:
+                    pipe.hgetall(_topics_key(cluster))
+                (answer,) = pipe.execute()
+            except redis.WatchError:
+                if attempt < 2:
+                    continue
+                raise redis.RedisError("the snapshot kept changing while it was read") from None
+        if incremental:
+            assert change is not None and raw_before is not None and cached is not None
+            raw = dict(raw_before)
+            for name in change["removed"]:
+                raw.pop(name, None)
+            fetched = dict(zip(names, answer, strict=True)) if names else {}
+            raw.update({n: b for n, b in fetched.items() if b is not None})
+        else:
+            raw = {k.decode(): v for k, v in answer.items()}
+        before = cached.topics if cached is not None else {}
+        raw_known = raw_before or {}
+        parsed = {name: before[name] if name in before and raw_known.get(name) == b else Snapshot.topic_from_json(b)
+                  for name, b in sorted(raw.items())}
+        return stamp, header, raw, parsed
+    return None
 
 
 def cached(cluster: str) -> Snapshot | None:

@@ -1,0 +1,83 @@
+"""The snapshot in Redis, stored in parts: a change writes only the topics it touched, and a process
+holding the version before fetches and parses only those."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from console.watcher import store
+from console.watcher.snapshot import Snapshot, TopicBytes
+from tests.unit._build import part, snapshot, topic
+
+
+def fresh_load(cluster: str) -> Snapshot | None:
+    """What another process (nothing cached) reads."""
+    store._cache.pop(cluster, None)
+    store._raw_topics.pop(cluster, None)
+    return store.load(cluster)
+
+
+@pytest.fixture
+def cluster(redis_server: str) -> str:
+    name = "parts"
+    store.client().delete(*[f"console:snapshot:{name}{suffix}" for suffix in ("", ":stamp", ":topics", ":changed")])
+    store._cache.pop(name, None)
+    store._raw_topics.pop(name, None)
+    return name
+
+
+def test_a_change_rewrites_only_its_topics_and_readers_reparse_only_those(cluster: str) -> None:
+    cache = TopicBytes()
+    v1 = replace(snapshot(*(topic(f"t{i}", part(0, end_offset=i)) for i in range(50)), topic("odd/\"<é>"), topic("gone")),
+                 cluster=cluster, version=1)
+    stored = store.save(v1, v1.content_parts(cache), None)
+    first = store.load(cluster)
+    assert first is not None and first.content_bytes() == v1.content_bytes()
+
+    # Version 2: one topic's offsets moved, one topic deleted, one created.
+    topics = {n: t for n, t in v1.topics.items() if n != "gone"}
+    topics["t7"] = replace(topics["t7"], partitions=[part(0, end_offset=700)])
+    topics["new"] = topic("new")
+    v2 = replace(v1, version=2, topics=topics)
+    parts = v2.content_parts(cache)
+    assert cache.serialised == 2  # only t7 and new
+    stored = store.save(v2, parts, stored)
+    record = store.client().get(f"console:snapshot:{cluster}:changed")
+    assert record is not None and b'"changed":["t7","new"]' in record and b'"removed":["gone"]' in record
+
+    # (Behind the store's back, an unchanged topic's field is dropped: a reader that fetches only the
+    # changed topics, as it should, never notices; one that read everything would lose t3.)
+    store.client().hdel(f"console:snapshot:{cluster}:topics", "t3")
+    second = store.load(cluster)
+    assert second is not None and second.version == 2
+    assert second.content_bytes() == v2.content_bytes()
+    assert second.topics["t3"] is first.topics["t3"]  # not fetched, not parsed again
+    assert second.topics["t7"] is not first.topics["t7"] and second.topics["t7"].partitions[0].end_offset == 700
+    assert "gone" not in second.topics
+    assert stored is not None
+    store.client().hset(f"console:snapshot:{cluster}:topics", "t3", stored.topics["t3"])
+    # A process that never saw version 1 reads it all, and gets the same.
+    other = fresh_load(cluster)
+    assert other is not None and other.content_bytes() == v2.content_bytes()
+    assert list(other.topics) == sorted(other.topics)
+
+    # A reader that missed a version (base is not what it holds) reads everything again.
+    v3 = replace(v2, version=3, topics={**v2.topics, "t9": replace(v2.topics["t9"], min_isr=2)})
+    stored = store.save(v3, v3.content_parts(cache), stored)
+    v4 = replace(v3, version=4, topics={**v3.topics, "t1": replace(v3.topics["t1"], min_isr=3)})
+    store.save(v4, v4.content_parts(cache), stored)
+    fourth = store.load(cluster)
+    assert fourth is not None and fourth.content_bytes() == v4.content_bytes()
+    assert fourth.topics["t3"] is other.topics["t3"]  # equal JSON: still not parsed again
+
+
+def test_whole_content_bytes_rewrite_everything(cluster: str) -> None:
+    v1 = replace(snapshot(topic("a"), topic("b")), cluster=cluster, version=1)
+    store.save(v1, v1.content_bytes())
+    v2 = replace(v1, version=2, topics={"c": topic("c")})
+    store.save(v2, v2.content_bytes())
+    assert {k.decode() for k in store.client().hkeys(f"console:snapshot:{cluster}:topics")} == {"c"}
+    loaded = store.load(cluster)
+    assert loaded is not None and list(loaded.topics) == ["c"] and loaded.content_bytes() == v2.content_bytes()
