@@ -687,7 +687,7 @@ def tune_gc() -> None:
     default thresholds made the collector walk the whole heap many times a minute."""
     gc.collect()
     gc.freeze()
-    gc.set_threshold(50_000, 20, 20)
+    gc.set_threshold(100_000, 50, 100)
 
 
 def run_offsets(watcher: ClusterWatcher, stop: threading.Event, active: threading.Event) -> None:
