@@ -18,17 +18,15 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
 from django.conf import settings
 
 from console import gateway
 from console.gateway.client import ClusterGateway
 from console.gateway.errors import GatewayError
 from console.gateway.types import ClusterMetadata, Quorum
-from console.realtime import cluster_group
 from console.watcher import registry, store
 from console.watcher.diff import Change, diff
+from console.watcher.publisher import Publisher
 from console.watcher.registry import EventRow
 from console.watcher.snapshot import (
     BrokerState,
@@ -202,11 +200,8 @@ class ClusterWatcher:
         self.racks: dict[int, str | None] = {}
         self.next_configs = 0.0
         self.stats = CycleStats()
-        self.redis_ok = True
-        self._new_events: list[dict[str, Any]] = []
+        self.publisher = Publisher(cluster)
         self._content: ContentParts | None = None
-        self._stored: store.StoredContent | None = None  # what the last save stored (the next writes the difference)
-        self._saved_once = False
         self._offsets_lock = threading.Lock()
         self._starts: dict[tuple[str, int], int] = {}
         self._ends: dict[tuple[str, int], int] = {}
@@ -222,8 +217,7 @@ class ClusterWatcher:
         self._group_topics: dict[str, tuple[GroupState, list[str]]] = {}  # the topics each group state reads
         self._sizes_converted: tuple[Any, dict[tuple[str, int], dict[str, int]]] = (None, {})  # per sizes sample
         self._partitions_of: tuple[dict[str, TopicState] | None, list[tuple[str, int]]] = (None, [])  # what to sample, per topics
-        self._pending_events: list[dict[str, Any]] = []  # events the sampling thread found, as broadcast
-        self.groups_evaluator = registry.group_evaluator(cluster, incremental, self._emit)
+        self.groups_evaluator = registry.group_evaluator(cluster, incremental, self.publisher.emit)
         self._groups_at: float | None = None
         # Bumped whenever the sampling thread stores something the snapshot shows (offsets, sizes,
         # groups, min ISR): with unchanged metadata and no new sample, a cycle reuses the last snapshot.
@@ -248,8 +242,7 @@ class ClusterWatcher:
         except store.StoreUnavailable:
             self.previous = None
         self._content = self.previous.content_parts(self._topic_bytes) if self.previous else None
-        self._stored = None  # rewrite the content in full at the first save
-        self._saved_once = self.previous is not None
+        self.publisher.restart(saved=self.previous is not None)
 
     def poll(self, now: float) -> Snapshot:
         """Ask Kafka for what changed; an unreachable cluster keeps the last known state."""
@@ -504,13 +497,8 @@ class ClusterWatcher:
 
     def _raise_event(self, kind: str, severity: str, message: str) -> None:
         """An event found outside the metadata diff (from the sampling thread)."""
-        self._emit([EventRow(cluster=self.cluster, at=datetime.now(tz=UTC), kind=kind, severity=severity, message=message)])
-
-    def _emit(self, rows: list[EventRow]) -> None:
-        """Keep events found by the sampling thread; the next publish broadcasts them."""
-        saved = registry.events().save(rows)
-        with self._offsets_lock:
-            self._pending_events += saved
+        self.publisher.emit([EventRow(cluster=self.cluster, at=datetime.now(tz=UTC), kind=kind, severity=severity,
+                                      message=message)])
 
     def sample_offsets(self) -> None:
         """Start and end offsets of every partition: two batched calls (librdkafka groups them per
@@ -602,9 +590,8 @@ class ClusterWatcher:
         if changed:
             snap.version = (self.previous.version if self.previous else 0) + 1
         self.stats.seconds = time.monotonic() - started
-        self._record(snap, changes)
-        saved = self._publish(snap, changes, changed, content if changed or not self._saved_once else None)
-        self._saved_once = self._saved_once or saved
+        events = self.publisher.record(snap, changes)
+        self.publisher.publish(snap, self.previous, events, changed, content if changed or not self.publisher.saved_once else None)
         self._content = content
         self.previous = snap
         self.cycles += 1
@@ -632,52 +619,6 @@ class ClusterWatcher:
             "at": time.time(),
         })
         return snap, changes
-
-    def _record(self, snap: Snapshot, changes: list[Change]) -> None:
-        if not changes:
-            return
-        at = datetime.fromtimestamp(snap.checked_at or time.time(), tz=UTC)
-        self._new_events = registry.events().save([
-            EventRow(cluster=self.cluster, at=at, kind=c.kind, severity=c.severity, message=c.message,
-                     topic=c.topic, partition=c.partition, broker=c.broker, details=c.details)
-            for c in changes
-        ])
-
-    def _publish(self, snap: Snapshot, changes: list[Change], changed: bool, content: ContentParts | None) -> bool:
-        try:
-            self._stored = store.save(snap, content, self._stored)
-            if not self.redis_ok:
-                log.warning("Redis is reachable again")
-            self.redis_ok = True
-        except store.StoreUnavailable as exc:
-            if self.redis_ok:
-                log.warning("cannot save the snapshot of %s: %s", self.cluster, exc)
-            self.redis_ok = False
-            self._saved_once = False  # Redis may have lost everything: write the content again, in full
-            self._stored = None
-            return False
-        with self._offsets_lock:
-            pending, self._pending_events = self._pending_events, []
-        events = (self._new_events + pending)[:200]
-        self._new_events = []
-        message = {
-            "type": "cluster.update",
-            "cluster": self.cluster,
-            "version": snap.version,
-            "changed": changed,
-            "taken_at": snap.taken_at,
-            "checked_at": snap.checked_at,
-            "reachable": snap.reachable,
-            "error": snap.error,
-            "cause": snap.cause,
-            "quorum_changed": snap.quorum != (self.previous.quorum if self.previous else None),
-            "events": events,
-        }
-        try:
-            async_to_sync(get_channel_layer().group_send)(cluster_group(self.cluster), message)
-        except Exception:  # noqa: BLE001 - a broadcast failure must not stop the watcher
-            log.warning("broadcast to %s failed", self.cluster, exc_info=True)
-        return True
 
 
 def tune_gc() -> None:

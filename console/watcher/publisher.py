@@ -1,0 +1,92 @@
+"""Where each watcher cycle's outcome goes: its events into the store the apps registered, the
+snapshot into Redis (in parts: only what changed), and one small update over the Channels layer
+that every open page of the cluster receives. Events found by the sampling thread (rebalances, a
+refused analytics topic) are queued here and go out with the next update.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+
+from console.realtime import cluster_group
+from console.watcher import registry, store
+from console.watcher.diff import Change
+from console.watcher.registry import EventRow
+from console.watcher.snapshot import ContentParts, Snapshot
+
+log = logging.getLogger(__name__)
+
+
+class Publisher:
+    def __init__(self, cluster: str) -> None:
+        self.cluster = cluster
+        self.redis_ok = True
+        self.saved_once = False  # the content is in Redis (else the next save writes it, changed or not)
+        self._stored: store.StoredContent | None = None  # what the last save stored (the next writes the difference)
+        self._lock = threading.Lock()
+        self._pending: list[dict[str, Any]] = []  # events found between cycles, as broadcast
+
+    def restart(self, saved: bool) -> None:
+        """After loading the last snapshot from Redis: write the content in full at the first save."""
+        self.saved_once, self._stored = saved, None
+
+    def emit(self, rows: list[EventRow]) -> None:
+        """Keep events found outside a cycle (any thread); the next update broadcasts them."""
+        saved = registry.events().save(rows)
+        with self._lock:
+            self._pending += saved
+
+    def record(self, snap: Snapshot, changes: list[Change]) -> list[dict[str, Any]]:
+        """Keep the events of a cycle's changes."""
+        if not changes:
+            return []
+        at = datetime.fromtimestamp(snap.checked_at or time.time(), tz=UTC)
+        return registry.events().save([
+            EventRow(cluster=self.cluster, at=at, kind=c.kind, severity=c.severity, message=c.message,
+                     topic=c.topic, partition=c.partition, broker=c.broker, details=c.details)
+            for c in changes
+        ])
+
+    def publish(self, snap: Snapshot, previous: Snapshot | None, events: list[dict[str, Any]], changed: bool,
+                content: ContentParts | None) -> bool:
+        """Store the snapshot (`content` None: only its stamp changed) and broadcast the update;
+        False when Redis could not take it (the next publish writes the whole content again)."""
+        try:
+            self._stored = store.save(snap, content, self._stored)
+            if not self.redis_ok:
+                log.warning("Redis is reachable again")
+            self.redis_ok = True
+        except store.StoreUnavailable as exc:
+            if self.redis_ok:
+                log.warning("cannot save the snapshot of %s: %s", self.cluster, exc)
+            self.redis_ok = False
+            self.saved_once, self._stored = False, None  # Redis may have lost everything: write it all again
+            return False
+        self.saved_once = self.saved_once or content is not None
+        with self._lock:
+            pending, self._pending = self._pending, []
+        message = {
+            "type": "cluster.update",
+            "cluster": self.cluster,
+            "version": snap.version,
+            "changed": changed,
+            "taken_at": snap.taken_at,
+            "checked_at": snap.checked_at,
+            "reachable": snap.reachable,
+            "error": snap.error,
+            "cause": snap.cause,
+            "quorum_changed": snap.quorum != (previous.quorum if previous else None),
+            "events": (events + pending)[:200],
+        }
+        try:
+            async_to_sync(get_channel_layer().group_send)(cluster_group(self.cluster), message)
+        except Exception:  # noqa: BLE001 - a broadcast failure must not stop the watcher
+            log.warning("broadcast to %s failed", self.cluster, exc_info=True)
+        return True
