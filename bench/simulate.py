@@ -227,7 +227,8 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
     call_command("migrate", verbosity=0)
     settings.ANALYTICS_SAMPLES = False  # what the watcher writes for analytics is measured by bench.samples_overhead
     from brokers_app.models import Event
-    from console.watcher.loop import ClusterWatcher, tune_gc
+    from console.watcher.loop import ClusterWatcher
+    from console.watcher.runner import tune_gc
 
     built = time.monotonic()
     model = Model(args.partitions, args.groups, args.brokers, args.partitions_per_topic)

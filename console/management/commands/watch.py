@@ -9,7 +9,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from console.watcher.loop import run
+from console.watcher.runner import run
 
 
 class Command(BaseCommand):

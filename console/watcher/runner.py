@@ -1,0 +1,98 @@
+"""The watcher's runner: one thread per cluster holding a Redis lease (one active watcher per
+cluster, others stand by), each running the metadata cycle, with a second thread sampling offsets
+and groups; both woken at once by a change made through the console.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import os
+import socket
+import threading
+import time
+
+from django.conf import settings
+
+from console import gateway
+from console.watcher import store
+from console.watcher.loop import ClusterWatcher
+
+log = logging.getLogger(__name__)
+
+
+def tune_gc() -> None:
+    """For the watcher's process, once its first snapshot is built: what exists then (settings,
+    clients, the snapshot's objects) is moved out of the collector's sight, and young objects are
+    collected less often. A sample allocates hundreds of thousands of short-lived objects, and the
+    default thresholds made the collector walk the whole heap many times a minute."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(100_000, 50, 100)
+
+
+def run_offsets(watcher: ClusterWatcher, stop: threading.Event, active: threading.Event) -> None:
+    while not stop.is_set():
+        started = time.monotonic()
+        if active.is_set():
+            try:
+                watcher.sample_offsets()
+                watcher.refresh_configs()
+            except Exception:
+                log.exception("offset sampling for %s failed", watcher.cluster)
+        delay = max(0.1, settings.WATCHER_OFFSETS_INTERVAL - (time.monotonic() - started))
+        if active.is_set():  # a change made through the console wakes the sampler at once
+            store.wait_for_nudge(watcher.cluster, "samples", delay)
+        else:
+            stop.wait(delay)
+
+
+def run_cluster(cluster: str, stop: threading.Event, lease_ttl: float = 10.0) -> None:
+    owner = f"{socket.gethostname()}:{os.getpid()}"
+    watcher = ClusterWatcher(cluster, owner)
+    watcher.load_previous()
+    active = tuned = False
+    sampling = threading.Event()
+    threading.Thread(target=run_offsets, args=(watcher, stop, sampling), name=f"offsets-{cluster}", daemon=True).start()
+    while not stop.is_set():
+        started = time.monotonic()
+        try:
+            leased = store.acquire_lease(cluster, owner, lease_ttl)
+        except Exception:  # noqa: BLE001 - Redis down: keep watching, nobody else can take over
+            leased = True
+        if leased:
+            if not active:
+                log.info("watching cluster %s as %s", cluster, owner)
+                watcher.load_previous()
+                active = True
+                sampling.set()
+            try:
+                watcher.cycle()
+                if not tuned:
+                    tune_gc()
+                    tuned = True
+            except Exception:
+                log.exception("watcher cycle for %s failed", cluster)
+        elif active:
+            log.info("another watcher holds the lease of %s; standing by", cluster)
+            active = False
+            sampling.clear()
+        elapsed = time.monotonic() - started
+        # On a large cluster a cycle can outlast the interval: rest a quarter of the cycle at least,
+        # so the watcher never takes a whole core from the brokers and the web.
+        delay = max(0.05, 0.25 * elapsed, settings.WATCHER_METADATA_INTERVAL - elapsed)
+        if active:  # a change made through the console (store.note_change) wakes the watcher at once
+            store.wait_for_nudge(cluster, "metadata", delay)
+        else:
+            stop.wait(delay)
+
+
+def run(stop: threading.Event) -> None:
+    threads = [
+        threading.Thread(target=run_cluster, args=(c.name, stop), name=f"watch-{c.name}", daemon=True)
+        for c in gateway.cluster_configs()
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
