@@ -1,8 +1,9 @@
 """Consumer lag status with Burrow's rules (ALGORITHMS.md section 2); pure, no I/O.
 
-Per (group, topic, partition) the watcher keeps a `PartitionWindow` of the last W commits it has
-seen. Each entry holds the committed offset, the time it was seen and the lag at that time; the end
-offsets seen at the same refreshes are kept alongside, in a window of the same size.
+Per (group, topic, partition) a `PartitionWindow` holds the last W commits seen. Each entry holds
+the committed offset, the time it was seen and the lag at that time; the end offsets seen at the
+same refreshes are kept alongside, in a window of the same size. (The watcher keeps its windows as
+columns, lagcolumns.py, which must do exactly what these do: tests/unit/test_lagcolumns.py.)
 
 When a new entry is stored: Burrow stores one entry per offset commit, and consumers commit on a
 timer even when the offset has not moved, which is what lets a stalled consumer be told from an
@@ -210,118 +211,3 @@ def evaluate_group(partitions: Mapping[Key, PartitionResult]) -> GroupResult:
         total_lag=total,
         complete=full / len(partitions) if partitions else 0.0,
     )
-
-
-@dataclass
-class _Caught:
-    """What `LagWindows.note_caught_up` deferred for one group: the same observation of every
-    partition (committed = end offset) at each of `times`, reduced to the times that store an entry."""
-
-    entries: tuple[tuple[str, int, int], ...]  # (topic, partition, committed = end offset)
-    committing: bool
-    times: list[float]
-
-
-@dataclass
-class LagWindows:
-    """All windows the watcher keeps, keyed by (group, topic, partition).
-
-    A group caught up on every partition, with nothing changed since the last refresh, would store
-    the same observation in each of its windows at every refresh: `note_caught_up` defers that (one
-    time noted per group, not one entry per partition) and the windows are brought up to date the
-    moment anything reads or records them, exactly as if every observation had been recorded."""
-
-    size: int = DEFAULT_WINDOW
-    min_distance: float = DEFAULT_MIN_DISTANCE
-    windows: dict[tuple[str, str, int], PartitionWindow] = field(default_factory=dict)
-    deferred: dict[str, _Caught] = field(default_factory=dict)
-
-    def record(self, group: str, topic: str, partition: int, committed: int, end_offset: int, at: float,
-               committing: bool = True) -> PartitionWindow:
-        if group in self.deferred:
-            self.flush(group)
-        key = (group, topic, partition)
-        window = self.windows.get(key)
-        if window is None:
-            window = self.windows[key] = PartitionWindow(self.size, self.min_distance)
-        window.record(committed, end_offset, at, committing)
-        return window
-
-    def note_caught_up(self, group: str, entries: tuple[tuple[str, int, int], ...], at: float, committing: bool) -> None:
-        """The same as `record(group, topic, partition, committed, committed, at, committing)` for each
-        (topic, partition, committed) of `entries`, deferred.
-
-        Exact: once an observation stores a new entry, which later ones store depends only on their
-        times (each at least `min_distance` after the last stored one), so only that chain, its last
-        `size` times, is kept. The first observation is recorded at once unless every window would
-        store it as a new entry (its last entry at least `min_distance` older), so the chain starts
-        the same way in every window."""
-        pending = self.deferred.get(group)
-        if pending is not None and (pending.entries != entries or pending.committing != committing):
-            self.flush(group)
-            pending = None
-        if pending is None:
-            windows = [self.windows.get((group, t, p)) for t, p, _ in entries]
-            if all(w is not None and w.commits and at - w.commits[-1].at >= self.min_distance for w in windows):
-                self.deferred[group] = _Caught(entries, committing, [at])
-            else:
-                for t, p, committed in entries:
-                    self.record(group, t, p, committed, committed, at, committing)
-            return
-        times = pending.times
-        if at < times[-1]:
-            # Older than what was noted: each window would drop it, or, for a window whose last
-            # entry is older still (none here: checked above), store it; record the chain first.
-            self.flush(group)
-            for t, p, committed in entries:
-                self.record(group, t, p, committed, committed, at, committing)
-            return
-        if not committing or at - times[-1] < self.min_distance:
-            # Not a commit (the window only notes the end offset, the same), or too soon after the
-            # last stored entry: it replaces that entry with identical values and keeps its time.
-            return
-        times.append(at)
-        del times[: -self.size]
-
-    def flush(self, group: str | None = None) -> None:
-        """Record what was deferred (for one group, or all)."""
-        for gid in [group] if group is not None else list(self.deferred):
-            pending = self.deferred.pop(gid, None)
-            if pending is None:
-                continue
-            for t, p, committed in pending.entries:
-                window = self.windows.get((gid, t, p))
-                if window is None:
-                    continue  # forgotten meanwhile (retain)
-                for at in pending.times:
-                    window.record(committed, committed, at, pending.committing)
-
-    def get(self, group: str, topic: str, partition: int) -> PartitionWindow | None:
-        if group in self.deferred:
-            self.flush(group)
-        return self.windows.get((group, topic, partition))
-
-    def retain(self, keys: set[tuple[str, str, int]]) -> None:
-        """Forget the windows of groups and partitions that are gone, so the state does not grow forever."""
-        gone = self.windows.keys() - keys
-        for key in gone:
-            del self.windows[key]
-        for gid in {g for g, _, _ in gone} & self.deferred.keys():
-            self.flush(gid)  # the rest of its windows
-
-    def to_dict(self) -> dict[str, Any]:
-        self.flush()
-        # JSON object keys must be strings, so the windows go in a list with their key alongside.
-        return {
-            "size": self.size,
-            "min_distance": self.min_distance,
-            "windows": [[g, t, p, w.to_dict()] for (g, t, p), w in sorted(self.windows.items())],
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> LagWindows:
-        return cls(
-            size=int(data.get("size", DEFAULT_WINDOW)),
-            min_distance=float(data.get("min_distance", DEFAULT_MIN_DISTANCE)),
-            windows={(str(g), str(t), int(p)): PartitionWindow.from_dict(w) for g, t, p, w in data.get("windows", [])},
-        )

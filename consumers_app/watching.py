@@ -4,7 +4,8 @@ From each offsets sample: lag status (Burrow's rules, lagstatus.py), time lag (k
 interpolation, timelag.py), each group's lag history (Redis, for the group page's chart) and
 rebalances (rebalance.py; a row per rebalance and an event). The windows, tables and trackers live
 here across samples. Its cost follows what changed: a group described and committed as last time,
-caught up on every partition, is not re-evaluated (its windows note the commit, deferred, exactly).
+caught up on every partition, is not re-evaluated (its windows still record the commit). The
+windows are columns (lagcolumns.py): one sample records and judges them in a few array operations.
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from operator import itemgetter
-from typing import Any
+from typing import Any, cast
 
+import numpy as np
 from django.conf import settings
 from django.db import close_old_connections
 
@@ -21,12 +23,38 @@ from console.watcher import store
 from console.watcher.history import LagHistoryFilter
 from console.watcher.registry import EmitEvents, EventRow
 from console.watcher.snapshot import GroupState, MemberState
-from consumers_app.lagstatus import LagWindows, PartitionResult, evaluate_group, evaluate_partition
+from consumers_app.lagcolumns import GROUP_RANK, STATUS_NAMES, WindowColumns
+from consumers_app.lagstatus import ERR, NOTFOUND, OK, WARN, PartitionWindow
 from consumers_app.rebalance import Member as RbMember
 from consumers_app.rebalance import Observation, Rebalance, RebalanceTracker
 from consumers_app.timelag import OffsetTimeTables, group_time_lag, time_lag
 
-Key = tuple[str, str, int]  # (group, topic, partition)
+GROUP_RANK_OF = GROUP_RANK.tolist()  # status code -> rank on the group scale
+_GROUP_STATUS_BY_RANK = {0: NOTFOUND, 1: OK, 2: WARN, 3: ERR}
+
+
+class _Entries:
+    """What one group state's committed offsets give the evaluation, derived once per state."""
+
+    __slots__ = ("committed", "committed_key", "getter", "keys", "offsets", "tps")
+
+    def __init__(self, offsets: dict[str, int]) -> None:
+        self.offsets = offsets
+        self.keys = list(offsets)
+        self.tps = tuple((topic, int(part)) for key in self.keys for topic, _, part in (key.rpartition(":"),))
+        self.committed = list(offsets.values())
+        # The end offsets of its partitions in one C call, to compare with the committed ones.
+        self.getter = itemgetter(*self.tps) if self.tps else None
+        self.committed_key: Any = tuple(self.committed) if len(self.committed) != 1 else self.committed[0]
+
+    def ends(self, ends: Mapping[tuple[str, int], int]) -> list[int | None]:
+        if self.getter is None:
+            return []
+        try:
+            found = self.getter(ends)
+        except KeyError:
+            return [ends.get(tp) for tp in self.tps]
+        return list(found) if len(self.tps) != 1 else [found]
 
 
 class GroupEvaluation:
@@ -38,81 +66,123 @@ class GroupEvaluation:
         self.changed = True
         self.stats: dict[str, float | int] = {}
         # One window entry per offsets sample: samples closer than half the interval replace the last.
-        self._lag_windows = LagWindows(min_distance=settings.WATCHER_OFFSETS_INTERVAL * 0.5)
+        self._windows = WindowColumns(min_distance=settings.WATCHER_OFFSETS_INTERVAL * 0.5)
         self._time_tables = OffsetTimeTables()
         self._trackers: dict[str, RebalanceTracker] = {}
         self._history = LagHistoryFilter()
-        self._retained: list[frozenset[Key]] | None = None  # the key sets of the last retain, when all were skipped
         # Derived once per group state (a state carried over is the same object): the tracker's
-        # member mapping and the (topic, partition, committed) entries with their window keys.
+        # member mapping and the committed offsets with their partitions.
         self._members_cache: dict[str, tuple[list[MemberState], dict[str, RbMember]]] = {}
-        self._entries_cache: dict[str, tuple[dict[str, int], tuple[tuple[str, int, int], ...], frozenset[Key], Any, Any]] = {}
+        self._entries_cache: dict[str, _Entries] = {}
 
     def evaluate(self, groups: dict[str, GroupState], before: Mapping[str, GroupState] | None,
                  ends: Mapping[tuple[str, int], int], now: float) -> None:
         self._record_rebalances(self._evaluate(groups, before or {}, ends, now))
 
+    def window(self, group: str, topic: str, partition: int) -> PartitionWindow | None:
+        """The lag window of one of a group's partitions, as the evaluation last left it."""
+        entries = self._entries_cache.get(group)
+        if entries is None or (topic, partition) not in entries.tps:
+            return None
+        rows = self._windows.rows_of(group, entries.tps)
+        return self._windows.window(int(rows[entries.tps.index((topic, partition))]))
+
     def _evaluate(self, groups: dict[str, GroupState], before: Mapping[str, GroupState], ends: Mapping[tuple[str, int], int],
                   now: float) -> list[tuple[str, Rebalance]]:
+        """Every window observed this sample is recorded in one batch, every evaluated one judged in
+        another (lagcolumns.py); what stays per partition in Python is the time lag and the
+        snapshot's per-partition entry of the groups that changed."""
         self._time_tables.add_all(ends, now)
         ended: list[tuple[str, Rebalance]] = []
-        live_keys: set[Key] = set()
-        key_sets: list[frozenset[Key]] = []  # the keys of the groups skipped
-        all_skipped = True
         history: dict[str, tuple[float, int, float | None]] = {}
         changed = groups.keys() != before.keys()
         skipped = 0
+        # The batch: rows, committed and end offsets, whether the group can commit (per group).
+        rows: list[int] = []
+        committed: list[int] = []
+        end_offsets: list[int] = []
+        committing: list[bool] = []
+        lengths: list[int] = []
+        judged: list[tuple[GroupState, Any, list[str], list[int], list[int]]] = []  # evaluated groups, in batch order
+        judged_rows = 0  # the evaluated groups' rows come first in the batch
+        later: list[tuple[list[int], list[int], bool]] = []  # the skipped groups' rows, recorded after
         for g in groups.values():
-            results: dict[tuple[str, int], PartitionResult] = {}
-            time_lags: list[float | None] = []
             last = before.get(g.group_id)
+            entries = self._entries_of(g)
+            group_rows = self._windows.rows_of(g.group_id, entries.tps).tolist() if entries.tps else []
             if self.incremental and last is not None and self._caught_up_and_unchanged(last, g, ends):
-                # Nothing to evaluate: the same members and offsets, every partition still at the end
+                # Nothing to judge: the same members and offsets, every partition still at the end
                 # of its log (lag 0 is OK whatever the window holds, time lag 0). Most groups of an
-                # idle cluster. Their windows still note the commit, as the evaluation would have.
+                # idle cluster. Their windows still record the commit, as the evaluation would have.
                 g.status, g.time_lag, g.lag = last.status, last.time_lag, last.lag
-                entries, keys = self._entries_of(g)
-                key_sets.append(keys)
-                self._lag_windows.note_caught_up(g.group_id, entries, now, committing=bool(g.members))
+                later.append((group_rows, entries.committed, bool(g.members)))
                 history[g.group_id] = (round(now, 2), 0, g.time_lag)
                 skipped += 1
                 self._observe(g, now, ended)
                 continue
-            all_skipped = False
             was = (g.status, g.time_lag, dict(g.lag)) if last is g else None  # a state carried over: did it change?
-            for key, committed in g.offsets.items():
+            looked_up = entries.ends(ends)
+            if None in looked_up:  # partitions without an end offset are left out of this sample
+                present = [i for i, e in enumerate(looked_up) if e is not None]
+                keys = [entries.keys[i] for i in present]
+                mine = [entries.committed[i] for i in present]
+                group_rows = [group_rows[i] for i in present]
+                found = [e for e in looked_up if e is not None]
+            else:
+                keys, mine, found = entries.keys, entries.committed, cast(list[int], looked_up)
+            rows += group_rows
+            committed += mine
+            end_offsets += found
+            committing.append(bool(g.members))
+            lengths.append(len(group_rows))
+            judged.append((g, was, keys, mine, found))
+        judged_rows = len(rows)
+        for group_rows, mine, can_commit in later:
+            rows += group_rows
+            committed += mine
+            end_offsets += mine  # caught up: the end offset is the committed one
+            committing.append(can_commit)
+            lengths.append(len(group_rows))
+        if rows:
+            batch = np.array(rows, np.int64)
+            self._windows.record(batch, np.array(committed, np.int64), np.array(end_offsets, np.int64), now,
+                                 np.repeat(np.array(committing, np.bool_), lengths))
+            codes = self._windows.status(batch[:judged_rows], now).tolist()
+        else:
+            codes = []
+        i = 0
+        names = STATUS_NAMES
+        for g, was, keys, mine, found in judged:
+            n = len(keys)
+            if not n:
+                g.status, g.time_lag = None, None
+                history[g.group_id] = (round(now, 2), 0, None)
+                self._observe(g, now, ended)
+                changed = changed or was is None or was != (g.status, g.time_lag, g.lag)
+                continue
+            group_codes = codes[i:i + n]
+            i += n
+            time_lags: list[float | None] = []
+            total = 0
+            broker_lag = g.broker_lag
+            for key, code, c, e in zip(keys, group_codes, mine, found, strict=True):
                 topic, _, part = key.rpartition(":")
-                tp = (topic, int(part))
-                end = ends.get(tp)
-                if end is None:
-                    continue
-                live_keys.add((g.group_id, topic, tp[1]))
-                # A group with no members cannot commit: an unchanged offset is then no commit, so STOP can fire.
-                window = self._lag_windows.record(g.group_id, topic, tp[1], committed, end, now, committing=bool(g.members))
-                status = evaluate_partition(window, now)
-                table = self._time_tables.get(tp)
-                seconds = time_lag(table, committed, now) if table is not None else None
+                table = self._time_tables.get((topic, int(part)))
+                seconds = time_lag(table, c, now) if table is not None else None
                 time_lags.append(seconds)
-                lag = g.broker_lag.get(key, max(0, end - committed))  # share groups: Kafka's own figure
-                results[tp] = PartitionResult(status=status, lag=lag, fullness=window.fullness)
-                g.lag[key] = {"status": status, "time_lag": None if seconds is None else round(seconds, 3)}
-            g.status = evaluate_group(results).status if results else None
+                total += broker_lag.get(key, max(0, e - c)) if broker_lag else max(0, e - c)  # share groups: Kafka's own figure
+                g.lag[key] = {"status": names[code], "time_lag": None if seconds is None else round(seconds, 3)}
+            g.status = _GROUP_STATUS_BY_RANK[max(GROUP_RANK_OF[code] for code in group_codes)]
             seconds = group_time_lag(time_lags)
             g.time_lag = None if seconds is None else round(seconds, 3)
-            history[g.group_id] = (round(now, 2), sum(r.lag or 0 for r in results.values()), g.time_lag)
+            history[g.group_id] = (round(now, 2), total, g.time_lag)
             self._observe(g, now, ended)
             changed = changed or was is None or was != (g.status, g.time_lag, g.lag)
         self.changed = changed
         self.stats["groups_skipped"] = int(self.stats.get("groups_skipped", 0)) + skipped
-        # Every group skipped with the same window keys as last time: nothing to forget (skipped
-        # groups only ever record windows among their keys).
-        last_sets = self._retained
-        if not (all_skipped and last_sets is not None and len(key_sets) == len(last_sets)
-                and all(a is b for a, b in zip(key_sets, last_sets, strict=True))):
-            for keys in key_sets:
-                live_keys |= keys
-            self._lag_windows.retain(live_keys)
-        self._retained = key_sets if all_skipped else None
+        self.stats["lag_windows"] = self._windows.windows()
+        if self._windows.groups() != len(groups):
+            self._windows.retain(groups)
         written, trim = self._history.select(history)
         if store.append_lag_history(self.cluster, written, trim=trim):
             self._history.stored(written, trim)
@@ -135,19 +205,12 @@ class GroupEvaluation:
             self._members_cache[g.group_id] = (g.members, members)
         ended += [(g.group_id, r) for r in tracker.observe(Observation(now, g.state, g.generation, members))]
 
-    def _entries_of(self, g: GroupState) -> tuple[tuple[tuple[str, int, int], ...], frozenset[Key]]:
-        """(topic, partition, committed) of each committed offset, and the windows' keys; once per state."""
+    def _entries_of(self, g: GroupState) -> _Entries:
         cached = self._entries_cache.get(g.group_id)
-        if cached is not None and cached[0] is g.offsets:
-            return cached[1], cached[2]
-        entries = tuple((topic, int(part), committed) for key, committed in g.offsets.items()
-                        for topic, _, part in (key.rpartition(":"),))
-        keys = frozenset((g.group_id, t, p) for t, p, _ in entries)
-        # The end offsets of its partitions in one C call, to compare with the committed ones.
-        getter = itemgetter(*[(t, p) for t, p, _ in entries]) if entries else None
-        committed = tuple(c for _, _, c in entries) if len(entries) != 1 else entries[0][2]
-        self._entries_cache[g.group_id] = (g.offsets, entries, keys, getter, committed)
-        return entries, keys
+        if cached is not None and cached.offsets is g.offsets:
+            return cached
+        entries = self._entries_cache[g.group_id] = _Entries(g.offsets)
+        return entries
 
     def _caught_up_and_unchanged(self, last: GroupState, g: GroupState, ends: Mapping[tuple[str, int], int]) -> bool:
         if last.status != "OK" or not g.offsets:
@@ -155,10 +218,9 @@ class GroupEvaluation:
         if last is not g and (last.offsets != g.offsets or last.members != g.members or last.state != g.state
                               or last.generation != g.generation or last.broker_lag != g.broker_lag):
             return False
-        self._entries_of(g)
-        _, _, _, getter, committed = self._entries_cache[g.group_id]
+        entries = self._entries_of(g)
         try:
-            return getter is not None and getter(ends) == committed
+            return entries.getter is not None and entries.getter(ends) == entries.committed_key
         except KeyError:
             return False  # a partition without an end offset
 

@@ -15,7 +15,6 @@ from consumers_app.lagstatus import (
     STOP,
     WARN,
     Commit,
-    LagWindows,
     PartitionResult,
     PartitionWindow,
     evaluate_group,
@@ -264,19 +263,6 @@ def test_window_survives_a_trip_through_json():
     assert evaluate_partition(copy, last_at(w) + 91) == STOP
 
 
-def test_lag_windows_keep_one_window_per_group_and_partition_and_survive_json():
-    windows = LagWindows(size=5)
-    windows.record("g1", "orders", 0, 100, 150, at=0.0)
-    windows.record("g1", "orders", 1, 10, 10, at=0.0)
-    windows.record("g2", "orders", 0, 7, 150, at=0.0)
-    copy = LagWindows.from_dict(json.loads(json.dumps(windows.to_dict())))
-    assert copy == windows
-    one = copy.get("g1", "orders", 0)
-    assert one is not None and one.size == 5 and one.current_lag == 50
-    copy.retain({("g1", "orders", 0)})
-    assert set(copy.windows) == {("g1", "orders", 0)}
-
-
 # Group status ------------------------------------------------------------------------------------
 
 
@@ -336,50 +322,3 @@ def test_group_without_lag_still_names_a_partition_with_the_largest_lag():
 def test_group_with_only_unknown_lags_has_no_largest_lag():
     result = evaluate_group({("a", 0): part(OK, lag=None)})
     assert (result.max_lag_partition, result.max_lag) == (None, None)
-
-
-@pytest.mark.parametrize("seed", range(40))
-def test_deferred_caught_up_observations_leave_the_windows_exactly_as_recording_each(seed):
-    """`note_caught_up` (one time noted per group) against recording every partition at every refresh:
-    random refresh times (some closer than min_distance, some out of order), groups falling behind
-    and catching up, members leaving, partitions forgotten; the windows and their statuses are equal
-    whenever they are read."""
-    import random
-
-    rng = random.Random(seed)
-    eager, lazy = LagWindows(size=4, min_distance=1.0), LagWindows(size=4, min_distance=1.0)
-    committed = {("g", "t", p): 100 for p in range(3)}
-    ends = dict(committed)
-    at = 0.0
-    committing = True
-    deferred_seen = 0
-    for _ in range(300):
-        at += rng.choice([0.2, 0.6, 1.0, 1.5, 3.0, 3.0, 3.0, -0.5])
-        roll = rng.random()
-        if roll < 0.1:  # writes: the group falls behind
-            for k in ends:
-                ends[k] += rng.randint(0, 5)
-        elif roll < 0.2:  # it commits what it has read
-            committed = {k: ends[k] for k in committed}
-        elif roll < 0.25:
-            committing = not committing
-        elif roll < 0.28:  # a partition is forgotten and comes back
-            gone = rng.choice(sorted(committed))
-            for w in (eager, lazy):
-                w.retain(set(committed) - {gone})
-        caught_up = all(ends[k] == c for k, c in committed.items())
-        for (g, t, p), c in committed.items():
-            eager.record(g, t, p, c, ends[(g, t, p)], at, committing)
-        if caught_up and rng.random() < 0.9:
-            lazy.note_caught_up("g", tuple((t, p, c) for (_, t, p), c in committed.items()), at, committing)
-            deferred_seen += "g" in lazy.deferred
-        else:
-            for (g, t, p), c in committed.items():
-                lazy.record(g, t, p, c, ends[(g, t, p)], at, committing)
-        if rng.random() < 0.2:
-            for g, t, p in committed:
-                assert lazy.get(g, t, p) == eager.get(g, t, p), (seed, at)
-                w = eager.get(g, t, p)
-                assert w is None or evaluate_partition(lazy.get(g, t, p), at + 5) == evaluate_partition(w, at + 5)
-    assert lazy.to_dict() == eager.to_dict()
-    assert deferred_seen > 0

@@ -1,0 +1,101 @@
+"""The column windows (consumers_app/lagcolumns.py) against the reference PartitionWindow and
+evaluate_partition: random observation sequences, every window and status compared."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from consumers_app.lagcolumns import GROUP_RANK, STATUS_NAMES, WindowColumns, segment_max
+from consumers_app.lagstatus import ERR, OK, REWIND, STALL, STOP, WARN, PartitionWindow, evaluate_partition, group_status_of
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_columns_record_and_judge_exactly_as_the_reference_windows(seed):
+    rng = random.Random(seed)
+    size = rng.choice([2, 3, 4, 10])
+    cols = WindowColumns(size=size, min_distance=1.0, capacity=2)  # small: grows while recording
+    n = rng.randint(1, 12)
+    tps = tuple(("t", p) for p in range(n))
+    reference = [PartitionWindow(size, 1.0) for _ in range(n)]
+    committed = [rng.randint(0, 50) for _ in range(n)]
+    ends = [c + rng.randint(0, 3) for c in committed]
+    at = 100.0
+    statuses: set[str] = set()
+    for _step in range(200):
+        at += rng.choice([0.2, 0.6, 1.0, 1.5, 3.0, 3.0, -0.5, 10.0])
+        for i in range(n):
+            roll = rng.random()
+            if roll < 0.3:
+                ends[i] += rng.randint(0, 20)
+            elif roll < 0.5:
+                committed[i] = min(ends[i], committed[i] + rng.randint(0, 25))
+            elif roll < 0.55:
+                committed[i] = max(0, committed[i] - rng.randint(1, 30))  # a reset back
+            elif roll < 0.6:
+                committed[i] = ends[i]
+        committing = [rng.random() < 0.8 for _ in range(n)]
+        # Some of the partitions are observed at each refresh, in any order.
+        seen = [i for i in range(n) if rng.random() < 0.8]
+        rng.shuffle(seen)
+        rows = cols.rows_of("g", tps)
+        for i in seen:
+            reference[i].record(committed[i], ends[i], at, committing[i])
+        if seen:
+            idx = np.array(seen)
+            cols.record(rows[idx], np.array(committed)[idx], np.array(ends)[idx], at,
+                        np.array(committing)[idx])
+        now = at + rng.choice([0.0, 1.0, 5.0, 60.0])
+        allowed = rng.choice([0, 0, 5])
+        codes = cols.status(rows, now, allowed)
+        for i in range(n):
+            assert cols.window(int(rows[i])) == reference[i], (seed, _step, i)
+            expected = evaluate_partition(reference[i], now, allowed)
+            assert STATUS_NAMES[codes[i]] == expected, (seed, _step, i, reference[i])
+            statuses.add(expected)
+        assert np.allclose(cols.fullness(rows), [w.fullness for w in reference])
+    # The sequences reach more than OK.
+    assert len(statuses) >= 2
+
+
+def test_every_status_is_reached_by_some_seed():
+    """The property test above would be weak if its sequences never led to the rarer statuses."""
+    seen: set[str] = set()
+    for seed in range(40):
+        rng = random.Random(seed)
+        w = PartitionWindow(4, 1.0)
+        c, e, at = 0, 0, 0.0
+        for _ in range(200):
+            at += rng.choice([1.0, 3.0, 10.0])
+            e += rng.choice([0, 5, 10])
+            c = rng.choice([c, c + 3, max(0, c - 10), e])
+            w.record(c, e, at, rng.random() < 0.8)
+            seen.add(evaluate_partition(w, at + rng.choice([0, 100])))
+    assert {OK, WARN, STOP, STALL, REWIND} <= seen
+
+
+def test_rows_follow_a_groups_partitions_and_are_reused_after_the_group_goes():
+    cols = WindowColumns(size=3)
+    a = cols.rows_of("g", (("t", 0), ("t", 1)))
+    cols.record(a, np.array([5, 6]), np.array([9, 9]), 1.0, np.array([True, True]))
+    # The same partitions: the same rows. One more partition: the others keep their windows.
+    assert cols.rows_of("g", (("t", 0), ("t", 1))) is a
+    b = cols.rows_of("g", (("t", 1), ("t", 2)))
+    assert b[0] == a[1]
+    assert cols.window(int(b[0])).commits[0].offset == 6
+    assert cols.window(int(b[1])).commits == []
+    assert cols.windows() == 2  # ("t", 0)'s window was freed
+    cols.retain([])
+    assert cols.windows() == 0 and cols.groups() == 0
+    again = cols.rows_of("h", (("u", 0),))
+    assert cols.window(int(again[0])).commits == []  # a reused row starts empty
+
+
+def test_group_ranks_and_segment_maxima():
+    assert [group_status_of(s) for s in STATUS_NAMES] == [OK, WARN, ERR, ERR, ERR]
+    assert list(GROUP_RANK) == [1, 2, 3, 3, 3]
+    values = np.array([1, 3, 2, 1, 1, 1], np.int8)
+    assert segment_max(values, [2, 1, 3]).tolist() == [3, 2, 1]
+    assert segment_max(np.zeros(0, np.int8), []).tolist() == []
