@@ -19,7 +19,7 @@ Only a full window is judged (`DEFAULT_MIN_FULLNESS` = 1.0, as the watcher uses 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -35,6 +35,7 @@ from consumers_app.lagstatus import (
     Commit,
     PartitionWindow,
 )
+from consumers_app.timelag import DEFAULT_POINTS
 
 # Status codes of the arrays `status` returns; STATUS_NAMES[code] is the name.
 STATUS_NAMES = (OK, WARN, STOP, STALL, REWIND)
@@ -96,7 +97,7 @@ class WindowColumns:
         if self._free:
             return self._free.pop()
         if self._used == len(self.count):
-            grow = max(1024, len(self.count))
+            grow = max(1024, len(self.count) // 2)
             self.offsets = np.concatenate([self.offsets, np.zeros((grow, self.size), np.int64)])
             self.ends = np.concatenate([self.ends, np.zeros((grow, self.size), np.int64)])
             self.times = np.concatenate([self.times, np.zeros((grow, self.size), np.float64)])
@@ -190,3 +191,108 @@ def segment_max(values: npt.NDArray[np.int8], lengths: Sequence[int]) -> npt.NDA
     if len(lengths) > 1:
         np.cumsum(lengths[:-1], out=starts[1:])
     return np.maximum.reduceat(values, starts) if len(values) else np.zeros(0, values.dtype)
+
+
+class TimeColumns:
+    """`timelag.OffsetTimeTable` of every partition as columns, and `timelag.time_lag` for many
+    (partition, committed offset) pairs at once; the reference tables stay the specification
+    (tests/unit/test_lagcolumns.py). A partition's row is handed out the first time it is added and
+    kept (the tables of deleted partitions were never forgotten either)."""
+
+    def __init__(self, limit: int = DEFAULT_POINTS, capacity: int = 1024) -> None:
+        if limit < 2:
+            raise ValueError(f"a table needs room for at least 2 points, got {limit}")
+        self.limit = limit
+        self.offsets = np.zeros((capacity, limit), np.int64)
+        self.times = np.zeros((capacity, limit), np.float64)
+        self.count = np.zeros(capacity, np.int64)
+        self.index: dict[TopicPartition, int] = {}
+        self._keys: list[TopicPartition] = []
+        self._rows: Rows = np.zeros(0, np.int64)
+
+    def row(self, tp: TopicPartition) -> int | None:
+        return self.index.get(tp)
+
+    def rows(self, tps: Iterable[TopicPartition]) -> list[int | None]:
+        index = self.index
+        return [index.get(tp) for tp in tps]
+
+    def add_all(self, ends: Mapping[TopicPartition, int], at: float) -> None:
+        """`OffsetTimeTable.add(offset, at)` on the table of each partition in `ends`."""
+        if not ends:
+            return
+        keys = list(ends)
+        if keys != self._keys:  # (the same partitions in the same order: the rows of last time)
+            index = self.index
+            for tp in keys:
+                if tp not in index:
+                    index[tp] = self._allocate()
+            self._keys, self._rows = keys, np.fromiter((index[tp] for tp in keys), np.int64, len(keys))
+        rows = self._rows
+        values = np.fromiter(ends.values(), np.int64, len(keys))
+        n = self.count[rows]
+        has = n > 0
+        last = np.maximum(n - 1, 0)
+        newest_at = self.times[rows, last]
+        newest = self.offsets[rows, last]
+        # Rejected: not newer than the newest point, or an offset below it.
+        ok = ~has | ((at > newest_at) & (values >= newest))
+        # A flat run keeps only its first and last point: the last moves forward in time.
+        update = ok & (n > 1) & (self.offsets[rows, np.maximum(n - 2, 0)] == values) & (newest == values)
+        if update.any():
+            self.times[rows[update], last[update]] = at
+        append = ok & ~update
+        if not append.any():
+            return
+        r, na, v = rows[append], n[append], values[append]
+        room = na < self.limit
+        if room.any():
+            rr, ii = r[room], na[room]
+            self.offsets[rr, ii] = v[room]
+            self.times[rr, ii] = at
+            self.count[rr] = ii + 1
+        full = ~room
+        if full.any():
+            rf = r[full]
+            self.offsets[rf, :-1] = self.offsets[rf, 1:]
+            self.offsets[rf, -1] = v[full]
+            self.times[rf, :-1] = self.times[rf, 1:]
+            self.times[rf, -1] = at
+
+    def time_lag(self, rows: Rows, committed: npt.NDArray[np.int64], now: float) -> npt.NDArray[np.float64]:
+        """`time_lag(table, committed[i], now)` for the table in each row; NaN where that is None
+        (and for a row of -1: no table)."""
+        out = np.full(len(rows), np.nan)
+        known = rows >= 0
+        r, x = rows[known], committed[known]
+        n = self.count[r]
+        offsets, times = self.offsets[r], self.times[r]
+        last = np.maximum(n - 1, 0)
+        newest = offsets[np.arange(len(r)), last]
+        exact = (n > 0) & (x == newest)
+        # Points with this offset or a smaller one (the table's offsets never go down).
+        valid = np.arange(self.limit)[None, :] < n[:, None]
+        k = ((offsets <= x[:, None]) & valid).sum(axis=1)
+        between = (k >= 1) & (k <= n - 1)
+        left = np.where(between, k - 1, 0)
+        right = np.where(between, k, last)
+        pick = np.arange(len(r))
+        lo, ro = offsets[pick, left], offsets[pick, right]
+        lt, rt = times[pick, left], times[pick, right]
+        flat = ro == lo
+        with np.errstate(divide="ignore", invalid="ignore"):
+            predicted = np.where(flat, np.where(x < lo, lt, np.inf), rt - (ro - x) * (rt - lt) / np.where(flat, 1, ro - lo))
+        lag = np.maximum(0.0, now - predicted)
+        lag[exact] = 0.0
+        lag[~exact & (n < 2)] = np.nan
+        out[known] = lag
+        return out
+
+    def _allocate(self) -> int:
+        row = len(self.index)
+        if row == len(self.count):
+            grow = max(1024, len(self.count) // 2)
+            self.offsets = np.concatenate([self.offsets, np.zeros((grow, self.limit), np.int64)])
+            self.times = np.concatenate([self.times, np.zeros((grow, self.limit), np.float64)])
+            self.count = np.concatenate([self.count, np.zeros(grow, np.int64)])
+        return row

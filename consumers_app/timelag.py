@@ -1,7 +1,7 @@
 """Time lag in seconds, interpolated as kafka-lag-exporter does (ALGORITHMS.md section 3); pure, no I/O.
 
-Per partition the watcher keeps an `OffsetTimeTable` of (end offset, time) points taken at each
-refresh. To tell how far behind a consumer is in time, look up when its committed offset was the
+Per partition an `OffsetTimeTable` holds (end offset, time) points taken at each refresh (the
+watcher keeps its tables as columns, lagcolumns.TimeColumns, which must do exactly what these do). To tell how far behind a consumer is in time, look up when its committed offset was the
 end of the log, and subtract that from now.
 """
 
@@ -71,61 +71,6 @@ class OffsetTimeTable:
             limit=int(data.get("limit", DEFAULT_POINTS)),
             points=[Point(int(o), float(t)) for o, t in data.get("points", [])],
         )
-
-
-@dataclass
-class OffsetTimeTables:
-    """The table of every partition, fed every end offset at each refresh (`add_all`).
-
-    A partition whose end offset did not move since its last add is not touched: its table would
-    only move the newest point of a flat run forward. The skipped adds are applied when the table
-    is read (`get`) or its offset moves, as two adds (the first and the latest skipped refresh),
-    which leaves the table exactly as adding at every refresh would (a flat run keeps only its first
-    and last point). A refresh costs what changed, not the partition count."""
-
-    limit: int = DEFAULT_POINTS
-    tables: dict[tuple[str, int], OffsetTimeTable] = field(default_factory=dict)
-    offsets: dict[tuple[str, int], int] = field(default_factory=dict)  # offset last given per partition
-    skipped: dict[tuple[str, int], float] = field(default_factory=dict)  # first refresh whose add was skipped
-    at: float | None = None  # the latest refresh
-
-    def add_all(self, ends: Mapping[tuple[str, int], int], at: float) -> None:
-        if self.at is not None and at <= self.at:
-            # Not newer than the last refresh: every table decides for itself (drops it).
-            for tp, offset in ends.items():
-                self._add(tp, offset, at)
-            return
-        last = self.offsets
-        changed = [tp for tp, offset in ends.items() if last.get(tp) != offset]
-        # Skipped adds of partitions this refresh does not list end with the last refresh that did.
-        for tp in self.skipped.keys() - ends.keys():
-            self._flush(tp)
-        for tp in changed:
-            self._add(tp, ends[tp], at)
-        for tp in ends.keys() - self.skipped.keys() - set(changed):
-            self.skipped[tp] = at
-        self.at = at
-
-    def _add(self, tp: tuple[str, int], offset: int, at: float) -> None:
-        self._flush(tp)
-        table = self.tables.get(tp)
-        if table is None:
-            table = self.tables[tp] = OffsetTimeTable(self.limit)
-        table.add(offset, at)
-        self.offsets[tp] = offset
-
-    def _flush(self, tp: tuple[str, int]) -> None:
-        first = self.skipped.pop(tp, None)
-        if first is None:
-            return
-        table, offset = self.tables[tp], self.offsets[tp]
-        table.add(offset, first)
-        if self.at is not None and self.at > first:
-            table.add(offset, self.at)
-
-    def get(self, tp: tuple[str, int]) -> OffsetTimeTable | None:
-        self._flush(tp)
-        return self.tables.get(tp)
 
 
 def predicted_time(table: OffsetTimeTable, offset: int) -> float | None:

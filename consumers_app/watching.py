@@ -23,11 +23,10 @@ from console.watcher import store
 from console.watcher.history import LagHistoryFilter
 from console.watcher.registry import EmitEvents, EventRow
 from console.watcher.snapshot import GroupState, MemberState
-from consumers_app.lagcolumns import GROUP_RANK, STATUS_NAMES, WindowColumns
+from consumers_app.lagcolumns import GROUP_RANK, STATUS_NAMES, TimeColumns, WindowColumns
 from consumers_app.lagstatus import ERR, NOTFOUND, OK, WARN, PartitionWindow
 from consumers_app.rebalance import Member as RbMember
 from consumers_app.rebalance import Observation, Rebalance, RebalanceTracker
-from consumers_app.timelag import OffsetTimeTables, group_time_lag, time_lag
 
 GROUP_RANK_OF = GROUP_RANK.tolist()  # status code -> rank on the group scale
 _GROUP_STATUS_BY_RANK = {0: NOTFOUND, 1: OK, 2: WARN, 3: ERR}
@@ -36,7 +35,7 @@ _GROUP_STATUS_BY_RANK = {0: NOTFOUND, 1: OK, 2: WARN, 3: ERR}
 class _Entries:
     """What one group state's committed offsets give the evaluation, derived once per state."""
 
-    __slots__ = ("committed", "committed_key", "getter", "keys", "offsets", "tps")
+    __slots__ = ("committed", "committed_key", "getter", "keys", "offsets", "time_rows", "tps")
 
     def __init__(self, offsets: dict[str, int]) -> None:
         self.offsets = offsets
@@ -46,6 +45,7 @@ class _Entries:
         # The end offsets of its partitions in one C call, to compare with the committed ones.
         self.getter = itemgetter(*self.tps) if self.tps else None
         self.committed_key: Any = tuple(self.committed) if len(self.committed) != 1 else self.committed[0]
+        self.time_rows: list[int] | None = None  # each partition's row of the time tables, once all have one
 
     def ends(self, ends: Mapping[tuple[str, int], int]) -> list[int | None]:
         if self.getter is None:
@@ -67,7 +67,7 @@ class GroupEvaluation:
         self.stats: dict[str, float | int] = {}
         # One window entry per offsets sample: samples closer than half the interval replace the last.
         self._windows = WindowColumns(min_distance=settings.WATCHER_OFFSETS_INTERVAL * 0.5)
-        self._time_tables = OffsetTimeTables()
+        self._time_tables = TimeColumns()
         self._trackers: dict[str, RebalanceTracker] = {}
         self._history = LagHistoryFilter()
         # Derived once per group state (a state carried over is the same object): the tracker's
@@ -90,8 +90,8 @@ class GroupEvaluation:
     def _evaluate(self, groups: dict[str, GroupState], before: Mapping[str, GroupState], ends: Mapping[tuple[str, int], int],
                   now: float) -> list[tuple[str, Rebalance]]:
         """Every window observed this sample is recorded in one batch, every evaluated one judged in
-        another (lagcolumns.py); what stays per partition in Python is the time lag and the
-        snapshot's per-partition entry of the groups that changed."""
+        another, their time lags interpolated in a third (lagcolumns.py); what stays per partition in
+        Python is the snapshot's per-partition entry of the groups that changed."""
         self._time_tables.add_all(ends, now)
         ended: list[tuple[str, Rebalance]] = []
         history: dict[str, tuple[float, int, float | None]] = {}
@@ -103,6 +103,7 @@ class GroupEvaluation:
         end_offsets: list[int] = []
         committing: list[bool] = []
         lengths: list[int] = []
+        time_rows: list[int] = []  # the evaluated windows' partitions in the time tables
         judged: list[tuple[GroupState, Any, list[str], list[int], list[int]]] = []  # evaluated groups, in batch order
         judged_rows = 0  # the evaluated groups' rows come first in the batch
         later: list[tuple[list[int], list[int], bool]] = []  # the skipped groups' rows, recorded after
@@ -128,8 +129,12 @@ class GroupEvaluation:
                 mine = [entries.committed[i] for i in present]
                 group_rows = [group_rows[i] for i in present]
                 found = [e for e in looked_up if e is not None]
+                time_rows += cast(list[int], self._time_tables.rows(entries.tps[i] for i in present))
             else:
                 keys, mine, found = entries.keys, entries.committed, cast(list[int], looked_up)
+                if entries.time_rows is None:  # (every partition has an end offset, so a table)
+                    entries.time_rows = cast(list[int], self._time_tables.rows(entries.tps))
+                time_rows += entries.time_rows
             rows += group_rows
             committed += mine
             end_offsets += found
@@ -148,8 +153,10 @@ class GroupEvaluation:
             self._windows.record(batch, np.array(committed, np.int64), np.array(end_offsets, np.int64), now,
                                  np.repeat(np.array(committing, np.bool_), lengths))
             codes = self._windows.status(batch[:judged_rows], now).tolist()
+            lags = self._time_tables.time_lag(np.array(time_rows, np.int64), np.array(committed[:judged_rows], np.int64),
+                                              now).tolist()
         else:
-            codes = []
+            codes, lags = [], []
         i = 0
         names = STATUS_NAMES
         for g, was, keys, mine, found in judged:
@@ -161,20 +168,21 @@ class GroupEvaluation:
                 changed = changed or was is None or was != (g.status, g.time_lag, g.lag)
                 continue
             group_codes = codes[i:i + n]
+            group_lags = lags[i:i + n]
             i += n
-            time_lags: list[float | None] = []
             total = 0
+            worst: float | None = None
             broker_lag = g.broker_lag
-            for key, code, c, e in zip(keys, group_codes, mine, found, strict=True):
-                topic, _, part = key.rpartition(":")
-                table = self._time_tables.get((topic, int(part)))
-                seconds = time_lag(table, c, now) if table is not None else None
-                time_lags.append(seconds)
+            for key, code, seconds, c, e in zip(keys, group_codes, group_lags, mine, found, strict=True):
                 total += broker_lag.get(key, max(0, e - c)) if broker_lag else max(0, e - c)  # share groups: Kafka's own figure
-                g.lag[key] = {"status": names[code], "time_lag": None if seconds is None else round(seconds, 3)}
+                if seconds != seconds:  # NaN: not known
+                    g.lag[key] = {"status": names[code], "time_lag": None}
+                    continue
+                if worst is None or seconds > worst:
+                    worst = seconds  # the worst partition's time lag; unknown ones left out (timelag.group_time_lag)
+                g.lag[key] = {"status": names[code], "time_lag": round(seconds, 3)}
             g.status = _GROUP_STATUS_BY_RANK[max(GROUP_RANK_OF[code] for code in group_codes)]
-            seconds = group_time_lag(time_lags)
-            g.time_lag = None if seconds is None else round(seconds, 3)
+            g.time_lag = None if worst is None else round(worst, 3)
             history[g.group_id] = (round(now, 2), total, g.time_lag)
             self._observe(g, now, ended)
             changed = changed or was is None or was != (g.status, g.time_lag, g.lag)
@@ -213,8 +221,8 @@ class GroupEvaluation:
         return entries
 
     def _caught_up_and_unchanged(self, last: GroupState, g: GroupState, ends: Mapping[tuple[str, int], int]) -> bool:
-        if last.status != "OK" or not g.offsets:
-            return False
+        if last.status != "OK" or not g.offsets or last.lag.keys() != g.offsets.keys():
+            return False  # (a partition left out of the last evaluation, its end offset missing, has no entry to carry)
         if last is not g and (last.offsets != g.offsets or last.members != g.members or last.state != g.state
                               or last.generation != g.generation or last.broker_lag != g.broker_lag):
             return False

@@ -8,8 +8,9 @@ import random
 import numpy as np
 import pytest
 
-from consumers_app.lagcolumns import GROUP_RANK, STATUS_NAMES, WindowColumns, segment_max
+from consumers_app.lagcolumns import GROUP_RANK, STATUS_NAMES, TimeColumns, WindowColumns, segment_max
 from consumers_app.lagstatus import ERR, OK, REWIND, STALL, STOP, WARN, PartitionWindow, evaluate_partition, group_status_of
+from consumers_app.timelag import OffsetTimeTable, time_lag
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -99,3 +100,51 @@ def test_group_ranks_and_segment_maxima():
     values = np.array([1, 3, 2, 1, 1, 1], np.int8)
     assert segment_max(values, [2, 1, 3]).tolist() == [3, 2, 1]
     assert segment_max(np.zeros(0, np.int8), []).tolist() == []
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_time_columns_add_and_interpolate_exactly_as_the_reference_tables(seed):
+    """Random end offsets over random refresh times (some out of order, some not moving, some
+    going back) into TimeColumns and into one OffsetTimeTable per partition; then time lags of random
+    committed offsets (below, inside, on and above each table) equal the reference's, bit for bit."""
+    rng = random.Random(seed)
+    limit = rng.choice([2, 3, 5, 60])
+    cols = TimeColumns(limit=limit, capacity=1)
+    tps = [("t", p) for p in range(rng.randint(1, 8))]
+    reference = {tp: OffsetTimeTable(limit) for tp in tps}
+    ends = {tp: rng.randint(0, 100) for tp in tps}
+    at = 10.0
+    seen_kinds = set()
+    for step in range(150):
+        at += rng.choice([0.5, 1.0, 3.0, 3.0, -1.0, 0.0])
+        for tp in tps:
+            ends[tp] += rng.choice([0, 0, 0, 1, 7, 100, -3])
+        listed = {tp: ends[tp] for tp in tps if rng.random() < 0.9}
+        for tp, offset in listed.items():
+            reference[tp].add(offset, at)
+        cols.add_all(listed, at)
+        queries = []
+        for tp in tps:
+            points = reference[tp].points
+            low = points[0].offset if points else 0
+            high = points[-1].offset if points else 0
+            queries.append((tp, rng.choice([low - 5, low, (low + high) // 2, high, high + 5, rng.randint(low, high + 1)])))
+        rows = np.array([-1 if cols.row(tp) is None else cols.row(tp) for tp, _ in queries], np.int64)
+        committed = np.array([c for _, c in queries], np.int64)
+        now = at + rng.choice([0.0, 2.0, 30.0])
+        got = cols.time_lag(rows, committed, now)
+        for (tp, c), value in zip(queries, got.tolist(), strict=True):
+            expected = time_lag(reference[tp], c, now) if reference[tp].points else None
+            if expected is None:
+                assert np.isnan(value), (seed, step, tp, c)
+            else:
+                assert value == expected, (seed, step, tp, c, reference[tp].points)
+                seen_kinds.add("zero" if expected == 0 else "positive")
+        for tp in tps:
+            row = cols.row(tp)
+            n = 0 if row is None else int(cols.count[row])
+            assert n == len(reference[tp].points)
+            if n:
+                assert cols.offsets[row, :n].tolist() == [p.offset for p in reference[tp].points]
+                assert cols.times[row, :n].tolist() == [p.at for p in reference[tp].points]
+    assert seen_kinds == {"zero", "positive"}

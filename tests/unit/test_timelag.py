@@ -163,36 +163,3 @@ def test_forecast_is_never_when_the_group_does_not_gain_on_the_log():
 
 def test_forecast_is_zero_when_there_is_no_lag():
     assert catch_up_forecast(0, consume_rate=0.0, produce_rate=10.0) == 0.0
-
-
-@pytest.mark.parametrize("seed", range(30))
-def test_tables_fed_at_every_refresh_equal_one_table_per_partition_fed_each_time(seed):
-    """OffsetTimeTables skips the adds of partitions whose offset did not move and applies them when
-    read: against one OffsetTimeTable per partition fed at every refresh (random refreshes, some
-    out of order, partitions missing from some, offsets going back), every table read is equal."""
-    import random
-
-    from consumers_app.timelag import OffsetTimeTables
-
-    rng = random.Random(seed)
-    tables, eager = OffsetTimeTables(limit=5), {}
-    ends = {("t", p): 100 for p in range(6)}
-    at = 0.0
-    for _ in range(300):
-        at += rng.choice([3.0, 3.0, 3.0, 1.0, 0.0, -2.0])
-        for tp in ends:
-            roll = rng.random()
-            if roll < 0.15:
-                ends[tp] += rng.randint(1, 20)
-            elif roll < 0.17:
-                ends[tp] -= 5  # a truncated log (non-monotonic: refused by the table)
-        sample = {tp: o for tp, o in ends.items() if rng.random() > 0.1}
-        tables.add_all(sample, at)
-        for tp, o in sample.items():
-            eager.setdefault(tp, OffsetTimeTable(limit=5)).add(o, at)
-        for tp in rng.sample(sorted(ends), 2):
-            got = tables.get(tp)
-            assert (got.points if got else None) == (eager[tp].points if tp in eager else None), (seed, at, tp)
-    for tp in ends:
-        assert tables.get(tp).points == eager[tp].points
-    assert len(tables.skipped) < len(ends) * 2
