@@ -277,11 +277,12 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
         import cProfile
         import pstats
 
-        for _ in range(2):  # warm: what a steady sampling pass costs, not the first ones
+        for _ in range(3):  # warm: what a steady pass costs, not the first ones (which read every size)
             watcher.sample_offsets()
+            watcher.cycle()
+            model.step(args.change_rate, settings.WATCHER_OFFSETS_INTERVAL)
             time.sleep(settings.WATCHER_OFFSETS_INTERVAL)
-        model.step(args.change_rate, 1.0)
-        for name, fn in (("metadata cycle", watcher.cycle), ("sampling", watcher.sample_offsets)):
+        for name, fn in (("sampling", watcher.sample_offsets), ("metadata cycle", watcher.cycle)):
             profile = cProfile.Profile()
             profile.runcall(fn)
             print(f"--- {name}", file=sys.stderr)

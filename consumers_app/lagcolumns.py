@@ -266,22 +266,31 @@ class TimeColumns:
         known = rows >= 0
         r, x = rows[known], committed[known]
         n = self.count[r]
-        offsets, times = self.offsets[r], self.times[r]
+        offsets, times = self.offsets, self.times
         last = np.maximum(n - 1, 0)
-        newest = offsets[np.arange(len(r)), last]
-        exact = (n > 0) & (x == newest)
-        # Points with this offset or a smaller one (the table's offsets never go down).
-        valid = np.arange(self.limit)[None, :] < n[:, None]
-        k = ((offsets <= x[:, None]) & valid).sum(axis=1)
+        exact = (n > 0) & (offsets[r, last] == x)
+        # k: the points with this offset or a smaller one (a table's offsets never go down), found by
+        # a binary search in every row at once: log2(limit) steps of one element per row.
+        flat_offsets, base = offsets.ravel(), r * self.limit
+        lo, hi = np.zeros(len(r), np.int64), n.copy()
+        while True:
+            active = np.flatnonzero(lo < hi)
+            if not len(active):
+                break
+            mid = (lo[active] + hi[active]) >> 1
+            right_of = flat_offsets[base[active] + mid] <= x[active]
+            lo[active[right_of]] = mid[right_of] + 1
+            hi[active[~right_of]] = mid[~right_of]
+        k = lo
         between = (k >= 1) & (k <= n - 1)
         left = np.where(between, k - 1, 0)
         right = np.where(between, k, last)
-        pick = np.arange(len(r))
-        lo, ro = offsets[pick, left], offsets[pick, right]
-        lt, rt = times[pick, left], times[pick, right]
-        flat = ro == lo
+        lo_offset, ro = offsets[r, left], offsets[r, right]
+        lt, rt = times[r, left], times[r, right]
+        flat = ro == lo_offset
         with np.errstate(divide="ignore", invalid="ignore"):
-            predicted = np.where(flat, np.where(x < lo, lt, np.inf), rt - (ro - x) * (rt - lt) / np.where(flat, 1, ro - lo))
+            predicted = np.where(flat, np.where(x < lo_offset, lt, np.inf),
+                                 rt - (ro - x) * (rt - lt) / np.where(flat, 1, ro - lo_offset))
         lag = np.maximum(0.0, now - predicted)
         lag[exact] = 0.0
         lag[~exact & (n < 2)] = np.nan

@@ -16,6 +16,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from itertools import chain
 from typing import Any
 
 from django.conf import settings
@@ -217,6 +218,7 @@ class ClusterWatcher:
         self._group_topics: dict[str, tuple[GroupState, list[str]]] = {}  # the topics each group state reads
         self._sizes_converted: tuple[Any, dict[tuple[str, int], dict[str, int]]] = (None, {})  # per sizes sample
         self._partitions_of: tuple[dict[str, TopicState] | None, list[tuple[str, int]]] = (None, [])  # what to sample, per topics
+        self._topic_partitions: dict[str, tuple[TopicState, list[tuple[str, int]]]] = {}
         self.groups_evaluator = registry.group_evaluator(cluster, incremental, self.publisher.emit)
         self._groups_at: float | None = None
         # Bumped whenever the sampling thread stores something the snapshot shows (offsets, sizes,
@@ -510,8 +512,14 @@ class ClusterWatcher:
         # Samples are stamped with the time they were asked for: a change noted before it is in them.
         started = time.time()
         if self._partitions_of[0] is not snap.topics:  # (a cycle that changed nothing keeps the topics dict)
-            self._partitions_of = (snap.topics, [(t.name, p.partition) for t in snap.topics.values() for p in t.partitions
-                                                 if not p.offline])
+            # Per topic object: a topic carried over from the snapshot before gives the same list.
+            per_topic, self._topic_partitions = self._topic_partitions, {}
+            for t in snap.topics.values():
+                cached = per_topic.get(t.name)
+                if cached is None or cached[0] is not t:
+                    cached = (t, [(t.name, p.partition) for p in t.partitions if not p.offline])
+                self._topic_partitions[t.name] = cached
+            self._partitions_of = (snap.topics, list(chain.from_iterable(c[1] for c in self._topic_partitions.values())))
         partitions = self._partitions_of[1]
         results: dict[str, dict[tuple[str, int], int]] = {}
         for which in ("latest", "earliest"):
