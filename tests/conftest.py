@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -35,6 +36,29 @@ def redis_server() -> Iterator[str]:
 def kafka_cluster() -> Iterator[Cluster]:
     with running_cluster() as cluster:
         yield cluster
+
+
+@pytest.fixture(autouse=True)
+def _no_broker_left_dead(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After each test on the cluster (but the fault tests, which kill nodes and bring them back
+    themselves): a node that died is reported, with the end of its log, and started again, so one
+    broker's death shows where it happened and does not fail every test after it."""
+    yield
+    if "kafka_cluster" not in request.fixturenames or "test_faults" in request.node.nodeid:
+        return
+    from django.conf import settings
+
+    from console.devcluster import DevCluster
+
+    cluster = DevCluster(settings.DEVCLUSTER_DIR, settings.DEVCLUSTER_BASE_PORT)
+    for st in cluster.status():
+        if st.running:
+            continue
+        log = cluster.node_dir(st.node_id) / "server.log"
+        tail = log.read_text(errors="replace").splitlines()[-40:] if log.exists() else ["(no log)"]
+        warnings.warn(f"Kafka node {st.node_id} was found dead after {request.node.nodeid}; its log ends:\n"
+                      + "\n".join(tail) + "\nstarting it again", stacklevel=1)
+        request.getfixturevalue("kafka_cluster").start(st.node_id)
 
 
 @pytest.fixture(scope="session")
