@@ -62,12 +62,13 @@ def partition_rows(snap: Snapshot, g: GroupState, ends: dict[tuple[str, int], in
     ends = end_offsets(snap) if ends is None else ends
     owners = {(a[0], a[1]): m for m in g.members for a in m.assignment}
     committed = {split_key(k): v for k, v in g.offsets.items()}
+    evaluated = g.lag_of()
     rows = []
     for tp in sorted(committed.keys() | owners.keys()):
         end = ends.get(tp)
         offset = committed.get(tp)
         owner = owners.get(tp)
-        lag_info = g.lag.get(f"{tp[0]}:{tp[1]}", {}) if hasattr(g, "lag") else {}
+        lag_info = evaluated.get(f"{tp[0]}:{tp[1]}", {})
         rows.append({
             "topic": tp[0],
             "partition": tp[1],

@@ -32,6 +32,10 @@ GROUP_RANK_OF = GROUP_RANK.tolist()  # status code -> rank on the group scale
 _GROUP_STATUS_BY_RANK = {0: NOTFOUND, 1: OK, 2: WARN, 3: ERR}
 
 
+def _behind(end: int, committed: int) -> int:
+    return end - committed if end > committed else 0
+
+
 class _Entries:
     """What one group state's committed offsets give the evaluation, derived once per state."""
 
@@ -115,13 +119,15 @@ class GroupEvaluation:
                 # Nothing to judge: the same members and offsets, every partition still at the end
                 # of its log (lag 0 is OK whatever the window holds, time lag 0). Most groups of an
                 # idle cluster. Their windows still record the commit, as the evaluation would have.
-                g.status, g.time_lag, g.lag = last.status, last.time_lag, last.lag
+                g.status, g.time_lag = last.status, last.time_lag
+                g.lag_keys, g.lag_status, g.lag_seconds = last.lag_keys, last.lag_status, last.lag_seconds
                 later.append((group_rows, entries.committed, bool(g.members)))
                 history[g.group_id] = (round(now, 2), 0, g.time_lag)
                 skipped += 1
                 self._observe(g, now, ended)
                 continue
-            was = (g.status, g.time_lag, dict(g.lag)) if last is g else None  # a state carried over: did it change?
+            # A state carried over: did its evaluation change?
+            was = (g.status, g.time_lag, g.lag_keys, g.lag_status, g.lag_seconds) if last is g else None
             looked_up = entries.ends(ends)
             if None in looked_up:  # partitions without an end offset are left out of this sample
                 present = [i for i, e in enumerate(looked_up) if e is not None]
@@ -163,29 +169,27 @@ class GroupEvaluation:
             n = len(keys)
             if not n:
                 g.status, g.time_lag = None, None
+                g.lag_keys, g.lag_status, g.lag_seconds = [], [], []
                 history[g.group_id] = (round(now, 2), 0, None)
                 self._observe(g, now, ended)
-                changed = changed or was is None or was != (g.status, g.time_lag, g.lag)
+                changed = changed or was is None or was != (g.status, g.time_lag, g.lag_keys, g.lag_status, g.lag_seconds)
                 continue
             group_codes = codes[i:i + n]
-            group_lags = lags[i:i + n]
+            seconds_of = lags[i:i + n]
             i += n
-            total = 0
-            worst: float | None = None
-            broker_lag = g.broker_lag
-            for key, code, seconds, c, e in zip(keys, group_codes, group_lags, mine, found, strict=True):
-                total += broker_lag.get(key, max(0, e - c)) if broker_lag else max(0, e - c)  # share groups: Kafka's own figure
-                if seconds != seconds:  # NaN: not known
-                    g.lag[key] = {"status": names[code], "time_lag": None}
-                    continue
-                if worst is None or seconds > worst:
-                    worst = seconds  # the worst partition's time lag; unknown ones left out (timelag.group_time_lag)
-                g.lag[key] = {"status": names[code], "time_lag": round(seconds, 3)}
-            g.status = _GROUP_STATUS_BY_RANK[max(GROUP_RANK_OF[code] for code in group_codes)]
-            g.time_lag = None if worst is None else round(worst, 3)
+            if g.broker_lag:  # share groups: Kafka's own figure where it gives one
+                total = sum(g.broker_lag.get(key, max(0, e - c)) for key, c, e in zip(keys, mine, found, strict=True))
+            else:
+                total = sum(map(_behind, found, mine))
+            # Unknown time lags (NaN) are None and left out of the group's (timelag.group_time_lag).
+            rounded = [None if s != s else round(s, 3) for s in seconds_of]
+            known = [s for s in seconds_of if s == s]
+            g.lag_keys, g.lag_status, g.lag_seconds = keys, [names[code] for code in group_codes], rounded
+            g.status = _GROUP_STATUS_BY_RANK[max(map(GROUP_RANK_OF.__getitem__, group_codes))]
+            g.time_lag = round(max(known), 3) if known else None
             history[g.group_id] = (round(now, 2), total, g.time_lag)
             self._observe(g, now, ended)
-            changed = changed or was is None or was != (g.status, g.time_lag, g.lag)
+            changed = changed or was is None or was != (g.status, g.time_lag, g.lag_keys, g.lag_status, g.lag_seconds)
         self.changed = changed
         self.stats["groups_skipped"] = int(self.stats.get("groups_skipped", 0)) + skipped
         self.stats["lag_windows"] = self._windows.windows()
@@ -221,7 +225,7 @@ class GroupEvaluation:
         return entries
 
     def _caught_up_and_unchanged(self, last: GroupState, g: GroupState, ends: Mapping[tuple[str, int], int]) -> bool:
-        if last.status != "OK" or not g.offsets or last.lag.keys() != g.offsets.keys():
+        if last.status != "OK" or not g.offsets or len(last.lag_keys) != len(g.offsets):
             return False  # (a partition left out of the last evaluation, its end offset missing, has no entry to carry)
         if last is not g and (last.offsets != g.offsets or last.members != g.members or last.state != g.state
                               or last.generation != g.generation or last.broker_lag != g.broker_lag):

@@ -101,7 +101,7 @@ def test_the_evaluation_equals_the_plain_reference_over_random_samples(seed, mon
             status, worst, entries = expected[gid]
             assert (g.status, g.time_lag) == (status, worst), (seed, step, gid)
             for key, entry in entries.items():
-                assert g.lag[key] == entry, (seed, step, gid, key)
+                assert g.lag_of()[key] == entry, (seed, step, gid, key)
             statuses.add(status)
         before, states = groups, groups
     assert "OK" in statuses and len(statuses) >= 2

@@ -346,3 +346,22 @@ def test_content_serialised_through_the_topic_cache_is_the_same_bytes_and_reseri
     del later.topics["b"]
     assert later.content_bytes(cache) == later.content_bytes() and cache.serialised == 1
     assert later.content_bytes() != snap.content_bytes()
+
+
+def test_a_group_stored_by_an_earlier_version_loads_and_its_evaluation_round_trips():
+    """Groups once stored their evaluation as a dict per partition ("lag"); a snapshot still in Redis
+    from then loads (the field is dropped, the next sample fills the columns in)."""
+    from console.watcher.snapshot import GroupState
+
+    old = {"cluster": "main", "groups": {"g": {"group_id": "g", "state": "Stable", "protocol_type": "consumer",
+                                                "group_type": "classic", "assignor": "range", "members": [],
+                                                "offsets": {"t:0": 5}, "status": "OK",
+                                                "lag": {"t:0": {"status": "OK", "time_lag": 0.0}}}}}
+    g = Snapshot.from_dict(old).groups["g"]
+    assert (g.offsets, g.status, g.lag_of()) == ({"t:0": 5}, "OK", {})
+    snap = Snapshot(cluster="main", groups={"g": GroupState("g", "Stable", "consumer", "classic", "range", [], {"t:0": 5, "t:1": 7},
+                                                            lag_keys=["t:0", "t:1"], lag_status=["OK", "WARN"],
+                                                            lag_seconds=[0.0, None])})
+    back = Snapshot.from_json(snap.to_json())
+    assert back == snap
+    assert back.groups["g"].lag_of() == {"t:0": {"status": "OK", "time_lag": 0.0}, "t:1": {"status": "WARN", "time_lag": None}}
