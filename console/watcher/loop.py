@@ -14,6 +14,7 @@ import resource
 import threading
 import time
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from itertools import chain
@@ -187,6 +188,22 @@ def produce_rates(before: dict[tuple[str, int], int], after: dict[tuple[str, int
     return {topic: round(n / seconds, 2) for topic, n in totals.items()}
 
 
+def _indices(parts: list[PartitionState], numbers: Iterable[int]) -> list[int]:
+    """The places in `parts` of the partitions numbered `numbers` (a partition's number is its place
+    but where a topic's list says otherwise)."""
+    out = []
+    places: dict[int, int] | None = None
+    for n in numbers:
+        if n < len(parts) and parts[n].partition == n:
+            out.append(n)
+            continue
+        if places is None:
+            places = {p.partition: i for i, p in enumerate(parts)}
+        if n in places:
+            out.append(places[n])
+    return out
+
+
 class ClusterWatcher:
     def __init__(self, cluster: str, owner: str, gw: ClusterGateway | None = None, incremental: bool = True) -> None:
         """`gw`: what to ask Kafka through (default the cluster's gateway; the scale simulator
@@ -226,6 +243,7 @@ class ClusterWatcher:
         self._sample_gen = 0
         # Topics whose offsets, sizes or rate a sample changed since they were last put in a snapshot.
         self._dirty_topics: set[str] = set()
+        self._dirty_partitions: dict[str, set[int]] = {}  # of the dirty topics, the partitions a sample changed
         self.incremental = incremental
         self._topic_bytes = TopicBytes() if incremental else None  # each topic's JSON while it is the same object
         self._built_from: dict[str, tuple[Any, int | None]] = {}  # topic -> (its metadata, min ISR) of the last build
@@ -390,6 +408,7 @@ class ClusterWatcher:
             sizes, rates = self._sizes, self._rates
             groups, groups_at = self._groups, self._groups_at
             dirty, self._dirty_topics = self._dirty_topics, set()
+            dirty_partitions, self._dirty_partitions = self._dirty_partitions, {}
         if groups is not None:
             snap.groups, snap.groups_at = groups, groups_at
             index: dict[str, list[str]] = {}
@@ -410,7 +429,9 @@ class ClusterWatcher:
             if carried and name not in dirty:
                 continue
             parts, new_parts = t.partitions, None
-            for i, p in enumerate(parts):
+            # A topic carried over looks only at the partitions a sample changed since (all of a new one).
+            for i in _indices(parts, dirty_partitions.get(name, ())) if carried else range(len(parts)):
+                p = parts[i]
                 key = (name, p.partition)
                 end, start = ends.get(key, p.end_offset), starts.get(key, p.start_offset)
                 replica_sizes, size = p.replica_sizes, p.size
@@ -564,10 +585,16 @@ class ClusterWatcher:
                 rates = produce_rates(previous_ends, results["latest"], started - previous_at)
             # Only what changed makes the next metadata cycle rebuild anything: a sample of an idle
             # cluster costs that cycle nothing.
-            dirty = {tp[0] for tp, v in ends.items() if self._ends.get(tp) != v}
-            dirty |= {tp[0] for tp, v in starts.items() if self._starts.get(tp) != v}
+            changed = [tp for tp, v in ends.items() if self._ends.get(tp) != v]
+            changed += [tp for tp, v in starts.items() if self._starts.get(tp) != v]
             if sizes is not None:
-                dirty |= {tp[0] for tp, v in sizes.items() if self._sizes.get(tp) != v}
+                changed += [tp for tp, v in sizes.items() if self._sizes.get(tp) != v]
+            for topic, partition in changed:
+                numbers = self._dirty_partitions.get(topic)
+                if numbers is None:
+                    numbers = self._dirty_partitions[topic] = set()
+                numbers.add(partition)
+            dirty = {tp[0] for tp in changed}
             dirty |= {t for t in rates.keys() | self._rates.keys() if rates.get(t) != self._rates.get(t)}
             groups_changed = groups is not None and (
                 self._groups is None or self.groups_evaluation_changed

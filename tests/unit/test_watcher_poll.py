@@ -76,6 +76,7 @@ def test_changed_metadata_a_new_sample_or_a_new_controller_rebuild_the_snapshot(
         watcher._ends = {("orders", 0): 42}
         watcher._offsets_at = 104.5
         watcher._dirty_topics.add("orders")  # the topics whose offsets changed
+        watcher._dirty_partitions["orders"] = {0}  # and their partitions that did
         watcher._sample_gen += 1
     snap = step(watcher, 105.0)
     assert not watcher.unchanged and snap.topics["orders"].partitions[0].end_offset == 42
