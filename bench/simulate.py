@@ -228,7 +228,7 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
     settings.ANALYTICS_SAMPLES = False  # what the watcher writes for analytics is measured by bench.samples_overhead
     from brokers_app.models import Event
     from console.watcher.loop import ClusterWatcher
-    from console.watcher.runner import tune_gc
+    from console.watcher.runner import settle_gc, tune_gc
 
     built = time.monotonic()
     model = Model(args.partitions, args.groups, args.brokers, args.partitions_per_topic)
@@ -298,6 +298,7 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
         before = time.thread_time()
         try:
             snap, _changes = watcher.cycle()
+            settle_gc()  # as run_cluster does after each cycle
         except Exception as exc:  # noqa: BLE001
             errors.append(f"cycle: {exc!r}")
             snap = None
