@@ -196,17 +196,24 @@ def segment_max(values: npt.NDArray[np.int8], lengths: Sequence[int]) -> npt.NDA
 class TimeColumns:
     """`timelag.OffsetTimeTable` of every partition as columns, and `timelag.time_lag` for many
     (partition, committed offset) pairs at once; the reference tables stay the specification
-    (tests/unit/test_lagcolumns.py). A partition's row is handed out the first time it is added and
-    kept (the tables of deleted partitions were never forgotten either)."""
+    (tests/unit/test_lagcolumns.py). A partition's row is handed out the first time it is added; a
+    partition no sample has listed for `forget_after` seconds (a deleted topic, mostly) loses its
+    table and its row goes to the next new partition. `generation` counts those hand-backs: rows
+    remembered by a caller are good while it is unchanged."""
 
-    def __init__(self, limit: int = DEFAULT_POINTS, capacity: int = 1024) -> None:
+    def __init__(self, limit: int = DEFAULT_POINTS, capacity: int = 1024, forget_after: float = 600.0) -> None:
         if limit < 2:
             raise ValueError(f"a table needs room for at least 2 points, got {limit}")
         self.limit = limit
+        self.forget_after = forget_after
         self.offsets = np.zeros((capacity, limit), np.int64)
         self.times = np.zeros((capacity, limit), np.float64)
         self.count = np.zeros(capacity, np.int64)
+        self.last_seen = np.full(capacity, np.inf)  # when each row's partition was last added (inf: free)
         self.index: dict[TopicPartition, int] = {}
+        self.generation = 0
+        self._partition_of: list[TopicPartition | None] = []  # by row
+        self._free: list[int] = []
         self._keys: list[TopicPartition] = []
         self._rows: Rows = np.zeros(0, np.int64)
 
@@ -226,9 +233,12 @@ class TimeColumns:
             index = self.index
             for tp in keys:
                 if tp not in index:
-                    index[tp] = self._allocate()
+                    index[tp] = self._allocate(tp)
             self._keys, self._rows = keys, np.fromiter((index[tp] for tp in keys), np.int64, len(keys))
         rows = self._rows
+        self.last_seen[rows] = at
+        if (self.last_seen < at - self.forget_after).any():
+            self._forget(at)
         values = np.fromiter(ends.values(), np.int64, len(keys))
         n = self.count[rows]
         has = n > 0
@@ -302,11 +312,29 @@ class TimeColumns:
         out[known] = lag
         return out
 
-    def _allocate(self) -> int:
-        row = len(self.index)
+    def _allocate(self, tp: TopicPartition) -> int:
+        if self._free:
+            row = self._free.pop()
+            self._partition_of[row] = tp
+            return row
+        row = len(self._partition_of)
         if row == len(self.count):
             grow = max(1024, len(self.count) // 2)
             self.offsets = np.concatenate([self.offsets, np.zeros((grow, self.limit), np.int64)])
             self.times = np.concatenate([self.times, np.zeros((grow, self.limit), np.float64)])
             self.count = np.concatenate([self.count, np.zeros(grow, np.int64)])
+            self.last_seen = np.concatenate([self.last_seen, np.full(grow, np.inf)])
+        self._partition_of.append(tp)
         return row
+
+    def _forget(self, at: float) -> None:
+        for row in np.flatnonzero(self.last_seen < at - self.forget_after).tolist():
+            tp = self._partition_of[row]
+            if tp is not None:
+                del self.index[tp]
+            self._partition_of[row] = None
+            self.count[row] = 0
+            self.last_seen[row] = np.inf
+            self._free.append(row)
+        self.generation += 1
+        self._keys = []  # (the rows of the last listing may have gone)

@@ -39,7 +39,7 @@ def _behind(end: int, committed: int) -> int:
 class _Entries:
     """What one group state's committed offsets give the evaluation, derived once per state."""
 
-    __slots__ = ("committed", "committed_key", "getter", "keys", "offsets", "time_rows", "tps")
+    __slots__ = ("committed", "committed_key", "getter", "keys", "offsets", "time_rows", "time_rows_of", "tps")
 
     def __init__(self, offsets: dict[str, int]) -> None:
         self.offsets = offsets
@@ -50,6 +50,7 @@ class _Entries:
         self.getter = itemgetter(*self.tps) if self.tps else None
         self.committed_key: Any = tuple(self.committed) if len(self.committed) != 1 else self.committed[0]
         self.time_rows: list[int] | None = None  # each partition's row of the time tables, once all have one
+        self.time_rows_of = -1  # ... as of this generation of the time tables
 
     def ends(self, ends: Mapping[tuple[str, int], int]) -> list[int | None]:
         if self.getter is None:
@@ -138,8 +139,10 @@ class GroupEvaluation:
                 time_rows += cast(list[int], self._time_tables.rows(entries.tps[i] for i in present))
             else:
                 keys, mine, found = entries.keys, entries.committed, cast(list[int], looked_up)
-                if entries.time_rows is None:  # (every partition has an end offset, so a table)
+                if entries.time_rows is None or entries.time_rows_of != self._time_tables.generation:
+                    # (every partition has an end offset, so a table)
                     entries.time_rows = cast(list[int], self._time_tables.rows(entries.tps))
+                    entries.time_rows_of = self._time_tables.generation
                 time_rows += entries.time_rows
             rows += group_rows
             committed += mine

@@ -109,23 +109,38 @@ def test_time_columns_add_and_interpolate_exactly_as_the_reference_tables(seed):
     committed offsets (below, inside, on and above each table) equal the reference's, bit for bit."""
     rng = random.Random(seed)
     limit = rng.choice([2, 3, 5, 60])
-    cols = TimeColumns(limit=limit, capacity=1)
+    forget_after = rng.choice([4.0, 1e9])  # partitions unlisted for longer lose their tables
+    cols = TimeColumns(limit=limit, capacity=1, forget_after=forget_after)
     tps = [("t", p) for p in range(rng.randint(1, 8))]
-    reference = {tp: OffsetTimeTable(limit) for tp in tps}
+    reference: dict[tuple[str, int], OffsetTimeTable] = {}
+    last_seen: dict[tuple[str, int], float] = {}
+    hidden: dict[tuple[str, int], int] = {}  # partitions left out of the next so many listings
     ends = {tp: rng.randint(0, 100) for tp in tps}
     at = 10.0
     seen_kinds = set()
+    forgotten: set[tuple[str, int]] = set()
+    ever: set[tuple[str, int]] = set()
     for step in range(150):
         at += rng.choice([0.5, 1.0, 3.0, 3.0, -1.0, 0.0])
         for tp in tps:
             ends[tp] += rng.choice([0, 0, 0, 1, 7, 100, -3])
-        listed = {tp: ends[tp] for tp in tps if rng.random() < 0.9}
+        for tp in tps:
+            if rng.random() < 0.05:
+                hidden[tp] = rng.randint(1, 8)
+        listed = {tp: ends[tp] for tp in tps if rng.random() < 0.9 and hidden.get(tp, 0) == 0}
+        hidden = {tp: n - 1 for tp, n in hidden.items() if n > 1}
+        if listed:
+            last_seen.update(dict.fromkeys(listed, at))
+            for tp in [tp for tp, seen in last_seen.items() if seen < at - forget_after]:
+                del last_seen[tp]
+                reference.pop(tp, None)
         for tp, offset in listed.items():
-            reference[tp].add(offset, at)
+            reference.setdefault(tp, OffsetTimeTable(limit)).add(offset, at)
         cols.add_all(listed, at)
+        ever.update(listed)
         queries = []
         for tp in tps:
-            points = reference[tp].points
+            points = reference[tp].points if tp in reference else []
             low = points[0].offset if points else 0
             high = points[-1].offset if points else 0
             queries.append((tp, rng.choice([low - 5, low, (low + high) // 2, high, high + 5, rng.randint(low, high + 1)])))
@@ -134,7 +149,7 @@ def test_time_columns_add_and_interpolate_exactly_as_the_reference_tables(seed):
         now = at + rng.choice([0.0, 2.0, 30.0])
         got = cols.time_lag(rows, committed, now)
         for (tp, c), value in zip(queries, got.tolist(), strict=True):
-            expected = time_lag(reference[tp], c, now) if reference[tp].points else None
+            expected = time_lag(reference[tp], c, now) if tp in reference else None
             if expected is None:
                 assert np.isnan(value), (seed, step, tp, c)
             else:
@@ -143,8 +158,26 @@ def test_time_columns_add_and_interpolate_exactly_as_the_reference_tables(seed):
         for tp in tps:
             row = cols.row(tp)
             n = 0 if row is None else int(cols.count[row])
-            assert n == len(reference[tp].points)
+            assert n == (len(reference[tp].points) if tp in reference else 0)
+            if tp not in reference and tp in ever:
+                forgotten.add(tp)
             if n:
                 assert cols.offsets[row, :n].tolist() == [p.offset for p in reference[tp].points]
                 assert cols.times[row, :n].tolist() == [p.at for p in reference[tp].points]
     assert seen_kinds == {"zero", "positive"}
+
+
+def test_a_partition_unlisted_for_long_loses_its_table_and_its_row_goes_to_a_new_one():
+    cols = TimeColumns(limit=5, forget_after=10.0)
+    cols.add_all({("a", 0): 5, ("b", 0): 7}, 100.0)
+    cols.add_all({("a", 0): 6, ("b", 0): 8}, 103.0)
+    row_a, generation = cols.row(("a", 0)), cols.generation
+    cols.add_all({("b", 0): 9}, 109.0)  # a unlisted for 6 s: kept
+    assert cols.row(("a", 0)) == row_a and cols.generation == generation
+    cols.add_all({("b", 0): 10}, 114.0)  # 11 s: forgotten
+    assert cols.row(("a", 0)) is None and cols.generation == generation + 1
+    cols.add_all({("b", 0): 11, ("c", 0): 1}, 117.0)
+    assert cols.row(("c", 0)) == row_a  # the row is handed on, empty
+    assert cols.count[row_a] == 1 and cols.offsets[row_a, 0] == 1
+    lag = cols.time_lag(np.array([row_a, cols.row(("b", 0))]), np.array([1, 9]), 120.0)
+    assert lag[0] == 0.0 and lag[1] == 11.0
