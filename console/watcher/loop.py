@@ -14,9 +14,8 @@ import resource
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from itertools import chain
 from typing import Any
 
@@ -26,15 +25,14 @@ from console import gateway
 from console.gateway.client import ClusterGateway
 from console.gateway.errors import GatewayError
 from console.gateway.types import ClusterMetadata, Quorum
-from console.watcher import registry, store
+from console.watcher import store
 from console.watcher.diff import Change, diff
 from console.watcher.publisher import Publisher
-from console.watcher.registry import EventRow
+from console.watcher.sampler import Sample, Sampler
 from console.watcher.snapshot import (
     BrokerState,
     ContentParts,
     GroupState,
-    MemberState,
     PartitionState,
     QuorumMember,
     QuorumState,
@@ -179,15 +177,6 @@ def build_snapshot(
     )
 
 
-def produce_rates(before: dict[tuple[str, int], int], after: dict[tuple[str, int], int], seconds: float) -> dict[str, float]:
-    """Messages per second per topic between two samples of end offsets (partitions in both)."""
-    totals = dict.fromkeys({key[0] for key in after.keys() & before.keys()}, 0)
-    # Only the partitions that moved add anything (most of a large cluster's do not).
-    for topic, n in [(key[0], end - before[key]) for key, end in after.items() if key in before and before[key] != end]:
-        totals[topic] += max(0, n)
-    return {topic: round(n / seconds, 2) for topic, n in totals.items()}
-
-
 def _indices(parts: list[PartitionState], numbers: Iterable[int]) -> list[int]:
     """The places in `parts` of the partitions numbered `numbers` (a partition's number is its place
     but where a topic's list says otherwise)."""
@@ -212,8 +201,6 @@ class ClusterWatcher:
         self.cluster = cluster
         self.owner = owner
         self.gateway: ClusterGateway = gw if gw is not None else gateway.for_cluster(cluster)
-        self.samples = registry.sample_writer(cluster, self.gateway)
-        self._sampling_times: deque[float] = deque(maxlen=100)
         self.previous: Snapshot | None = None
         self.racks: dict[int, str | None] = {}
         self.next_configs = 0.0
@@ -221,22 +208,19 @@ class ClusterWatcher:
         self.publisher = Publisher(cluster)
         self._content: ContentParts | None = None
         self._offsets_lock = threading.Lock()
-        self._starts: dict[tuple[str, int], int] = {}
-        self._ends: dict[tuple[str, int], int] = {}
+        self._starts: Mapping[tuple[str, int], int] = {}
+        self._ends: Mapping[tuple[str, int], int] = {}
         self._offsets_at: float | None = None
-        self._sizes: dict[tuple[str, int], dict[int, int]] = {}
-        self._rates: dict[str, float] = {}
-        self._next_sizes = 0.0
+        self._sizes: Mapping[tuple[str, int], dict[int, int]] = {}
+        self._rates: Mapping[str, float] = {}
         self._min_isr: dict[str, int] = {}
         self._cycle_times: deque[float] = deque(maxlen=60)
         self._groups: dict[str, GroupState] | None = None
-        self._group_cache: dict[str, tuple[Any, Any, Any, GroupState]] = {}  # group -> (described, committed, share offsets, state)
-        self.groups_evaluation_changed = True
         self._group_topics: dict[str, tuple[GroupState, list[str]]] = {}  # the topics each group state reads
         self._sizes_converted: tuple[Any, dict[tuple[str, int], dict[str, int]]] = (None, {})  # per sizes sample
         self._partitions_of: tuple[dict[str, TopicState] | None, list[tuple[str, int]]] = (None, [])  # what to sample, per topics
         self._topic_partitions: dict[str, tuple[TopicState, list[tuple[str, int]]]] = {}
-        self.groups_evaluator = registry.group_evaluator(cluster, incremental, self.publisher.emit)
+        self.sampler = Sampler(cluster, self.gateway, incremental, self.publisher.emit)
         self._groups_at: float | None = None
         # Bumped whenever the sampling thread stores something the snapshot shows (offsets, sizes,
         # groups, min ISR): with unchanged metadata and no new sample, a cycle reuses the last snapshot.
@@ -252,8 +236,7 @@ class ClusterWatcher:
         self.unchanged = False  # the last poll reused the previous snapshot's content
         self.topics_reused = 0  # topics the last build carried over from the previous snapshot
         self.cycles_reused = 0
-        self.offset_requests = 0
-        self.group_stats: dict[str, float | int] = {}
+        self.offset_requests = 0  # (the configs re-read; the sampler counts its own)
         self.cycles = 0
 
     def load_previous(self) -> None:
@@ -459,81 +442,40 @@ class ClusterWatcher:
             t.produce_rate = rate
         snap.offsets_at = at
 
-    def _poll_groups(self) -> dict[str, GroupState] | None:
-        started = time.monotonic()
-        sent_before = self.gateway.kafka_python_requests.get("groups", 0)
-        try:
-            described = self.gateway.consumer_groups()
-            shared = [g.group_id for g in described if g.group_type == "share"]
-            committed = self.gateway.group_offsets([g.group_id for g in described if g.group_type != "share"])
-            share_offsets = self.gateway.share_group_offsets(shared)
-            self.offset_requests += 2 + bool(shared)
-        except GatewayError as exc:
-            log.info("could not read consumer groups of %s: %s", self.cluster, exc.message)
-            return None
-        for gid, offsets in share_offsets.items():
-            committed[gid] = {tp: start for tp, (start, _lag) in offsets.items()}
-        brokers = len(self.previous.live_broker_ids()) if self.previous else 0
-        coordinators = len({g.coordinator for g in described if g.coordinator is not None})
-        kinds = len({g.group_type for g in described} & {"classic", "consumer", "share"})
-        self.group_stats = {
-            "groups_evaluate_seconds": self.group_stats.get("groups_evaluate_seconds", 0),
-            "groups": len(described),
-            "group_partitions": sum(len(c) for c in committed.values()),
-            "groups_fetch_seconds": round(time.monotonic() - started, 3),
-            # ListGroups per broker, FindCoordinator batched, then per coordinator one describe per
-            # kind of group (classic, consumer, share) and one offset fetch (two with share groups).
-            "group_requests_bound": brokers + 1 + (kinds + 1 + bool(shared)) * coordinators,
-            # ... and what was really sent (counted at kafka-python's connection manager).
-            "group_requests": self.gateway.kafka_python_requests.get("groups", 0) - sent_before,
-            "coordinators": coordinators,
-        }
-        out: dict[str, GroupState] = {}
-        cache: dict[str, tuple[Any, Any, Any, GroupState]] = {}
-        for g in described:
-            mine, shares = committed.get(g.group_id, {}), share_offsets.get(g.group_id, {})
-            last = self._group_cache.get(g.group_id)
-            if self.incremental and last is not None and last[0] == g and last[1] == mine and last[2] == shares:
-                # Described and committed as the last sample saw it: the same state (its evaluation
-                # is renewed in place by _evaluate_groups).
-                state = last[3]
-            else:
-                state = GroupState(
-                    group_id=g.group_id,
-                    state=g.state,
-                    protocol_type=g.protocol_type,
-                    group_type=g.group_type,
-                    assignor=g.assignor,
-                    members=[MemberState(m.member_id, m.client_id, m.host, [list(a) for a in m.assignment], m.instance_id,
-                                         m.epoch, None if m.target_assignment is None else [list(a) for a in m.target_assignment])
-                             for m in g.members],
-                    offsets={f"{t}:{p}": o for (t, p), o in sorted(mine.items())},
-                    coordinator=g.coordinator,
-                    generation=g.generation,
-                    broker_lag={f"{t}:{p}": lag for (t, p), (_start, lag) in shares.items() if lag >= 0},
-                    error=g.error,
-                )
-            out[g.group_id] = state
-            cache[g.group_id] = (g, mine, shares, state)
-        self._group_cache = cache
-        return out
-
-    def _raise_event(self, kind: str, severity: str, message: str) -> None:
-        """An event found outside the metadata diff (from the sampling thread)."""
-        self.publisher.emit([EventRow(cluster=self.cluster, at=datetime.now(tz=UTC), kind=kind, severity=severity,
-                                      message=message)])
-
     def sample_offsets(self) -> None:
-        """Start and end offsets of every partition: two batched calls (librdkafka groups them per
-        leader). Runs in its own thread: a partition whose leader just died can hold a call for
-        the whole request timeout, and that must not delay the metadata cycle."""
+        """One sampling pass (console/watcher/sampler.py) over the online partitions of the last
+        snapshot, merged for the next metadata cycle. Runs in the watcher's second thread."""
         snap = self.previous
         if snap is None or not snap.reachable:
             return
-        # Samples are stamped with the time they were asked for: a change noted before it is in them.
-        started = time.time()
-        if self._partitions_of[0] is not snap.topics:  # (a cycle that changed nothing keeps the topics dict)
-            # Per topic object: a topic carried over from the snapshot before gives the same list.
+        self.merge(self.sampler.take(self._partitions(snap), sorted(snap.live_broker_ids())))
+
+    def merge(self, sample: Sample) -> None:
+        """Hand a sample to the metadata cycle: what it changed is marked, so the next cycle
+        rebuilds only that (and nothing when nothing changed)."""
+        with self._offsets_lock:
+            for topic, partition in sample.changed:
+                numbers = self._dirty_partitions.get(topic)
+                if numbers is None:
+                    numbers = self._dirty_partitions[topic] = set()
+                numbers.add(partition)
+            dirty = {tp[0] for tp in sample.changed}
+            rates = sample.rates
+            dirty |= {t for t in rates.keys() | self._rates.keys() if rates.get(t) != self._rates.get(t)}
+            self._ends, self._starts, self._rates = sample.ends, sample.starts, rates
+            self._offsets_at = sample.started
+            if sample.sizes is not None:
+                self._sizes = sample.sizes
+            if sample.groups is not None and sample.groups is not self._groups:
+                self._groups, self._groups_at = sample.groups, sample.started
+            self._dirty_topics |= dirty
+            if dirty or sample.groups_changed:
+                self._sample_gen += 1
+
+    def _partitions(self, snap: Snapshot) -> list[tuple[str, int]]:
+        """The online partitions of a snapshot, listed once per topics dict (a cycle that changed
+        nothing keeps it) and per topic object (a topic carried over gives the same list)."""
+        if self._partitions_of[0] is not snap.topics:
             per_topic, self._topic_partitions = self._topic_partitions, {}
             for t in snap.topics.values():
                 cached = per_topic.get(t.name)
@@ -541,74 +483,7 @@ class ClusterWatcher:
                     cached = (t, [(t.name, p.partition) for p in t.partitions if not p.offline])
                 self._topic_partitions[t.name] = cached
             self._partitions_of = (snap.topics, list(chain.from_iterable(c[1] for c in self._topic_partitions.values())))
-        partitions = self._partitions_of[1]
-        results: dict[str, dict[tuple[str, int], int]] = {}
-        for which in ("latest", "earliest"):
-            try:
-                self.offset_requests += 1
-                results[which] = self.gateway.list_offsets(partitions, which)
-            except GatewayError:
-                results[which] = {}
-        groups = self._poll_groups()
-        now = time.time()
-        sizes = None
-        if now >= self._next_sizes:
-            try:
-                self.offset_requests += 1
-                sizes = self.gateway.log_dir_sizes(sorted(snap.live_broker_ids()))
-                self._next_sizes = now + settings.WATCHER_SIZES_INTERVAL
-            except GatewayError:
-                log.info("could not read log dir sizes of %s", self.cluster)
-        self.groups_evaluation_changed = True  # unless the evaluation below says otherwise
-        if groups is not None:
-            try:
-                evaluated = time.monotonic()
-                self.groups_evaluator.evaluate(groups, self._groups, results["latest"] or self._ends, now)
-                self.groups_evaluation_changed = self.groups_evaluator.changed
-                self.group_stats.update(self.groups_evaluator.stats)
-                self.group_stats["groups_evaluate_seconds"] = round(time.monotonic() - evaluated, 3)
-            except Exception:
-                log.exception("evaluating consumer groups of %s failed", self.cluster)
-        try:
-            refused = self.samples.write(started, results["latest"], sizes if sizes is not None else self._sizes, groups,
-                                         len(snap.live_broker_ids()))
-            if refused:
-                self._raise_event("analytics", "warning", refused)
-        except Exception:  # noqa: BLE001 - analytics must never stop the live console
-            log.exception("writing analytics samples of %s failed", self.cluster)
-        with self._offsets_lock:
-            previous_ends, previous_at = self._ends, self._offsets_at
-            ends = {**self._ends, **results["latest"]}
-            starts = {**self._starts, **results["earliest"]}
-            rates = self._rates
-            if previous_at is not None and started > previous_at:
-                rates = produce_rates(previous_ends, results["latest"], started - previous_at)
-            # Only what changed makes the next metadata cycle rebuild anything: a sample of an idle
-            # cluster costs that cycle nothing.
-            changed = [tp for tp, v in ends.items() if self._ends.get(tp) != v]
-            changed += [tp for tp, v in starts.items() if self._starts.get(tp) != v]
-            if sizes is not None:
-                changed += [tp for tp, v in sizes.items() if self._sizes.get(tp) != v]
-            for topic, partition in changed:
-                numbers = self._dirty_partitions.get(topic)
-                if numbers is None:
-                    numbers = self._dirty_partitions[topic] = set()
-                numbers.add(partition)
-            dirty = {tp[0] for tp in changed}
-            dirty |= {t for t in rates.keys() | self._rates.keys() if rates.get(t) != self._rates.get(t)}
-            groups_changed = groups is not None and (
-                self._groups is None or self.groups_evaluation_changed
-                or any(self._groups.get(gid) is not g for gid, g in groups.items()) or len(groups) != len(self._groups))
-            self._ends, self._starts, self._rates = ends, starts, rates
-            self._offsets_at = started
-            if sizes is not None:
-                self._sizes = sizes
-            if groups is not None:
-                self._groups, self._groups_at = groups, started
-            self._dirty_topics |= dirty
-            if dirty or groups_changed:
-                self._sample_gen += 1
-        self._sampling_times.append(time.time() - started)
+        return self._partitions_of[1]
 
     def cycle(self) -> tuple[Snapshot, list[Change]]:
         now = time.time()
@@ -642,15 +517,15 @@ class ClusterWatcher:
             "cycle_max_seconds": round(ordered[-1], 4),
             "partitions": sum(len(t.partitions) for t in snap.topics.values()),
             "requests_last_cycle": self.stats.requests,
-            "offset_requests_total": self.offset_requests,
+            "offset_requests_total": self.offset_requests + self.sampler.requests,
             "cpu_seconds_total": round(usage.ru_utime + usage.ru_stime, 2),
             "max_rss_mb": round(usage.ru_maxrss / 1024, 1),
             # The sampling thread (offsets, sizes, groups, and the analytics samples it writes).
-            "sampling_p50_seconds": round(sorted(self._sampling_times)[len(self._sampling_times) // 2], 4) if self._sampling_times else None,
-            "samples_records_total": self.samples.records,
-            "samples_seconds_total": round(self.samples.seconds, 3),
-            "samples_refused": self.samples.refused,
-            **self.group_stats,
+            "sampling_p50_seconds": round(sorted(self.sampler.times)[len(self.sampler.times) // 2], 4) if self.sampler.times else None,
+            "samples_records_total": self.sampler.writer.records,
+            "samples_seconds_total": round(self.sampler.writer.seconds, 3),
+            "samples_refused": self.sampler.writer.refused,
+            **self.sampler.group_stats,
             "at": time.time(),
         })
         return snap, changes

@@ -8,6 +8,7 @@ import pytest
 
 from console.gateway.types import Broker, ClusterMetadata, Partition, Quorum, QuorumReplica, Topic
 from console.watcher.loop import ClusterWatcher
+from console.watcher.sampler import Sample
 
 
 def metadata(isr: tuple[int, ...] = (1, 2)) -> ClusterMetadata:
@@ -72,12 +73,9 @@ def test_changed_metadata_a_new_sample_or_a_new_controller_rebuild_the_snapshot(
     assert not watcher.unchanged and snap.topics["orders"].partitions[0].isr == [1]
     step(watcher, 104.0)
     assert watcher.unchanged
-    with watcher._offsets_lock:  # what the sampling thread does after storing offsets
-        watcher._ends = {("orders", 0): 42}
-        watcher._offsets_at = 104.5
-        watcher._dirty_topics.add("orders")  # the topics whose offsets changed
-        watcher._dirty_partitions["orders"] = {0}  # and their partitions that did
-        watcher._sample_gen += 1
+    # What the sampling thread hands over: a sample in which one end offset moved.
+    watcher.merge(Sample(started=104.5, ends={("orders", 0): 42}, starts={}, sizes=None, rates={}, groups=None,
+                         groups_changed=False, changed=(("orders", 0),)))
     snap = step(watcher, 105.0)
     assert not watcher.unchanged and snap.topics["orders"].partitions[0].end_offset == 42
     watcher.gateway.q = quorum(leader=2)  # type: ignore[attr-defined]

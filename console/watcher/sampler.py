@@ -1,0 +1,198 @@
+"""The watcher's sampler: what one sampling pass reads from Kafka (start and end offsets of every
+partition, log-dir sizes now and then, consumer groups and their committed offsets) and derives
+(produce rates, the groups' evaluation through the registered evaluator, analytics samples), handed
+back as one immutable `Sample` for the metadata cycle to merge (ClusterWatcher.sample_offsets).
+
+It runs in the watcher's second thread: a partition whose leader just died can hold a call for
+the whole request timeout, and that must not delay the metadata cycle. It keeps what the next pass
+builds on (the merged offsets and sizes, the last group states), so a pass that could not read
+something carries the last complete answer for it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from django.conf import settings
+
+from console.gateway.client import ClusterGateway
+from console.gateway.errors import GatewayError
+from console.watcher import registry
+from console.watcher.registry import EmitEvents, EventRow
+from console.watcher.snapshot import GroupState, MemberState
+
+log = logging.getLogger(__name__)
+
+TopicPartition = tuple[str, int]
+
+
+def produce_rates(before: Mapping[TopicPartition, int], after: Mapping[TopicPartition, int], seconds: float) -> dict[str, float]:
+    """Messages per second per topic between two samples of end offsets (partitions in both)."""
+    totals = dict.fromkeys({key[0] for key in after.keys() & before.keys()}, 0)
+    # Only the partitions that moved add anything (most of a large cluster's do not).
+    for topic, n in [(key[0], end - before[key]) for key, end in after.items() if key in before and before[key] != end]:
+        totals[topic] += max(0, n)
+    return {topic: round(n / seconds, 2) for topic, n in totals.items()}
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One sampling pass. The mappings are new objects each pass and never changed afterwards."""
+
+    started: float  # when it was asked for: what it is stamped with (a change noted before it is in it)
+    ends: Mapping[TopicPartition, int]  # every end offset known: this pass's over the last ones
+    starts: Mapping[TopicPartition, int]
+    sizes: Mapping[TopicPartition, dict[int, int]] | None  # log-dir sizes per replica, when read this pass
+    rates: Mapping[str, float]  # messages per second per topic
+    groups: dict[str, GroupState] | None  # None when the groups could not be read
+    groups_changed: bool  # the evaluation changed a group state it carried over
+    changed: tuple[TopicPartition, ...]  # the partitions whose offsets or sizes differ from the pass before
+
+
+class Sampler:
+    def __init__(self, cluster: str, gateway: ClusterGateway, incremental: bool, emit: EmitEvents) -> None:
+        self.cluster = cluster
+        self.gateway = gateway
+        self.incremental = incremental
+        self.emit = emit
+        self.writer = registry.sample_writer(cluster, gateway)
+        self.evaluator = registry.group_evaluator(cluster, incremental, emit)
+        self.requests = 0  # calls made to Kafka (offsets, groups, sizes, configs)
+        self.group_stats: dict[str, float | int] = {}
+        self.times: deque[float] = deque(maxlen=100)  # seconds per pass
+        self._next_sizes = 0.0
+        self._last: Sample | None = None
+        self._group_cache: dict[str, tuple[Any, Any, Any, GroupState]] = {}  # group -> (described, committed, share offsets, state)
+
+    def take(self, partitions: list[TopicPartition], live_brokers: list[int],
+             on_refused: Callable[[str], None] | None = None) -> Sample:
+        """Read and evaluate one pass over `partitions` (the online ones of the last snapshot)."""
+        started = time.time()
+        last = self._last
+        results: dict[str, dict[TopicPartition, int]] = {}
+        for which in ("latest", "earliest"):
+            try:
+                self.requests += 1
+                results[which] = self.gateway.list_offsets(partitions, which)
+            except GatewayError:
+                results[which] = {}
+        groups = self._poll_groups(len(live_brokers))
+        now = time.time()
+        sizes = None
+        if now >= self._next_sizes:
+            try:
+                self.requests += 1
+                sizes = self.gateway.log_dir_sizes(live_brokers)
+                self._next_sizes = now + settings.WATCHER_SIZES_INTERVAL
+            except GatewayError:
+                log.info("could not read log dir sizes of %s", self.cluster)
+        last_ends = last.ends if last is not None else {}
+        last_sizes = (last.sizes or {}) if last is not None else {}
+        groups_changed = True  # unless the evaluation below says otherwise
+        if groups is not None:
+            try:
+                evaluated = time.monotonic()
+                self.evaluator.evaluate(groups, last.groups if last is not None else None, results["latest"] or last_ends, now)
+                groups_changed = self.evaluator.changed
+                self.group_stats.update(self.evaluator.stats)
+                self.group_stats["groups_evaluate_seconds"] = round(time.monotonic() - evaluated, 3)
+            except Exception:
+                log.exception("evaluating consumer groups of %s failed", self.cluster)
+        try:
+            refused = self.writer.write(started, results["latest"], sizes if sizes is not None else last_sizes, groups,
+                                        len(live_brokers))
+            if refused:
+                self.emit([EventRow(cluster=self.cluster, at=datetime.now(tz=UTC), kind="analytics", severity="warning",
+                                    message=refused)])
+        except Exception:  # noqa: BLE001 - analytics must never stop the live console
+            log.exception("writing analytics samples of %s failed", self.cluster)
+        last_starts = last.starts if last is not None else {}
+        ends = {**last_ends, **results["latest"]}
+        starts = {**last_starts, **results["earliest"]}
+        rates = last.rates if last is not None else {}
+        if last is not None and started > last.started:
+            rates = produce_rates(last_ends, results["latest"], started - last.started)
+        # Only what changed makes the next metadata cycle rebuild anything: a pass over an idle
+        # cluster costs that cycle nothing.
+        changed = [tp for tp, v in ends.items() if last_ends.get(tp) != v]
+        changed += [tp for tp, v in starts.items() if last_starts.get(tp) != v]
+        if sizes is not None:
+            changed += [tp for tp, v in sizes.items() if last_sizes.get(tp) != v]
+        last_groups = last.groups if last is not None else None
+        sample = Sample(
+            started=started, ends=ends, starts=starts,
+            sizes=sizes if sizes is not None else (last.sizes if last is not None else None),
+            rates=rates,
+            groups=groups if groups is not None else last_groups,
+            groups_changed=groups is not None and (
+                last_groups is None or groups_changed
+                or any(last_groups.get(gid) is not g for gid, g in groups.items()) or len(groups) != len(last_groups)),
+            changed=tuple(changed),
+        )
+        self._last = sample
+        self.times.append(time.time() - started)
+        return sample
+
+    def _poll_groups(self, brokers: int) -> dict[str, GroupState] | None:
+        started = time.monotonic()
+        sent_before = self.gateway.kafka_python_requests.get("groups", 0)
+        try:
+            described = self.gateway.consumer_groups()
+            shared = [g.group_id for g in described if g.group_type == "share"]
+            committed = self.gateway.group_offsets([g.group_id for g in described if g.group_type != "share"])
+            share_offsets = self.gateway.share_group_offsets(shared)
+            self.requests += 2 + bool(shared)
+        except GatewayError as exc:
+            log.info("could not read consumer groups of %s: %s", self.cluster, exc.message)
+            return None
+        for gid, offsets in share_offsets.items():
+            committed[gid] = {tp: start for tp, (start, _lag) in offsets.items()}
+        coordinators = len({g.coordinator for g in described if g.coordinator is not None})
+        kinds = len({g.group_type for g in described} & {"classic", "consumer", "share"})
+        self.group_stats = {
+            "groups_evaluate_seconds": self.group_stats.get("groups_evaluate_seconds", 0),
+            "groups": len(described),
+            "group_partitions": sum(len(c) for c in committed.values()),
+            "groups_fetch_seconds": round(time.monotonic() - started, 3),
+            # ListGroups per broker, FindCoordinator batched, then per coordinator one describe per
+            # kind of group (classic, consumer, share) and one offset fetch (two with share groups).
+            "group_requests_bound": brokers + 1 + (kinds + 1 + bool(shared)) * coordinators,
+            # ... and what was really sent (counted at kafka-python's connection manager).
+            "group_requests": self.gateway.kafka_python_requests.get("groups", 0) - sent_before,
+            "coordinators": coordinators,
+        }
+        out: dict[str, GroupState] = {}
+        cache: dict[str, tuple[Any, Any, Any, GroupState]] = {}
+        for g in described:
+            mine, shares = committed.get(g.group_id, {}), share_offsets.get(g.group_id, {})
+            last = self._group_cache.get(g.group_id)
+            if self.incremental and last is not None and last[0] == g and last[1] == mine and last[2] == shares:
+                # Described and committed as the last pass saw it: the same state (its evaluation
+                # is renewed in place by the evaluator).
+                state = last[3]
+            else:
+                state = GroupState(
+                    group_id=g.group_id,
+                    state=g.state,
+                    protocol_type=g.protocol_type,
+                    group_type=g.group_type,
+                    assignor=g.assignor,
+                    members=[MemberState(m.member_id, m.client_id, m.host, [list(a) for a in m.assignment], m.instance_id,
+                                         m.epoch, None if m.target_assignment is None else [list(a) for a in m.target_assignment])
+                             for m in g.members],
+                    offsets={f"{t}:{p}": o for (t, p), o in sorted(mine.items())},
+                    coordinator=g.coordinator,
+                    generation=g.generation,
+                    broker_lag={f"{t}:{p}": lag for (t, p), (_start, lag) in shares.items() if lag >= 0},
+                    error=g.error,
+                )
+            out[g.group_id] = state
+            cache[g.group_id] = (g, mine, shares, state)
+        self._group_cache = cache
+        return out
