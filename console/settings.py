@@ -181,6 +181,9 @@ WATCHER_METADATA_INTERVAL = env_float("WATCHER_METADATA_INTERVAL", 1.0, minimum=
 WATCHER_OFFSETS_INTERVAL = env_float("WATCHER_OFFSETS_INTERVAL", 3.0, minimum=0.5)
 WATCHER_CONFIGS_INTERVAL = env_float("WATCHER_CONFIGS_INTERVAL", 30.0, minimum=1.0)
 WATCHER_SIZES_INTERVAL = env_float("WATCHER_SIZES_INTERVAL", 15.0, minimum=1.0)
+# The console's own analytics samples topic moves at every sample: on its own (an otherwise idle
+# cluster) that makes a new snapshot at most this often, not at every sample.
+WATCHER_OWN_TOPIC_INTERVAL = env_float("WATCHER_OWN_TOPIC_INTERVAL", 30.0, minimum=0.0)
 # After a change made through the console, requests wait up to this long for the snapshot to show it.
 READ_YOUR_WRITES_WAIT = env_float("READ_YOUR_WRITES_WAIT", 5.0, minimum=0.0)
 

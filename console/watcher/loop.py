@@ -228,6 +228,7 @@ class ClusterWatcher:
         # Topics whose offsets, sizes or rate a sample changed since they were last put in a snapshot.
         self._dirty_topics: set[str] = set()
         self._dirty_partitions: dict[str, set[int]] = {}  # of the dirty topics, the partitions a sample changed
+        self._own_topic_at = 0.0  # when a sample last made a snapshot (see _worth_a_snapshot)
         self.incremental = incremental
         self._topic_bytes = TopicBytes() if incremental else None  # each topic's JSON while it is the same object
         self._built_from: dict[str, tuple[Any, int | None]] = {}  # topic -> (its metadata, min ISR) of the last build
@@ -469,8 +470,20 @@ class ClusterWatcher:
             if sample.groups is not None and sample.groups is not self._groups:
                 self._groups, self._groups_at = sample.groups, sample.started
             self._dirty_topics |= dirty
-            if dirty or sample.groups_changed:
+            if sample.groups_changed or self._worth_a_snapshot(dirty, sample.started):
                 self._sample_gen += 1
+
+    def _worth_a_snapshot(self, dirty: set[str], at: float) -> bool:
+        """Whether topics a sample changed make a new snapshot. The console's own samples topic alone
+        does so only every WATCHER_OWN_TOPIC_INTERVAL seconds (its changes wait, marked, and go
+        into the next snapshot made for any reason)."""
+        own = settings.ANALYTICS_SAMPLES_TOPIC if settings.ANALYTICS_SAMPLES else None
+        if not dirty:
+            return False
+        if own is None or dirty != {own} or at - self._own_topic_at >= settings.WATCHER_OWN_TOPIC_INTERVAL:
+            self._own_topic_at = at
+            return True
+        return False
 
     def _partitions(self, snap: Snapshot) -> list[tuple[str, int]]:
         """The online partitions of a snapshot, listed once per topics dict (a cycle that changed

@@ -99,3 +99,28 @@ def test_a_cycle_after_the_cluster_was_unreachable_is_rebuilt(watcher: ClusterWa
     watcher.gateway.metadata = good  # type: ignore[method-assign]
     snap = step(watcher, 103.0)
     assert snap.reachable and not watcher.unchanged
+
+
+def test_the_consoles_own_samples_topic_alone_makes_a_snapshot_only_every_interval(watcher: ClusterWatcher, settings: Any) -> None:
+    """Its offsets move at every sample (the console writes them): on an otherwise idle cluster that
+    alone makes a new snapshot only every WATCHER_OWN_TOPIC_INTERVAL seconds; its changes wait."""
+    settings.ANALYTICS_SAMPLES, settings.ANALYTICS_SAMPLES_TOPIC, settings.WATCHER_OWN_TOPIC_INTERVAL = True, "orders", 30.0
+
+    def sample(at: float, end: int) -> Sample:
+        return Sample(started=at, ends={("orders", 0): end}, starts={}, sizes=None, rates={}, groups=None,
+                      groups_changed=False, changed=(("orders", 0),))
+
+    for now in (100.0, 101.0, 102.0):
+        step(watcher, now)
+    assert watcher.unchanged
+    watcher.merge(sample(102.5, 42))  # the first: at once
+    assert step(watcher, 103.0).topics["orders"].partitions[0].end_offset == 42
+    watcher.merge(sample(105.5, 43))  # 3 s later: waits
+    snap = step(watcher, 106.0)
+    assert watcher.unchanged and snap.topics["orders"].partitions[0].end_offset == 42
+    watcher.merge(sample(133.0, 44))  # 30 s after the last: in
+    assert step(watcher, 134.0).topics["orders"].partitions[0].end_offset == 44
+    # Any other topic's change takes it along at once; so does the samples topic when it is not the console's.
+    settings.ANALYTICS_SAMPLES = False
+    watcher.merge(sample(135.0, 45))
+    assert step(watcher, 136.0).topics["orders"].partitions[0].end_offset == 45
