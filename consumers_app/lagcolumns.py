@@ -19,7 +19,8 @@ Only a full window is judged (`DEFAULT_MIN_FULLNESS` = 1.0, as the watcher uses 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -27,6 +28,7 @@ import numpy.typing as npt
 from consumers_app.lagstatus import (
     DEFAULT_MIN_DISTANCE,
     DEFAULT_WINDOW,
+    GROUP_ORDER,
     OK,
     REWIND,
     STALL,
@@ -34,14 +36,16 @@ from consumers_app.lagstatus import (
     WARN,
     Commit,
     PartitionWindow,
+    group_status_of,
 )
 from consumers_app.timelag import DEFAULT_POINTS
 
 # Status codes of the arrays `status` returns; STATUS_NAMES[code] is the name.
 STATUS_NAMES = (OK, WARN, STOP, STALL, REWIND)
 CODE_OK, CODE_WARN, CODE_STOP, CODE_STALL, CODE_REWIND = range(5)
-# A code's rank on the group scale (NOTFOUND 0, OK 1, WARN 2, ERR 3: STOP, STALL and REWIND are ERR).
-GROUP_RANK = np.array([1, 2, 3, 3, 3], dtype=np.int8)
+# A code's rank on the group scale (lagstatus.GROUP_ORDER: STOP, STALL and REWIND are all ERR).
+GROUP_RANK = [GROUP_ORDER[group_status_of(name)] for name in STATUS_NAMES]
+STATUS_OF_RANK = {rank: status for status, rank in GROUP_ORDER.items()}
 
 Rows = npt.NDArray[np.int64]
 TopicPartition = tuple[str, int]
@@ -97,12 +101,8 @@ class WindowColumns:
         if self._free:
             return self._free.pop()
         if self._used == len(self.count):
-            grow = max(1024, len(self.count) // 2)
-            self.offsets = np.concatenate([self.offsets, np.zeros((grow, self.size), np.int64)])
-            self.ends = np.concatenate([self.ends, np.zeros((grow, self.size), np.int64)])
-            self.times = np.concatenate([self.times, np.zeros((grow, self.size), np.float64)])
-            self.count = np.concatenate([self.count, np.zeros(grow, np.int64)])
-            self.latest_end = np.concatenate([self.latest_end, np.zeros(grow, np.int64)])
+            self.offsets, self.ends, self.times, self.count, self.latest_end = _grown(
+                self.offsets, self.ends, self.times, self.count, self.latest_end)
         self._used += 1
         return self._used - 1
 
@@ -132,22 +132,8 @@ class WindowColumns:
         append = kept & ~noted & ~replace
         if not append.any():
             return
-        r, na, c, e = rows[append], n[append], committed[append], end[append]
-        room = na < self.size
-        if room.any():
-            rr, ii = r[room], na[room]
-            self.offsets[rr, ii] = c[room]
-            self.ends[rr, ii] = e[room]
-            self.times[rr, ii] = at
-            self.count[rr] = ii + 1
-        full = ~room
-        if full.any():
-            rf = r[full]
-            for column, value in ((self.offsets, c[full]), (self.ends, e[full])):
-                column[rf, :-1] = column[rf, 1:]
-                column[rf, -1] = value
-            self.times[rf, :-1] = self.times[rf, 1:]
-            self.times[rf, -1] = at
+        _append(rows[append], n[append], self.count, self.size,
+                [(self.offsets, committed[append]), (self.ends, end[append]), (self.times, at)])
 
     def status(self, rows: Rows, now: float, allowed_lag: int = 0) -> npt.NDArray[np.int8]:
         """`evaluate_partition(window, now, allowed_lag)` of each row, as codes (STATUS_NAMES)."""
@@ -172,9 +158,6 @@ class WindowColumns:
         out[full] = codes
         return out
 
-    def fullness(self, rows: Rows) -> npt.NDArray[np.float64]:
-        return self.count[rows] / self.size
-
     def window(self, row: int) -> PartitionWindow:
         """One row as a PartitionWindow (to read, or to compare with the reference)."""
         n = int(self.count[row])
@@ -185,12 +168,30 @@ class WindowColumns:
             end_offsets=ends, latest_end=int(self.latest_end[row]) if n else None)
 
 
-def segment_max(values: npt.NDArray[np.int8], lengths: Sequence[int]) -> npt.NDArray[np.int8]:
-    """The maximum of each consecutive segment of `values` (lengths all >= 1)."""
-    starts = np.zeros(len(lengths), np.int64)
-    if len(lengths) > 1:
-        np.cumsum(lengths[:-1], out=starts[1:])
-    return np.maximum.reduceat(values, starts) if len(values) else np.zeros(0, values.dtype)
+def _append(rows: Rows, n: Rows, count: Rows, size: int,
+            columns: list[tuple[npt.NDArray[np.int64] | npt.NDArray[np.float64], npt.NDArray[np.int64] | float]]) -> None:
+    """A new newest entry in each of `rows` (holding `n` entries): `value` into each column, after
+    the others where there is room, else with the oldest shifted out."""
+    room = n < size
+    if room.any():
+        rr, ii = rows[room], n[room]
+        for column, value in columns:
+            column[rr, ii] = value[room] if isinstance(value, np.ndarray) else value
+        count[rr] = ii + 1
+    full = ~room
+    if full.any():
+        rf = rows[full]
+        for column, value in columns:
+            column[rf, :-1] = column[rf, 1:]
+            column[rf, -1] = value[full] if isinstance(value, np.ndarray) else value
+
+
+def _grown(*arrays: npt.NDArray[Any]) -> list[npt.NDArray[Any]]:
+    """The arrays with half as many rows again (1,024 at least), the new ones empty (0; inf for float
+    rows, which is what a free row's last-seen time holds)."""
+    grow = max(1024, len(arrays[0]) // 2)
+    return [np.concatenate([a, np.full((grow, *a.shape[1:]), np.inf if a.ndim == 1 and a.dtype == np.float64 else 0,
+                                       a.dtype)]) for a in arrays]
 
 
 class TimeColumns:
@@ -254,20 +255,7 @@ class TimeColumns:
         append = ok & ~update
         if not append.any():
             return
-        r, na, v = rows[append], n[append], values[append]
-        room = na < self.limit
-        if room.any():
-            rr, ii = r[room], na[room]
-            self.offsets[rr, ii] = v[room]
-            self.times[rr, ii] = at
-            self.count[rr] = ii + 1
-        full = ~room
-        if full.any():
-            rf = r[full]
-            self.offsets[rf, :-1] = self.offsets[rf, 1:]
-            self.offsets[rf, -1] = v[full]
-            self.times[rf, :-1] = self.times[rf, 1:]
-            self.times[rf, -1] = at
+        _append(rows[append], n[append], self.count, self.limit, [(self.offsets, values[append]), (self.times, at)])
 
     def time_lag(self, rows: Rows, committed: npt.NDArray[np.int64], now: float) -> npt.NDArray[np.float64]:
         """`time_lag(table, committed[i], now)` for the table in each row; NaN where that is None
@@ -319,11 +307,7 @@ class TimeColumns:
             return row
         row = len(self._partition_of)
         if row == len(self.count):
-            grow = max(1024, len(self.count) // 2)
-            self.offsets = np.concatenate([self.offsets, np.zeros((grow, self.limit), np.int64)])
-            self.times = np.concatenate([self.times, np.zeros((grow, self.limit), np.float64)])
-            self.count = np.concatenate([self.count, np.zeros(grow, np.int64)])
-            self.last_seen = np.concatenate([self.last_seen, np.full(grow, np.inf)])
+            self.offsets, self.times, self.count, self.last_seen = _grown(self.offsets, self.times, self.count, self.last_seen)
         self._partition_of.append(tp)
         return row
 

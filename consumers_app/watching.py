@@ -23,13 +23,9 @@ from console.watcher import store
 from console.watcher.history import LagHistoryFilter
 from console.watcher.registry import EmitEvents, EventRow
 from console.watcher.snapshot import GroupState, MemberState
-from consumers_app.lagcolumns import GROUP_RANK, STATUS_NAMES, TimeColumns, WindowColumns
-from consumers_app.lagstatus import ERR, NOTFOUND, OK, WARN, PartitionWindow
+from consumers_app.lagcolumns import GROUP_RANK, STATUS_NAMES, STATUS_OF_RANK, TimeColumns, WindowColumns
 from consumers_app.rebalance import Member as RbMember
 from consumers_app.rebalance import Observation, Rebalance, RebalanceTracker
-
-GROUP_RANK_OF = GROUP_RANK.tolist()  # status code -> rank on the group scale
-_GROUP_STATUS_BY_RANK = {0: NOTFOUND, 1: OK, 2: WARN, 3: ERR}
 
 
 def _behind(end: int, committed: int) -> int:
@@ -83,14 +79,6 @@ class GroupEvaluation:
     def evaluate(self, groups: dict[str, GroupState], before: Mapping[str, GroupState] | None,
                  ends: Mapping[tuple[str, int], int], now: float) -> None:
         self._record_rebalances(self._evaluate(groups, before or {}, ends, now))
-
-    def window(self, group: str, topic: str, partition: int) -> PartitionWindow | None:
-        """The lag window of one of a group's partitions, as the evaluation last left it."""
-        entries = self._entries_cache.get(group)
-        if entries is None or (topic, partition) not in entries.tps:
-            return None
-        rows = self._windows.rows_of(group, entries.tps)
-        return self._windows.window(int(rows[entries.tps.index((topic, partition))]))
 
     def _evaluate(self, groups: dict[str, GroupState], before: Mapping[str, GroupState], ends: Mapping[tuple[str, int], int],
                   now: float) -> list[tuple[str, Rebalance]]:
@@ -188,7 +176,7 @@ class GroupEvaluation:
             rounded = [None if s != s else round(s, 3) for s in seconds_of]
             known = [s for s in seconds_of if s == s]
             g.lag_keys, g.lag_status, g.lag_seconds = keys, [names[code] for code in group_codes], rounded
-            g.status = _GROUP_STATUS_BY_RANK[max(map(GROUP_RANK_OF.__getitem__, group_codes))]
+            g.status = STATUS_OF_RANK[max(map(GROUP_RANK.__getitem__, group_codes))]
             g.time_lag = round(max(known), 3) if known else None
             history[g.group_id] = (round(now, 2), total, g.time_lag)
             self._observe(g, now, ended)
