@@ -386,3 +386,40 @@ def test_the_session_is_small_local_utc_and_carries_the_connector_jars(spark: An
     # Loading resolves the connector's classes and schema; nothing is read before an action.
     raw = read_samples(spark, "127.0.0.1:9", "console-samples", start_ms=T0)
     assert raw.columns[:2] == ["key", "value"]
+
+
+def test_a_run_slower_than_its_timeout_has_its_spark_jobs_cancelled_and_fails_saying_so(
+        spark: Any, db: Any, settings: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Spark that is slow (here a job whose tasks would sleep for two minutes) does not hold the
+    analytics worker: at ANALYTICS_RUN_TIMEOUT its jobs are cancelled in the real session and the run
+    fails with a sentence."""
+    import time
+    from types import SimpleNamespace
+
+    from analytics import tasks
+    from analytics.models import AnalyticsRun
+
+    settings.ANALYTICS_RUN_TIMEOUT = 4
+    monkeypatch.setattr(tasks, "_spark", spark)
+    monkeypatch.setattr(tasks, "notify", lambda run: None)
+    monkeypatch.setattr(tasks.gateway, "cluster_config", lambda name: SimpleNamespace(bootstrap_servers="127.0.0.1:9"))
+    monkeypatch.setattr(tasks.gateway, "for_cluster", lambda name: SimpleNamespace(topic_metadata=lambda topic: None))
+    reached: list[bool] = []
+
+    def slow(session: Any, *args: Any) -> Path:
+        reached.append(True)
+        session.sparkContext.parallelize(range(2), 2).map(lambda x: time.sleep(120) or x).collect()
+        raise AssertionError("the slow job was not cancelled")
+
+    monkeypatch.setattr("analytics.jobs.pipeline.run", slow)
+    run_row = AnalyticsRun.objects.create(cluster="local", window_start_ms=T0, window_end_ms=T0 + 60_000)
+    started = time.monotonic()
+    assert tasks.run_analytics(run_row.id) == "failed"
+    took = time.monotonic() - started
+    run_row.refresh_from_db()
+    assert reached, "the run reached Spark"
+    assert (run_row.state, run_row.stage) == ("failed", "failed")
+    assert run_row.error == "Spark did not finish within 4 s (ANALYTICS_RUN_TIMEOUT); its jobs were cancelled."
+    assert took < 60, f"the cancelled run took {took:.0f} s"
+    # The session survives the cancel and serves the next run.
+    assert spark.range(3).count() == 3
