@@ -212,6 +212,11 @@ class ClusterGateway:
         self._lock = threading.Lock()
         self._admin: AdminClient | None = None
         self._admin_born = 0.0
+        # Admin clients replaced (renew_admin, close), with when: kept alive until every request
+        # they may still have in flight has timed out, then released by the drainer thread. A
+        # librdkafka client freed while another thread waits on its futures (the last reference
+        # dropped in renew_admin) crashed the watcher ("double free or corruption") or hung it.
+        self._retired: list[tuple[float, AdminClient]] = []
         self._kp_slots: dict[str, _KafkaPythonSlot] = {}
         self._topic_cache: dict[str, tuple[Any, Topic]] = {}  # topic -> (librdkafka's raw fields, the Topic built from them)
         # How often a client was replaced after a retriable error, and the retries that followed
@@ -246,6 +251,18 @@ class ClusterGateway:
         for client in self._drained_clients:
             client.poll(0)
 
+    def release_retired(self, now: float | None = None) -> int:
+        """Free the replaced admin clients whose requests have all timed out (called by the drainer
+        thread, never by librdkafka's, where freeing a client aborts the process). How many were freed."""
+        grace = 3 * self.timeout + 5
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            done = [c for at, c in self._retired if now - at > grace]
+            self._retired = [(at, c) for at, c in self._retired if now - at <= grace]
+        count = len(done)
+        del done  # the last references: the clients are destroyed here, in this thread
+        return count
+
     # Clients ---------------------------------------------------------------------------------
     def _admin_client(self) -> AdminClient:
         with self._lock:
@@ -271,6 +288,7 @@ class ClusterGateway:
         with self._lock:
             if self._admin is None or time.monotonic() - self._admin_born < 1.0:
                 return False
+            self._retired.append((time.monotonic(), self._admin))
             self._admin = None
             self.renewals += 1
             return True
@@ -1043,6 +1061,8 @@ class ClusterGateway:
     def close(self) -> None:
         with self._lock:
             slots, self._kp_slots = self._kp_slots, {}
+            if self._admin is not None:
+                self._retired.append((time.monotonic(), self._admin))
             self._admin = None
         for slot in slots.values():
             if slot.client is not None and slot.busy_since is None:
@@ -1071,6 +1091,7 @@ def _drain_forever(interval: float) -> None:
         for gateway in list(_drained):
             try:
                 gateway._drain()
+                gateway.release_retired()
             except Exception:  # noqa: BLE001 - a closed client must not stop the others being served
                 log.debug("serving the error callbacks of %s failed", gateway.name, exc_info=True)
 
