@@ -406,9 +406,13 @@ def test_a_run_slower_than_its_timeout_has_its_spark_jobs_cancelled_and_fails_sa
     monkeypatch.setattr(tasks.gateway, "for_cluster", lambda name: SimpleNamespace(topic_metadata=lambda topic: None))
     reached: list[bool] = []
 
+    def nap(x: int) -> int:
+        time.sleep(120)
+        return x
+
     def slow(session: Any, *args: Any) -> Path:
         reached.append(True)
-        session.sparkContext.parallelize(range(2), 2).map(lambda x: time.sleep(120) or x).collect()
+        session.sparkContext.parallelize(range(2), 2).map(nap).collect()
         raise AssertionError("the slow job was not cancelled")
 
     monkeypatch.setattr("analytics.jobs.pipeline.run", slow)
