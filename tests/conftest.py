@@ -44,6 +44,8 @@ def _no_broker_left_dead(request: pytest.FixtureRequest) -> Iterator[None]:
     themselves): a node that died is reported, with the end of its log, and started again, so one
     broker's death shows where it happened and does not fail every test after it."""
     yield
+    if "stack" in request.fixturenames:
+        _no_console_process_left_dead(request)
     if "kafka_cluster" not in request.fixturenames or "test_faults" in request.node.nodeid:
         return
     from django.conf import settings
@@ -59,6 +61,23 @@ def _no_broker_left_dead(request: pytest.FixtureRequest) -> Iterator[None]:
         warnings.warn(f"Kafka node {st.node_id} was found dead after {request.node.nodeid}; its log ends:\n"
                       + "\n".join(tail) + "\nstarting it again", stacklevel=1)
         request.getfixturevalue("kafka_cluster").start(st.node_id)
+
+
+def _no_console_process_left_dead(request: pytest.FixtureRequest) -> None:
+    """A console process (web, watcher, worker, beat) that exited during a test is reported with the
+    end of its log and started again: the watcher once died of a native crash, and every test after
+    it failed waiting for snapshots, far from the cause."""
+    from tests.support import TEST_VAR
+
+    stack: Stack = request.getfixturevalue("stack")
+    for name, proc in list(stack.procs.items()):
+        if proc.poll() is None:
+            continue
+        log = TEST_VAR / "logs" / f"{name}.log"
+        tail = log.read_text(errors="replace").splitlines()[-30:] if log.exists() else ["(no log)"]
+        warnings.warn(f"console process '{name}' exited ({proc.returncode}) during {request.node.nodeid}; its log ends:\n"
+                      + "\n".join(tail) + "\nstarting it again", stacklevel=1)
+        stack.start_process(name)
 
 
 @pytest.fixture(scope="session")
