@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from django.db import models
@@ -51,6 +52,14 @@ class AnalyticsRun(models.Model):
     class Meta:
         ordering = ["-id"]
         indexes = [models.Index(fields=["cluster", "kind", "-id"])]
+
+    @property
+    def window_start(self) -> datetime:
+        return datetime.fromtimestamp(self.window_start_ms / 1000, tz=UTC)
+
+    @property
+    def window_end(self) -> datetime:
+        return datetime.fromtimestamp(self.window_end_ms / 1000, tz=UTC)
 
     @property
     def window_minutes(self) -> int:

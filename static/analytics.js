@@ -19,13 +19,13 @@
     var tp = document.getElementById("throughput-chart");
     if (tp) {
       Plotly.react(tp, [{x: d.throughput.t.map(function (t) { return new Date(t); }), y: d.throughput.messages_per_s,
-                         type: "scatter", mode: "lines", name: "messages/s", line: {color: "#3b5bdb"}}],
+                         type: "scatter", mode: "lines+markers", marker: {size: 5}, name: "messages/s", line: {color: "#3b5bdb"}}],
                    layout("messages/s"), {displayModeBar: false, responsive: true});
     }
     var lag = document.getElementById("lag-chart");
     if (lag) {
       var traces = Object.keys(d.lag).map(function (g) {
-        return {x: d.lag[g].t.map(function (t) { return new Date(t); }), y: d.lag[g].lag, type: "scatter", mode: "lines", name: g};
+        return {x: d.lag[g].t.map(function (t) { return new Date(t); }), y: d.lag[g].lag, type: "scatter", mode: "lines+markers", marker: {size: 5}, name: g};
       });
       Plotly.react(lag, traces, layout("lag (messages)"), {displayModeBar: false, responsive: true});
     }

@@ -19,6 +19,17 @@
     document.dispatchEvent(new CustomEvent("theme:changed", {detail: next}));
   }
 
+  // The system's light/dark switching (theme "auto") restyles the page through CSS alone; charts
+  // draw their colours in script, so they are told too.
+  if (window.matchMedia) {
+    var system = matchMedia("(prefers-color-scheme: dark)");
+    var onSystemChange = function () {
+      document.dispatchEvent(new CustomEvent("theme:changed", {detail: root.getAttribute("data-theme")}));
+    };
+    if (system.addEventListener) system.addEventListener("change", onSystemChange);
+    else if (system.addListener) system.addListener(onSystemChange);
+  }
+
   // Delegated from the document: this runs in <head>, before the elements exist.
   document.addEventListener("click", function (ev) {
     var toggle = ev.target.closest ? ev.target.closest(".theme-toggle") : null;

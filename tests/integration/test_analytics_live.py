@@ -146,7 +146,11 @@ def test_run_now_shows_progress_in_the_browser_and_the_charts_render(stack: Stac
     page.wait_for_selector("#throughput-chart .main-svg")
     page.wait_for_selector("#lag-chart .main-svg")
     page.screenshot(path=str(OUTPUT / "analytics.png"), full_page=True)
+    tick = "getComputedStyle(document.querySelector('#throughput-chart .ytick text')).fill"
+    assert page.evaluate(tick) == "rgb(29, 35, 48)", "dark labels on the light page"
     page.emulate_media(color_scheme="dark")
+    # The system turning dark restyles the page, and the charts redraw their labels light.
+    page.wait_for_function(f"{tick} === 'rgb(227, 231, 239)'", timeout=5000)
     page.screenshot(path=str(OUTPUT / "analytics-dark.png"), full_page=True)
     page.emulate_media(color_scheme="light")
 

@@ -47,6 +47,11 @@ def test_run_now_queues_a_run_audits_it_and_lists_it(client_as, snapshot) -> Non
     assert post(client_as("viewer"), RUNS, {}).status_code == 403
     page = client_as("viewer").get("/clusters/local/analytics/").content.decode()
     assert f'data-run="{body["id"]}"' in page and 'id="run-now"' not in page, "a viewer sees runs but no Run now"
+    run = AnalyticsRun.objects.get(id=body["id"])
+    start, end = run.window_start.strftime("%Y-%m-%d %H:%M"), run.window_end.strftime("%H:%M")
+    if run.window_start.date() != run.window_end.date():
+        end = run.window_end.strftime("%Y-%m-%d %H:%M")
+    assert f"{start} &rarr; {end} <span class=\"muted\">(60 min)</span>" in page, "the window in UTC, not an age"
     assert 'id="run-now"' in client_as("operator").get("/clusters/local/analytics/").content.decode()
 
 
