@@ -13,8 +13,9 @@ broker answering from a stale cache can).
 
 It ends by printing one JSON line: cycle_p50_seconds, cycle_max_seconds, cpu_fraction (CPU-seconds of
 the watcher's two threads per wall second; the model's own thread is not counted), max_rss_mb (the
-whole process), push_p50_seconds / push_max_seconds (from a leader move in the model to the
-published snapshot that shows it), spurious_events (topic created/deleted and broker events the
+whole process; rss_before_watcher_mb is what it held with the model built, before the watcher),
+push_p50_seconds / push_max_seconds (from a leader move in the model to the published snapshot that
+shows it), spurious_events (topic created/deleted and broker events the
 model never made), cycles, and what else was seen. `--append` adds the figures to docs/benchmarks.md.
 
 Needs Redis (started here on the test port) and the test database (migrated here); no Kafka.
@@ -233,6 +234,10 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
     built = time.monotonic()
     model = Model(args.partitions, args.groups, args.brokers, args.partitions_per_topic)
     gw = SimGateway(model, args.failure_rate)
+    # What the process holds before the watcher exists (Django, the model and its cached answers):
+    # max_rss_mb minus this is the watcher's own share, near enough.
+    gw.metadata()  # (the model keeps each topic's answer until it changes)
+    model_rss = _current_rss_mb()
     print(f"model of {sum(len(p) for p in model.topics.values()):,} partitions in {len(model.topics):,} topics, "
           f"{len(model.groups):,} groups, {len(model.brokers)} brokers built in {time.monotonic() - built:.1f} s", flush=True)
     Event.objects.filter(cluster="sim").delete()
@@ -340,6 +345,7 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
         "cpu_cycle_fraction": round(cpu["cycle"] / wall, 3),
         "cpu_sampling_fraction": round(cpu["sampling"] / wall, 3),
         "max_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "rss_before_watcher_mb": model_rss,
         # Python's cyclic garbage collector, whichever thread it ran in (the model's included).
         "gc_fraction": round(gc_time["seconds"] / wall, 3),
         "gc_collections": gc_time["collections"],
@@ -356,17 +362,25 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def _current_rss_mb() -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    return 0.0
+
+
 def append(args: argparse.Namespace, r: dict[str, Any]) -> None:
     command = (f".venv/bin/python -m bench.simulate --partitions {args.partitions} --groups {args.groups} --brokers {args.brokers} "
                f"--change-rate {args.change_rate} --failure-rate {args.failure_rate} --seconds {args.seconds:g}")
     text = "\n".join([
         f"\n## Watcher on a simulated cluster (issue 11), {datetime.now(UTC):%Y-%m-%d %H:%M} UTC\n",
         f"Command: `{command}` (no Kafka: the real watcher against bench/simulate.py's model and gateway; Redis and SQLite real).\n",
-        "| partitions | groups | change rate | failure rate | cycles | cycle p50 | cycle max | CPU (watcher threads) | max RSS | leader move to snapshot p50 / max | spurious events |",
+        "| partitions | groups | change rate | failure rate | cycles | cycle p50 | cycle max | CPU (watcher threads) | max RSS (before the watcher) | leader move to snapshot p50 / max | spurious events |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
         f"| {r['partitions']:,} | {r['groups']:,} | {r['change_rate']} | {r['failure_rate']} | {r['cycles']} | {r['cycle_p50_seconds']} s | "
         f"{r['cycle_max_seconds']} s | {r['cpu_fraction']} (cycle {r['cpu_cycle_fraction']}, sampling {r['cpu_sampling_fraction']}) | "
-        f"{r['max_rss_mb']} MB | {r['push_p50_seconds']} s / {r['push_max_seconds']} s | {r['spurious_events']} |",
+        f"{r['max_rss_mb']} MB ({r['rss_before_watcher_mb']} MB) | {r['push_p50_seconds']} s / {r['push_max_seconds']} s | {r['spurious_events']} |",
         "",
     ])
     with open(ROOT / "docs" / "benchmarks.md", "a") as f:

@@ -153,6 +153,16 @@ def test_run_now_shows_progress_in_the_browser_and_the_charts_render(stack: Stac
     page.wait_for_function(f"{tick} === 'rgb(227, 231, 239)'", timeout=5000)
     page.screenshot(path=str(OUTPUT / "analytics-dark.png"), full_page=True)
     page.emulate_media(color_scheme="light")
+    # The topic and group pages draw their history from the latest run.
+    summary = stack.get(f"{RUNS}{run_id}/").json()["summary"]
+    topic = next(t["topic"] for t in summary["topics_by_throughput"] if not t["topic"].startswith("_"))
+    group = summary["worst_groups"][0]["group_id"]
+    for path, shot in ((f"/clusters/local/topics/{topic}/", "topic-history.png"),
+                       (f"/clusters/local/consumer-groups/{group}/", "group-history.png")):
+        page.goto(stack.base_url + path)
+        page.wait_for_selector("#history-chart .main-svg", timeout=15_000)
+        assert page.locator("#history-chart .scatterlayer .trace").count() >= 1, f"no series drawn on {path}"
+        page.locator("#history").screenshot(path=str(OUTPUT / shot))
 
 
 def test_a_scheduled_report_appears_by_itself_and_arrives_by_mail(stack: Stack, logged_in_page: Any) -> None:
