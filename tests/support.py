@@ -64,6 +64,8 @@ def stack_env(**extra: str) -> dict[str, str]:
         DEVCLUSTER_DIR=str(TEST_VAR / "cluster"),
         DATABASE_URL=f"sqlite:///{TEST_VAR / 'stack.sqlite3'}",
         PYTHONUNBUFFERED="1",
+        # A native crash (SIGSEGV, SIGABRT) prints every thread's Python stack into the process's log.
+        PYTHONFAULTHANDLER="1",
         # Faster sampling than production, so tests wait less for offsets, sizes and groups.
         WATCHER_OFFSETS_INTERVAL="1",
         WATCHER_SIZES_INTERVAL="2",

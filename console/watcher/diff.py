@@ -32,6 +32,7 @@ KINDS = {
     "rebalance": "Consumer group rebalance",
     "balance": "Balance (replica or leader skew)",
     "analytics": "Analytics samples",
+    "watcher": "Watcher restarted",
 }
 
 
