@@ -11,7 +11,8 @@
       return {height: 280, margin: {l: 60, r: 10, t: 10, b: 40}, paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)",
               font: {color: dark ? "#e3e7ef" : "#1d2330"}, legend: {orientation: "h", y: -0.25},
               yaxis: {title: {text: title}, rangemode: "tozero", gridcolor: "rgba(128,128,128,0.2)"},
-              xaxis: {gridcolor: "rgba(128,128,128,0.2)", rangeselector: {buttons: [
+              xaxis: {gridcolor: "rgba(128,128,128,0.2)", rangeselector: {bgcolor: dark ? "#242b38" : "#eef0f4", activecolor: dark ? "#3b4660" : "#d0d5de",
+                font: {color: dark ? "#e3e7ef" : "#1d2330"}, buttons: [
                 {count: 15, label: "15m", step: "minute", stepmode: "backward"},
                 {count: 1, label: "1h", step: "hour", stepmode: "backward"},
                 {count: 1, label: "1d", step: "day", stepmode: "backward"}, {step: "all", label: "all"}]}}};

@@ -22,7 +22,8 @@
       font: {color: dark ? "#e3e7ef" : "#1d2330"}, legend: {orientation: "h", y: -0.3},
       yaxis: {title: {text: y1}, rangemode: "tozero", gridcolor: "rgba(128,128,128,0.2)"},
       yaxis2: {title: {text: "time lag (s)"}, overlaying: "y", side: "right", rangemode: "tozero", showgrid: false},
-      xaxis: {gridcolor: "rgba(128,128,128,0.2)", rangeselector: {buttons: [
+      xaxis: {gridcolor: "rgba(128,128,128,0.2)", rangeselector: {bgcolor: dark ? "#242b38" : "#eef0f4", activecolor: dark ? "#3b4660" : "#d0d5de",
+                font: {color: dark ? "#e3e7ef" : "#1d2330"}, buttons: [
         {count: 15, label: "15m", step: "minute", stepmode: "backward"}, {count: 1, label: "1h", step: "hour", stepmode: "backward"},
         {count: 1, label: "1d", step: "day", stepmode: "backward"}, {step: "all", label: "all"}]}}
     }, {displayModeBar: false, responsive: true});
