@@ -76,7 +76,7 @@ class Command(BaseCommand):
         if opts["child"]:
             from console.watcher.runner import run
 
-            self.stdout.write("watcher started", ending="\n")
+            self.stdout.write("watcher started")
             self.stdout.flush()
             run(stop)
             return
