@@ -43,7 +43,9 @@ SPURIOUS_KINDS = {"topic_created", "topic_deleted", "broker_down", "broker_up", 
 
 
 class Model:
-    """A synthetic cluster that changes as time goes by; thread-safe."""
+    """A synthetic cluster that changes as time goes by; thread-safe. Its answers are raw (tuples and
+    lists); a gateway (SimGateway here, RemoteModelGateway from another process) turns them into
+    what the real gateway returns."""
 
     def __init__(self, partitions: int, groups: int, brokers: int, per_topic: int, seed: int = 1) -> None:
         from console.gateway.types import Broker
@@ -69,7 +71,8 @@ class Model:
             # Caught up: an idle cluster is a steady one (the changes make the groups fall behind and catch up).
             committed = {p: part[4] for p, part in enumerate(self.topics[topic])}
             self.groups[f"sim.group-{g:06d}"] = (topic, committed, 1 + g % 3)
-        self._metadata_cache: dict[str, Any] = {}
+        self.version = 0  # bumped by each step; a topic's metadata changed at the version noted here
+        self.topic_versions: dict[str, int] = dict.fromkeys(self.topics, 0)
         self.moves: list[tuple[float, str, int, int]] = []  # (when, topic, partition, new leader)
         self.changes = 0
 
@@ -79,6 +82,7 @@ class Model:
         count = int(total * change_rate * seconds)
         now = time.time()
         with self.lock:
+            self.version += 1
             for _ in range(count):
                 name = self.names[self.rng.randrange(len(self.names))]
                 parts = self.topics[name]
@@ -94,7 +98,7 @@ class Model:
                 else:
                     parts[p][2] = replicas  # back in sync
                 parts[p][4] += self.rng.randint(1, 1000)
-                self._metadata_cache.pop(name, None)
+                self.topic_versions[name] = self.version
                 self.changes += 1
             # The groups on the changed topics commit what they have read.
             for gid in self.rng.sample(sorted(self.groups), min(len(self.groups), max(1, count // 10))):
@@ -102,26 +106,65 @@ class Model:
                 ends = self.topics[topic]
                 self.groups[gid] = (topic, {p: max(c, ends[p][4] - self.rng.randint(0, 100)) for p, c in committed.items()}, members)
 
-    def topic_metadata(self, name: str) -> Any:
-        from console.gateway.types import Partition, Topic
+    # Raw answers ---------------------------------------------------------------------------------
+    def metadata_since(self, version: int) -> tuple[int, list[str], dict[str, list[tuple[int, Any, Any]]]]:
+        """(the model's version, every topic's name, the layout of the topics changed after `version`)."""
+        with self.lock:
+            changed = {name: [(v[0], v[1], v[2]) for v in self.topics[name]]
+                       for name in self.names if self.topic_versions.get(name, 0) > version}
+            return self.version, list(self.names), changed
 
-        cached = self._metadata_cache.get(name)
-        if cached is None:
-            parts = tuple(Partition(topic=name, partition=p, leader=v[0], replicas=v[1], isr=v[2])
-                          for p, v in enumerate(self.topics[name]))
-            cached = self._metadata_cache[name] = Topic(name=name, internal=False, partitions=parts)
-        return cached
+    def exists(self, names: list[str]) -> dict[str, bool]:
+        with self.lock:
+            return {n: n in self.topics for n in names}
+
+    def offsets(self, which: str) -> dict[str, list[int]]:
+        index = 3 if which == "earliest" else 4
+        with self.lock:
+            return {t: [v[index] for v in parts] for t, parts in self.topics.items()}
+
+    def sizes(self) -> dict[str, list[tuple[Any, int]]]:
+        with self.lock:
+            return {t: [(v[1], v[4] * 100) for v in parts] for t, parts in self.topics.items()}
+
+    def group_list(self) -> list[tuple[str, str, int, int]]:
+        with self.lock:
+            return [(gid, topic, len(self.topics[topic]), members) for gid, (topic, _c, members) in self.groups.items()]
+
+    def group_commits(self, group_ids: list[str]) -> dict[str, tuple[str, dict[int, int]]]:
+        with self.lock:
+            return {gid: (self.groups[gid][0], self.groups[gid][1]) for gid in group_ids if gid in self.groups}
+
+    def moves_since(self, index: int) -> list[tuple[float, str, int, int]]:
+        with self.lock:
+            return self.moves[index:]
+
+    def counts(self) -> dict[str, int]:
+        with self.lock:
+            return {"partitions": sum(len(p) for p in self.topics.values()), "groups": len(self.groups),
+                    "brokers": len(self.brokers), "changes": self.changes, "moves": len(self.moves)}
 
 
 class SimGateway:
-    """Answers the watcher's questions for a Model, as console.gateway.client.ClusterGateway does."""
+    """Answers the watcher's questions for a Model, as console.gateway.client.ClusterGateway does
+    (the same Topic object for a topic whose metadata did not change)."""
 
-    def __init__(self, model: Model, failure_rate: float, seed: int = 2) -> None:
+    def __init__(self, model: Model | None, failure_rate: float, seed: int = 2) -> None:
         self.model = model
         self.failure_rate = failure_rate
         self.rng = random.Random(seed)
         self.kafka_python_requests: dict[str, int] = {}
         self.failures: dict[str, int] = {}
+        self._version = -1
+        self._topics: dict[str, Any] = {}
+        self._brokers: tuple[Any, ...] = ()
+
+    def ask(self, name: str, *args: Any) -> Any:
+        """One raw answer of the model."""
+        assert self.model is not None
+        if name == "brokers":
+            return self.model.brokers
+        return getattr(self.model, name)(*args)
 
     def _maybe_fail(self, what: str) -> None:
         from console.gateway.errors import ClusterUnavailable
@@ -130,73 +173,159 @@ class SimGateway:
             self.failures[what] = self.failures.get(what, 0) + 1
             raise ClusterUnavailable(f"simulated failure: could not {what}")
 
+    def _brokers_known(self) -> tuple[Any, ...]:
+        if not self._brokers:
+            self._brokers = self.ask("brokers")
+        return self._brokers
+
     def metadata(self) -> Any:
-        from console.gateway.types import ClusterMetadata
+        from console.gateway.types import ClusterMetadata, Partition, Topic
 
         self._maybe_fail("read the cluster metadata")
-        with self.model.lock:
-            names = self.model.names
-            if self.failure_rate and self.rng.random() < self.failure_rate:
-                # A broker answering from a stale cache: some topics missing from an answer that says nothing of it.
-                self.failures["partial metadata"] = self.failures.get("partial metadata", 0) + 1
-                keep = self.rng.random()
-                names = [n for n in names if self.rng.random() < keep]
-            topics = tuple(self.model.topic_metadata(n) for n in names)
-        return ClusterMetadata(cluster_id="sim-cluster", brokers=self.model.brokers, topics=topics)
+        version, names, changed = self.ask("metadata_since", self._version)
+        self._version = version
+        for name, layout in changed.items():
+            self._topics[name] = Topic(name=name, internal=False, partitions=tuple(
+                Partition(topic=name, partition=p, leader=v[0], replicas=v[1], isr=v[2]) for p, v in enumerate(layout)))
+        if len(self._topics) != len(names):
+            self._topics = {n: self._topics[n] for n in names if n in self._topics}
+        if self.failure_rate and self.rng.random() < self.failure_rate:
+            # A broker answering from a stale cache: some topics missing from an answer that says nothing of it.
+            self.failures["partial metadata"] = self.failures.get("partial metadata", 0) + 1
+            keep = self.rng.random()
+            names = [n for n in names if self.rng.random() < keep]
+        topics = self._topics
+        return ClusterMetadata(cluster_id="sim-cluster", brokers=self._brokers_known(), topics=tuple(topics[n] for n in names))
 
     def topics_exist(self, names: Iterable[str]) -> dict[str, bool]:
         self._maybe_fail("describe topics")
-        with self.model.lock:
-            return {n: n in self.model.topics for n in names}
+        return dict(self.ask("exists", list(names)))
 
     def quorum(self) -> Any:
         from console.gateway.types import Quorum, QuorumReplica
 
         now = int(time.time() * 1000)
-        voters = tuple(QuorumReplica(b.id, 1000, now, now) for b in self.model.brokers[:3])
-        return Quorum(leader_id=self.model.brokers[0].id, leader_epoch=1, high_watermark=1000, voters=voters, observers=())
+        brokers = self._brokers_known()
+        voters = tuple(QuorumReplica(b.id, 1000, now, now) for b in brokers[:3])
+        return Quorum(leader_id=brokers[0].id, leader_epoch=1, high_watermark=1000, voters=voters, observers=())
 
     def broker_racks(self) -> dict[int, str | None]:
-        return {b.id: b.rack for b in self.model.brokers}
+        return {b.id: b.rack for b in self._brokers_known()}
 
     def topic_configs(self, topics: Iterable[str], keys: frozenset[str] | None = None) -> dict[str, dict[str, str]]:
         return {t: {"min.insync.replicas": "2"} for t in topics}
 
     def list_offsets(self, partitions: Iterable[tuple[str, int]], which: str) -> dict[tuple[str, int], int]:
         self._maybe_fail("list offsets")
-        index = 3 if which == "earliest" else 4
-        with self.model.lock:
-            topics = self.model.topics
-            return {(t, p): topics[t][p][index] for t, p in partitions if t in topics}
+        table = self.ask("offsets", which)
+        return {(t, p): table[t][p] for t, p in partitions if t in table and p < len(table[t])}
 
     def log_dir_sizes(self, brokers: list[int]) -> dict[tuple[str, int], dict[int, int]]:
         self._maybe_fail("describe log dirs")
-        with self.model.lock:
-            return {(t, p): {r: v[4] * 100 for r in v[1]} for t, parts in self.model.topics.items() for p, v in enumerate(parts)}
+        return {(t, p): dict.fromkeys(replicas, size) for t, parts in self.ask("sizes").items()
+                for p, (replicas, size) in enumerate(parts)}
 
     def consumer_groups(self) -> list[Any]:
         from console.gateway.types import ConsumerGroup, GroupMember
 
         self._maybe_fail("list consumer groups")
-        with self.model.lock:
-            groups = list(self.model.groups.items())
-            sizes = {t: len(v) for t, v in self.model.topics.items()}
+        brokers = len(self._brokers_known())
         out = []
-        for gid, (topic, _committed, members) in groups:
-            parts = list(range(sizes[topic]))
+        for gid, topic, n_parts, members in self.ask("group_list"):
+            parts = list(range(n_parts))
             ms = tuple(GroupMember(f"{gid}-m{i}", f"client-{i}", "/10.0.0.1", tuple((topic, p) for p in parts[i::members]))
                        for i in range(members))
             out.append(ConsumerGroup(group_id=gid, state="Stable", protocol_type="consumer", group_type="classic",
-                                     assignor="range", members=ms, coordinator=1 + hash(gid) % len(self.model.brokers)))
+                                     assignor="range", members=ms, coordinator=1 + hash(gid) % brokers))
         return out
 
     def group_offsets(self, group_ids: list[str]) -> dict[str, dict[tuple[str, int], int]]:
-        with self.model.lock:
-            return {gid: {(self.model.groups[gid][0], p): o for p, o in self.model.groups[gid][1].items()}
-                    for gid in group_ids if gid in self.model.groups}
+        return {gid: {(topic, p): o for p, o in committed.items()} for gid, (topic, committed) in self.ask("group_commits", group_ids).items()}
 
     def share_group_offsets(self, group_ids: list[str]) -> dict[str, dict[tuple[str, int], tuple[int, int]]]:
         return {}
+
+
+# The model in a process of its own -------------------------------------------------------------
+# At 300,000 partitions the model's own work (changing, and answering ~2 s of CPU per sampling pass)
+# would take the watcher's interpreter lock; in its own process it costs the watcher what a real
+# cluster's answers cost: reading them. The watcher (and its sampling process) reach it through
+# RemoteModelGateway.
+
+AUTHKEY = b"bench.simulate"
+
+
+class RemoteModelGateway(SimGateway):
+    """SimGateway answering from a ModelServer in another process."""
+
+    def __init__(self, address: Any, failure_rate: float, seed: int = 2) -> None:
+        from multiprocessing.connection import Client
+
+        super().__init__(None, failure_rate, seed)
+        self._conn = Client(address, authkey=AUTHKEY)
+        self._lock = threading.Lock()
+
+    def ask(self, name: str, *args: Any) -> Any:
+        with self._lock:
+            self._conn.send((name, args))
+            return self._conn.recv()
+
+
+class RemoteModelFactory:
+    """Picklable: makes a RemoteModelGateway in whichever process calls it (the sampling process)."""
+
+    def __init__(self, address: Any, failure_rate: float, seed: int) -> None:
+        self.address, self.failure_rate, self.seed = address, failure_rate, seed
+
+    def __call__(self) -> RemoteModelGateway:
+        return RemoteModelGateway(self.address, self.failure_rate, self.seed)
+
+
+def _serve_model(params: dict[str, Any], reply: Any) -> None:
+    from multiprocessing.connection import Listener
+
+    from console.lifecycle import die_with_parent
+
+    die_with_parent()
+    model = Model(params["partitions"], params["groups"], params["brokers"], params["per_topic"])
+    listener = Listener(("127.0.0.1", 0), authkey=AUTHKEY)
+    changing = threading.Event()
+
+    def change() -> None:
+        while True:
+            if changing.is_set():
+                model.step(params["change_rate"], 1.0)
+            time.sleep(1.0)
+
+    def serve(conn: Any) -> None:
+        while True:
+            try:
+                name, args = conn.recv()
+            except (EOFError, OSError):
+                return
+            if name == "start_changing":
+                changing.set()
+                conn.send(None)
+            elif name == "brokers":
+                conn.send(model.brokers)
+            else:
+                conn.send(getattr(model, name)(*args))
+
+    threading.Thread(target=change, daemon=True).start()
+    reply.send(listener.address)
+    while True:
+        threading.Thread(target=serve, args=(listener.accept(),), daemon=True).start()
+
+
+def start_model_server(params: dict[str, Any]) -> tuple[Any, Any]:
+    """(the server process, its address): the model built and served in a forked process."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    mine, theirs = ctx.Pipe()
+    process = ctx.Process(target=_serve_model, args=(params, theirs), daemon=True)
+    process.start()
+    return process, mine.recv()
 
 
 def main() -> None:
@@ -209,7 +338,9 @@ def main() -> None:
     parser.add_argument("--failure-rate", type=float, default=0.0, help="share of the gateway's calls that fail")
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--append", action="store_true", help="add the figures to docs/benchmarks.md")
-    parser.add_argument("--profile", action="store_true", help="print where one metadata cycle and one sampling pass spend their time")
+    parser.add_argument("--profile", action="store_true", help="print where one metadata cycle spends its time")
+    parser.add_argument("--in-process", action="store_true",
+                        help="the sampling passes in a thread of the watcher's process (WATCHER_SAMPLER_PROCESS=0)")
     args = parser.parse_args()
     with running_redis():
         result = simulate(args)
@@ -232,16 +363,20 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
     from console.watcher.runner import settle_gc, tune_gc
 
     built = time.monotonic()
-    model = Model(args.partitions, args.groups, args.brokers, args.partitions_per_topic)
-    gw = SimGateway(model, args.failure_rate)
-    # What the process holds before the watcher exists (Django, the model and its cached answers):
-    # max_rss_mb minus this is the watcher's own share, near enough.
-    gw.metadata()  # (the model keeps each topic's answer until it changes)
-    model_rss = _current_rss_mb()
-    print(f"model of {sum(len(p) for p in model.topics.values()):,} partitions in {len(model.topics):,} topics, "
-          f"{len(model.groups):,} groups, {len(model.brokers)} brokers built in {time.monotonic() - built:.1f} s", flush=True)
+    # The model in its own process (as a real cluster is), forked before this one starts threads.
+    server, address = start_model_server({"partitions": args.partitions, "groups": args.groups, "brokers": args.brokers,
+                                          "per_topic": args.partitions_per_topic, "change_rate": args.change_rate})
+    gw = RemoteModelGateway(address, args.failure_rate)
+    counts = gw.ask("counts")
+    print(f"model of {counts['partitions']:,} partitions, {counts['groups']:,} groups, {counts['brokers']} brokers "
+          f"built in {time.monotonic() - built:.1f} s (in its own process)", flush=True)
+    # What this process holds before the watcher exists (Django, the clients): max RSS minus this
+    # is the watcher's own share, near enough.
+    before_rss = _current_rss_mb()
     Event.objects.filter(cluster="sim").delete()
-    watcher = ClusterWatcher("sim", "simulator", gw=gw)  # type: ignore[arg-type]
+    remote = not args.in_process
+    watcher = ClusterWatcher("sim", "simulator", gw=gw, remote=remote,  # type: ignore[arg-type]
+                             remote_gateway=RemoteModelFactory(address, args.failure_rate, 3) if remote else None)
     stop = threading.Event()
     cpu = {"cycle": 0.0, "sampling": 0.0}
     cycle_times: list[float] = []
@@ -253,21 +388,22 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
             started = time.monotonic()
             before = time.thread_time()
             try:
-                watcher.sample_offsets()
+                watcher.sample_offsets(wait=1.0)
                 watcher.refresh_configs()
             except Exception as exc:  # noqa: BLE001 - reported at the end
                 errors.append(f"sampling: {exc!r}")
             cpu["sampling"] += time.thread_time() - before
-            stop.wait(max(0.1, settings.WATCHER_OFFSETS_INTERVAL - (time.monotonic() - started)))
+            if not remote:
+                stop.wait(max(0.1, settings.WATCHER_OFFSETS_INTERVAL - (time.monotonic() - started)))
 
-    def changing() -> None:
-        while not stop.is_set():
-            model.step(args.change_rate, 1.0)
-            stop.wait(1.0)
-
-    # The first cycle builds everything: not part of the steady state measured.
+    # The first cycle builds everything, and the first passes read every offset, size and group:
+    # not part of the steady state measured.
     watcher.cycle()
     tune_gc()  # as run_cluster does after its first cycle
+    for _ in range(2):
+        watcher.sample_offsets(wait=120.0)
+        watcher.cycle()
+        settle_gc()
     gc_time = {"seconds": 0.0, "started": 0.0, "collections": 0}
 
     def on_gc(phase: str, info: dict[str, Any]) -> None:
@@ -278,25 +414,23 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
             gc_time["collections"] += 1
 
     gc.callbacks.append(on_gc)
+    gw.ask("start_changing")
     if args.profile:
         import cProfile
         import pstats
 
-        for _ in range(3):  # warm: what a steady pass costs, not the first ones (which read every size)
-            watcher.sample_offsets()
-            watcher.cycle()
-            model.step(args.change_rate, settings.WATCHER_OFFSETS_INTERVAL)
-            time.sleep(settings.WATCHER_OFFSETS_INTERVAL)
-        for name, fn in (("sampling", watcher.sample_offsets), ("metadata cycle", watcher.cycle)):
-            profile = cProfile.Profile()
-            profile.runcall(fn)
-            print(f"--- {name}", file=sys.stderr)
-            pstats.Stats(profile, stream=sys.stderr).sort_stats("cumulative").print_stats(25)
-    threads = [threading.Thread(target=sampling, daemon=True), threading.Thread(target=changing, daemon=True)]
+        time.sleep(settings.WATCHER_OFFSETS_INTERVAL)
+        watcher.sample_offsets(wait=30.0)
+        profile = cProfile.Profile()
+        profile.runcall(watcher.cycle)
+        print("--- metadata cycle", file=sys.stderr)
+        pstats.Stats(profile, stream=sys.stderr).sort_stats("cumulative").print_stats(30)
+    threads = [threading.Thread(target=sampling, daemon=True)]
     for t in threads:
         t.start()
     began = time.monotonic()
-    seen_moves = 0
+    child_cpu_before = watcher.remote.child_cpu_seconds if watcher.remote is not None else 0.0
+    seen_moves = len(gw.ask("moves_since", 0))
     pending: dict[tuple[str, int], tuple[float, int]] = {}  # a later move of a partition replaces the earlier
     while time.monotonic() - began < args.seconds:
         started = time.monotonic()
@@ -312,9 +446,8 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
         cycle_times.append(elapsed)
         if snap is not None and snap.reachable:
             published = time.time()
-            with model.lock:
-                moves = model.moves[seen_moves:]
-                seen_moves += len(moves)
+            moves = gw.ask("moves_since", seen_moves)
+            seen_moves += len(moves)
             for when, topic, partition, leader in moves:
                 pending[(topic, partition)] = (when, leader)
             for key, (when, leader) in list(pending.items()):
@@ -327,34 +460,46 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
     stop.set()
     for t in threads:
         t.join(30)
+    child_cpu = (watcher.remote.child_cpu_seconds - child_cpu_before) if watcher.remote is not None else 0.0
+    child_rss = watcher.remote.child_rss_mb if watcher.remote is not None else 0.0
+    watcher.close()
+    counts = gw.ask("counts")
+    server.kill()
     kinds: dict[str, int] = {}
     for kind in Event.objects.filter(cluster="sim").values_list("kind", flat=True):
         kinds[kind] = kinds.get(kind, 0) + 1
     ordered = sorted(cycle_times)
+    own_rss = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     return {
-        "partitions": sum(len(p) for p in model.topics.values()),
-        "groups": len(model.groups),
-        "brokers": len(model.brokers),
+        "partitions": counts["partitions"],
+        "groups": counts["groups"],
+        "brokers": counts["brokers"],
         "change_rate": args.change_rate,
         "failure_rate": args.failure_rate,
+        "sampling": "thread" if args.in_process else "process",
         "seconds": round(wall, 1),
         "cycles": len(cycle_times),
         "cycle_p50_seconds": round(statistics.median(ordered), 4) if ordered else None,
         "cycle_max_seconds": round(ordered[-1], 4) if ordered else None,
-        "cpu_fraction": round((cpu["cycle"] + cpu["sampling"]) / wall, 3),
+        # CPU-seconds per wall second of the watcher: its metadata thread, its sampling thread (taking
+        # the passes in), and the sampling process.
+        "cpu_fraction": round((cpu["cycle"] + cpu["sampling"] + child_cpu) / wall, 3),
         "cpu_cycle_fraction": round(cpu["cycle"] / wall, 3),
-        "cpu_sampling_fraction": round(cpu["sampling"] / wall, 3),
-        "max_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-        "rss_before_watcher_mb": model_rss,
-        # Python's cyclic garbage collector, whichever thread it ran in (the model's included).
+        "cpu_sampling_fraction": round((cpu["sampling"] + child_cpu) / wall, 3),
+        # The watcher's memory: this process's and the sampling process's peaks, added.
+        "max_rss_mb": round(own_rss + child_rss, 1),
+        "watcher_process_rss_mb": own_rss,
+        "sampler_process_rss_mb": child_rss,
+        "rss_before_watcher_mb": before_rss,
+        # Python's cyclic garbage collector in this process.
         "gc_fraction": round(gc_time["seconds"] / wall, 3),
         "gc_collections": gc_time["collections"],
         "push_p50_seconds": round(statistics.median(pushes), 3) if pushes else None,
         "push_max_seconds": round(max(pushes), 3) if pushes else None,
-        "leader_moves": len(model.moves),
+        "leader_moves": counts["moves"],
         "leader_moves_seen": len(pushes),
         "leader_moves_unseen": len(pending),
-        "model_changes": model.changes,
+        "model_changes": counts["changes"],
         "spurious_events": sum(n for k, n in kinds.items() if k in SPURIOUS_KINDS),
         "events": kinds,
         "injected_failures": gw.failures,

@@ -181,6 +181,9 @@ WATCHER_METADATA_INTERVAL = env_float("WATCHER_METADATA_INTERVAL", 1.0, minimum=
 WATCHER_OFFSETS_INTERVAL = env_float("WATCHER_OFFSETS_INTERVAL", 3.0, minimum=0.5)
 WATCHER_CONFIGS_INTERVAL = env_float("WATCHER_CONFIGS_INTERVAL", 30.0, minimum=1.0)
 WATCHER_SIZES_INTERVAL = env_float("WATCHER_SIZES_INTERVAL", 15.0, minimum=1.0)
+# The sampling passes (offsets, sizes, groups and their evaluation) in a process of their own, so a
+# large cluster's group evaluation never holds up the metadata cycle (console/watcher/sampling_process.py).
+WATCHER_SAMPLER_PROCESS = env_bool("WATCHER_SAMPLER_PROCESS", True)
 # The console's own analytics samples topic moves at every sample: on its own (an otherwise idle
 # cluster) that makes a new snapshot at most this often, not at every sample.
 WATCHER_OWN_TOPIC_INTERVAL = env_float("WATCHER_OWN_TOPIC_INTERVAL", 30.0, minimum=0.0)

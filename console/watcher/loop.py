@@ -24,14 +24,16 @@ from django.conf import settings
 from console import gateway
 from console.gateway.client import ClusterGateway
 from console.gateway.errors import GatewayError
-from console.gateway.types import ClusterMetadata, Quorum
+from console.gateway.types import ClusterMetadata, Quorum, Topic
 from console.watcher import store
 from console.watcher.diff import Change, diff
 from console.watcher.publisher import Publisher
 from console.watcher.sampler import Sample, Sampler
+from console.watcher.sampling_process import GatewayFactory, RemoteSampler
 from console.watcher.snapshot import (
     BrokerState,
     ContentParts,
+    GroupBytes,
     GroupState,
     PartitionState,
     QuorumMember,
@@ -98,13 +100,18 @@ def build_snapshot(
     now: float,
     kept: frozenset[str] = frozenset(),
     unchanged: frozenset[str] = frozenset(),
+    built_from: Mapping[str, Topic] | None = None,
+    fresh: dict[str, list[int]] | None = None,
 ) -> Snapshot:
     """A new snapshot from what Kafka answered, carrying forward what this cycle did not read.
 
     `kept`: topics of the previous snapshot the answer left out though Kafka still has them (or
     could not say): carried over as they were, never reported deleted. `unchanged`: topics whose
     metadata and min ISR are what the previous snapshot was built from: their state is carried over
-    as the same object (the cost of a cycle follows what changed, not the partition count)."""
+    as the same object (the cost of a cycle follows what changed, not the partition count).
+    `built_from`: the metadata each topic of the previous snapshot was built from (same live brokers):
+    of a topic that changed, the partitions whose metadata did not keep their state object, and
+    `fresh` gets the places of the ones built anew."""
     live = {b.id: b for b in md.brokers}
     brokers: dict[int, BrokerState] = {}
     # Brokers once seen stay listed (as down) so a dead broker does not just vanish.
@@ -125,9 +132,19 @@ def build_snapshot(
             topics[t.name] = old_topic
             continue
         old_parts = {p.partition: p for p in old_topic.partitions} if old_topic else {}
+        # The metadata this topic was last built from: partitions it gives alike keep their state
+        # (the same object, shared with the previous snapshot; `fresh` lists the others).
+        was = built_from.get(t.name) if built_from is not None and old_topic is not None else None
+        was_parts = was.partitions if was is not None and len(was.partitions) <= len(t.partitions) else ()
         parts = []
-        for p in t.partitions:
+        new_ones: list[int] | None = [] if was_parts else None
+        for i, p in enumerate(t.partitions):
             old = old_parts.get(p.partition)
+            if new_ones is not None and i < len(was_parts) and old is not None and was_parts[i] == p:
+                parts.append(old)
+                continue
+            if new_ones is not None:
+                new_ones.append(i)
             parts.append(
                 PartitionState(
                     partition=p.partition,
@@ -141,6 +158,8 @@ def build_snapshot(
                     replica_sizes=old.replica_sizes if old else {},
                 )
             )
+        if new_ones is not None and fresh is not None:
+            fresh[t.name] = new_ones
         topics[t.name] = TopicState(
             name=t.name,
             internal=t.internal,
@@ -194,10 +213,13 @@ def _indices(parts: list[PartitionState], numbers: Iterable[int]) -> list[int]:
 
 
 class ClusterWatcher:
-    def __init__(self, cluster: str, owner: str, gw: ClusterGateway | None = None, incremental: bool = True) -> None:
+    def __init__(self, cluster: str, owner: str, gw: ClusterGateway | None = None, incremental: bool = True,
+                 remote: bool = False, remote_gateway: GatewayFactory | None = None) -> None:
         """`gw`: what to ask Kafka through (default the cluster's gateway; the scale simulator
         passes one that answers for a synthetic cluster). `incremental=False` rebuilds every topic
-        every cycle (what the incremental path must equal; the tests compare them)."""
+        every cycle (what the incremental path must equal; the tests compare them). `remote`: the
+        sampling passes run in a process of their own (sampling_process.py), asking Kafka through
+        what `remote_gateway` makes there (default the cluster's gateway)."""
         self.cluster = cluster
         self.owner = owner
         self.gateway: ClusterGateway = gw if gw is not None else gateway.for_cluster(cluster)
@@ -216,11 +238,19 @@ class ClusterWatcher:
         self._min_isr: dict[str, int] = {}
         self._cycle_times: deque[float] = deque(maxlen=60)
         self._groups: dict[str, GroupState] | None = None
+        # From a sampling process: each group's JSON and the topics it reads (instead of `_groups`),
+        # and the JSON the last snapshot was stored with.
+        self._group_parts: Mapping[str, bytes] | None = None
+        self._remote_group_topics: Mapping[str, list[str]] = {}
+        self._snapshot_group_parts: Mapping[str, bytes] | None = None
+        self._topic_groups_of: tuple[Any, dict[str, list[str]]] = (None, {})
         self._group_topics: dict[str, tuple[GroupState, list[str]]] = {}  # the topics each group state reads
-        self._sizes_converted: tuple[Any, dict[tuple[str, int], dict[str, int]]] = (None, {})  # per sizes sample
+        self._sizes_converted: dict[tuple[str, int], tuple[dict[int, int], dict[str, int]]] = {}
         self._partitions_of: tuple[dict[str, TopicState] | None, list[tuple[str, int]]] = (None, [])  # what to sample, per topics
         self._topic_partitions: dict[str, tuple[TopicState, list[tuple[str, int]]]] = {}
-        self.sampler = Sampler(cluster, self.gateway, incremental, self.publisher.emit)
+        self.remote = RemoteSampler(cluster, incremental, remote_gateway, self.publisher.queue) if remote else None
+        self.sampler: Sampler | RemoteSampler = self.remote if self.remote is not None else \
+            Sampler(cluster, self.gateway, incremental, self.publisher.emit)
         self._groups_at: float | None = None
         # Bumped whenever the sampling thread stores something the snapshot shows (offsets, sizes,
         # groups, min ISR): with unchanged metadata and no new sample, a cycle reuses the last snapshot.
@@ -231,6 +261,7 @@ class ClusterWatcher:
         self._own_topic_at = 0.0  # when a sample last made a snapshot (see _worth_a_snapshot)
         self.incremental = incremental
         self._topic_bytes = TopicBytes() if incremental else None  # each topic's JSON while it is the same object
+        self._group_bytes = GroupBytes() if incremental else None  # each group's, while the same object and evaluation
         self._built_from: dict[str, tuple[Any, int | None]] = {}  # topic -> (its metadata, min ISR) of the last build
         self._built_live: frozenset[int] = frozenset()  # the live brokers of the last build
         self._last_inputs: tuple[Any, ...] | None = None
@@ -245,7 +276,7 @@ class ClusterWatcher:
             self.previous = store.load(self.cluster)
         except store.StoreUnavailable:
             self.previous = None
-        self._content = self.previous.content_parts(self._topic_bytes) if self.previous else None
+        self._content = self.previous.content_parts(self._topic_bytes, self._group_bytes) if self.previous else None
         self.publisher.restart(saved=self.previous is not None)
 
     def poll(self, now: float) -> Snapshot:
@@ -322,11 +353,15 @@ class ClusterWatcher:
                            groups_at=groups_at if groups_at is not None else previous.groups_at)
         unchanged = self._unchanged_topics(previous, md, known_min_isr)
         self.topics_reused = len(unchanged)
+        same_live = self.incremental and previous is not None and previous.reachable \
+            and frozenset(b.id for b in md.brokers) == self._built_live
+        built_anew: dict[str, list[int]] = {}
         snap = build_snapshot(self.cluster, previous, md, quorum, quorum_error, self.racks, known_min_isr, now,
-                              self._kept_topics(previous, md, stats), unchanged)
+                              self._kept_topics(previous, md, stats), unchanged,
+                              {name: built[0] for name, built in self._built_from.items()} if same_live else None, built_anew)
         self._built_from = {t.name: (t, known_min_isr.get(t.name)) for t in md.topics}
         self._built_live = frozenset(b.id for b in md.brokers)
-        self._apply_offsets(snap, reused=unchanged)
+        self._apply_offsets(snap, reused=unchanged, partly=built_anew)
         return snap
 
     def _unchanged_topics(self, previous: Snapshot | None, md: ClusterMetadata, min_isr: dict[str, int]) -> frozenset[str]:
@@ -383,14 +418,19 @@ class ClusterWatcher:
                 self._sample_gen += 1
         self.next_configs = time.time() + settings.WATCHER_CONFIGS_INTERVAL
 
-    def _apply_offsets(self, snap: Snapshot, reused: frozenset[str] = frozenset()) -> None:
+    def _apply_offsets(self, snap: Snapshot, reused: frozenset[str] = frozenset(),
+                       partly: Mapping[str, list[int]] | None = None) -> None:
         """Put the latest offsets, sizes, rates and groups in the snapshot: into every topic built
         anew, and into the `reused` ones (carried over from the previous snapshot) only where a
-        sample changed them since."""
+        sample changed them since. `partly`: topics built anew that kept some partitions' state
+        objects, with the places of the partitions built anew (the kept ones are treated as a
+        reused topic's)."""
+        partly = partly or {}
         with self._offsets_lock:
             starts, ends, at = self._starts, self._ends, self._offsets_at
             sizes, rates = self._sizes, self._rates
             groups, groups_at = self._groups, self._groups_at
+            group_parts, group_topics = self._group_parts, self._remote_group_topics
             dirty, self._dirty_topics = self._dirty_topics, set()
             dirty_partitions, self._dirty_partitions = self._dirty_partitions, {}
         if groups is not None:
@@ -404,27 +444,48 @@ class ClusterWatcher:
                 for topic in topics:
                     index.setdefault(topic, []).append(g.group_id)
             snap.topic_groups = {t: sorted(gs) for t, gs in index.items()}
+        elif group_parts is not None:
+            # The groups as the sampling process serialised them: the snapshot object holds none.
+            snap.groups, snap.groups_at = {}, groups_at
+            self._snapshot_group_parts = group_parts
+            if self._topic_groups_of[0] is not group_topics:
+                by_topic: dict[str, list[str]] = {}
+                for gid, names in group_topics.items():
+                    for topic in names:
+                        by_topic.setdefault(topic, []).append(gid)
+                self._topic_groups_of = (group_topics, {t: sorted(gs) for t, gs in by_topic.items()})
+            snap.topic_groups = self._topic_groups_of[1]
         if at is None:
             return
-        converted = self._sizes_converted if self._sizes_converted[0] is sizes else (sizes, {})
-        self._sizes_converted = converted
+        converted = self._sizes_converted  # each partition's sizes as the snapshot keeps them, while the same
+        if len(converted) > 2 * len(sizes) + 1000:  # (partitions gone)
+            converted = self._sizes_converted = {k: v for k, v in converted.items() if k in sizes}
         for name, t in list(snap.topics.items()):
             carried = name in reused  # the previous snapshot's object: changed only as a copy
             if carried and name not in dirty:
                 continue
             parts, new_parts = t.partitions, None
-            # A topic carried over looks only at the partitions a sample changed since (all of a new one).
-            for i in _indices(parts, dirty_partitions.get(name, ())) if carried else range(len(parts)):
+            built = partly.get(name)  # a topic built anew whose unchanged partitions are shared
+            if carried:
+                # A topic carried over looks only at the partitions a sample changed since.
+                places: Iterable[int] = _indices(parts, dirty_partitions.get(name, ()))
+                shared: set[int] | None = None
+            elif built is not None:
+                changed = set(_indices(parts, dirty_partitions.get(name, ()))) if name in dirty else set()
+                places, shared = sorted(changed.union(built)), changed.difference(built)
+            else:
+                places, shared = range(len(parts)), None
+            for i in places:
                 p = parts[i]
                 key = (name, p.partition)
                 end, start = ends.get(key, p.end_offset), starts.get(key, p.start_offset)
                 replica_sizes, size = p.replica_sizes, p.size
                 replicas = sizes.get(key)
                 if replicas is not None:
-                    known = converted[1].get(key)
-                    if known is None:
-                        known = converted[1][key] = {str(b): n for b, n in sorted(replicas.items())}
-                    replica_sizes = known
+                    known = converted.get(key)
+                    if known is None or (known[0] is not replicas and known[0] != replicas):
+                        known = converted[key] = (replicas, {str(b): n for b, n in sorted(replicas.items())})
+                    replica_sizes = known[1]
                     size = replicas.get(p.leader, max(replicas.values()))
                 if end == p.end_offset and start == p.start_offset and size == p.size and replica_sizes == p.replica_sizes:
                     continue
@@ -434,6 +495,8 @@ class ClusterWatcher:
                     if new_parts is None:
                         new_parts = list(parts)
                     p = new_parts[i] = replace(p)
+                elif shared is not None and i in shared:
+                    p = parts[i] = replace(p)  # (the list is this snapshot's own)
                 p.end_offset, p.start_offset, p.replica_sizes, p.size = end, start, replica_sizes, size
             rate = rates.get(name, t.produce_rate)
             if carried:
@@ -443,13 +506,34 @@ class ClusterWatcher:
             t.produce_rate = rate
         snap.offsets_at = at
 
-    def sample_offsets(self) -> None:
+    def sample_offsets(self, wait: float = 0.0) -> None:
         """One sampling pass (console/watcher/sampler.py) over the online partitions of the last
-        snapshot, merged for the next metadata cycle. Runs in the watcher's second thread."""
+        snapshot, merged for the next metadata cycle. Runs in the watcher's second thread.
+        With the sampling in its own process: tell it what to sample when that changed, and merge
+        the passes it finished (waiting up to `wait` seconds for one)."""
         snap = self.previous
+        if self.remote is not None:
+            if snap is None or not snap.reachable:
+                self.remote.pause()
+                time.sleep(min(wait, 1.0))
+                return
+            self.remote.target(self._partitions(snap), sorted(snap.live_broker_ids()))
+            for sample in self.remote.receive(wait):
+                self.merge(sample)
+            return
         if snap is None or not snap.reachable:
             return
+        assert isinstance(self.sampler, Sampler)
         self.merge(self.sampler.take(self._partitions(snap), sorted(snap.live_broker_ids())))
+
+    def pause_sampling(self) -> None:
+        """Stop the sampling process's passes (this watcher lost its lease) until the next `sample_offsets`."""
+        if self.remote is not None:
+            self.remote.pause()
+
+    def close(self) -> None:
+        if self.remote is not None:
+            self.remote.close()
 
     def merge(self, sample: Sample) -> None:
         """Hand a sample to the metadata cycle: what it changed is marked, so the next cycle
@@ -469,6 +553,10 @@ class ClusterWatcher:
                 self._sizes = sample.sizes
             if sample.groups is not None and sample.groups is not self._groups:
                 self._groups, self._groups_at = sample.groups, sample.started
+            if sample.group_parts is not None:
+                self._groups_at = sample.started
+                if sample.group_parts is not self._group_parts:
+                    self._group_parts, self._remote_group_topics = sample.group_parts, sample.group_topics or {}
             self._dirty_topics |= dirty
             if sample.groups_changed or self._worth_a_snapshot(dirty, sample.started):
                 self._sample_gen += 1
@@ -498,6 +586,14 @@ class ClusterWatcher:
             self._partitions_of = (snap.topics, list(chain.from_iterable(c[1] for c in self._topic_partitions.values())))
         return self._partitions_of[1]
 
+    def _stored_group_parts(self, snap: Snapshot) -> dict[str, bytes] | None:
+        """The groups' JSON to store with `snap` when they come from a sampling process (an
+        unreachable cluster's snapshot keeps the last ones), else None: its own groups are serialised."""
+        parts = self._snapshot_group_parts
+        if parts is None or snap.groups:
+            return None
+        return parts if isinstance(parts, dict) else dict(parts)
+
     def cycle(self) -> tuple[Snapshot, list[Change]]:
         now = time.time()
         started = time.monotonic()
@@ -508,7 +604,7 @@ class ClusterWatcher:
             content = self._content
         else:
             changes = diff(self.previous, snap)
-            content = snap.content_parts(self._topic_bytes)
+            content = snap.content_parts(self._topic_bytes, self._group_bytes, self._stored_group_parts(snap))
         changed = content != self._content
         if changed:
             snap.version = (self.previous.version if self.previous else 0) + 1
@@ -533,6 +629,9 @@ class ClusterWatcher:
             "offset_requests_total": self.offset_requests + self.sampler.requests,
             "cpu_seconds_total": round(usage.ru_utime + usage.ru_stime, 2),
             "max_rss_mb": round(usage.ru_maxrss / 1024, 1),
+            # The sampling process, when it has one (its figures as of its last pass).
+            **({"sampler_rss_mb": self.remote.child_rss_mb, "sampler_cpu_seconds_total": round(self.remote.child_cpu_seconds, 2),
+                "sampler_restarts": self.remote.restarts} if self.remote is not None else {}),
             # The sampling thread (offsets, sizes, groups, and the analytics samples it writes).
             "sampling_p50_seconds": round(sorted(self.sampler.times)[len(self.sampler.times) // 2], 4) if self.sampler.times else None,
             "samples_records_total": self.sampler.writer.records,

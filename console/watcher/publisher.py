@@ -43,6 +43,11 @@ class Publisher:
         with self._lock:
             self._pending += saved
 
+    def queue(self, saved: list[dict[str, Any]]) -> None:
+        """Events already saved (by the sampling process): the next update broadcasts them."""
+        with self._lock:
+            self._pending += saved
+
     def record(self, snap: Snapshot, changes: list[Change]) -> list[dict[str, Any]]:
         """Keep the events of a cycle's changes."""
         if not changes:

@@ -52,6 +52,21 @@ def settle_gc() -> None:
 
 
 def run_offsets(watcher: ClusterWatcher, stop: threading.Event, active: threading.Event) -> None:
+    if watcher.remote is not None:
+        # The passes run in the sampling process (it paces itself and takes the nudges): take what it sends.
+        while not stop.is_set():
+            if active.is_set():
+                try:
+                    watcher.sample_offsets(wait=1.0)
+                    watcher.refresh_configs()
+                except Exception:
+                    log.exception("offset sampling for %s failed", watcher.cluster)
+                    stop.wait(1.0)
+            else:
+                watcher.pause_sampling()
+                stop.wait(0.5)
+        watcher.close()
+        return
     while not stop.is_set():
         started = time.monotonic()
         if active.is_set():
@@ -70,7 +85,7 @@ def run_offsets(watcher: ClusterWatcher, stop: threading.Event, active: threadin
 def run_cluster(cluster: str, stop: threading.Event, lease_ttl: float = 10.0) -> None:
     # Under `manage.py watch` the supervising process's name: a watcher it restarts takes its lease back at once.
     owner = os.environ.get("WATCHER_OWNER") or f"{socket.gethostname()}:{os.getpid()}"
-    watcher = ClusterWatcher(cluster, owner)
+    watcher = ClusterWatcher(cluster, owner, remote=settings.WATCHER_SAMPLER_PROCESS)
     watcher.load_previous()
     active = tuned = False
     sampling = threading.Event()

@@ -53,6 +53,10 @@ class Sample:
     groups: dict[str, GroupState] | None  # None when the groups could not be read
     groups_changed: bool  # the evaluation changed a group state it carried over
     changed: tuple[TopicPartition, ...]  # the partitions whose offsets or sizes differ from the pass before
+    # From the sampling process: each group as its stored JSON and the topics it reads, instead of
+    # `groups` (which is then None). New mappings when anything in them changed.
+    group_parts: Mapping[str, bytes] | None = None
+    group_topics: Mapping[str, list[str]] | None = None
 
 
 class Sampler:

@@ -172,7 +172,10 @@ class GroupState:
 
 
 CONTENT_OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_SORT_KEYS
-ContentParts = tuple[bytes, dict[str, bytes]]  # (the content without its topics, each topic's JSON by name)
+# (the content without its topics and groups, each topic's JSON under "t:<name>" and each group's under "g:<id>")
+ContentParts = tuple[bytes, dict[str, bytes]]
+TOPIC_PART, GROUP_PART = "t:", "g:"
+PARTS_FORMAT = 2  # in the header: stored in parts, groups apart (a header without it is from an older version)
 
 
 class TopicBytes:
@@ -183,27 +186,46 @@ class TopicBytes:
     serialises only the topics it built or changed."""
 
     def __init__(self) -> None:
-        self._cache: dict[int, tuple[TopicState, bytes]] = {}
-        self.serialised = 0  # topics serialised by the last call
+        self._cache: dict[int, tuple[Any, bytes, tuple[Any, ...]]] = {}
+        self.serialised = 0  # objects serialised by the last call
 
-    def each(self, topics: dict[str, TopicState]) -> dict[str, bytes]:
-        """Each topic's JSON (the same bytes object as last time for a topic object seen then)."""
-        kept: dict[int, tuple[TopicState, bytes]] = {}
+    @staticmethod
+    def _marks(obj: Any) -> tuple[Any, ...]:
+        """What, besides the object's identity, says its JSON is unchanged."""
+        return ()
+
+    def each(self, objects: dict[str, Any], prefix: str = "") -> dict[str, bytes]:
+        """Each object's JSON (the same bytes object as last time for an object seen then), under
+        `prefix` + its name."""
+        kept: dict[int, tuple[Any, bytes, tuple[Any, ...]]] = {}
         out: dict[str, bytes] = {}
-        cache, fresh = self._cache, 0
-        for name, t in topics.items():
+        cache, fresh, marks = self._cache, 0, self._marks
+        for name, t in objects.items():
             hit = cache.get(id(t))
-            if hit is None or hit[0] is not t:
-                hit = (t, orjson.dumps(t, option=CONTENT_OPTIONS))
+            if hit is None or hit[0] is not t or not _same_marks(hit[2], marks(t)):
+                hit = (t, orjson.dumps(t, option=CONTENT_OPTIONS), marks(t))
                 fresh += 1
             kept[id(t)] = hit
-            out[name] = hit[1]
+            out[prefix + name if prefix else name] = hit[1]
         self._cache, self.serialised = kept, fresh
         return out
 
-    def fragments(self, topics: dict[str, TopicState]) -> dict[str, orjson.Fragment]:
+    def fragments(self, topics: dict[str, Any]) -> dict[str, orjson.Fragment]:
         return {name: orjson.Fragment(b) for name, b in self.each(topics).items()}
 
+
+def _same_marks(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    return len(a) == len(b) and all(x is y or x == y for x, y in zip(a, b, strict=True))
+
+
+class GroupBytes(TopicBytes):
+    """Each group's JSON, kept while the same GroupState object holds the same evaluation. Within
+    the watcher's process the evaluation renews a group state's status and lag columns in place
+    (new lists each time it judges the group), so those are compared too: by identity first."""
+
+    @staticmethod
+    def _marks(obj: Any) -> tuple[Any, ...]:
+        return (obj.status, obj.time_lag, obj.lag_keys, obj.lag_status, obj.lag_seconds)
 
 
 # What a stored group may hold (a snapshot stored by an earlier version may hold fields no longer kept).
@@ -244,13 +266,22 @@ class Snapshot:
             blank.topics = topic_bytes.fragments(self.topics)  # type: ignore[assignment]
         return orjson.dumps(blank, option=CONTENT_OPTIONS)
 
-    def content_parts(self, topic_bytes: TopicBytes | None = None) -> ContentParts:
-        """The content as stored: everything but the stamp and the topics, and each topic's JSON
-        (what `content_bytes` holds, in parts, so a change rewrites only the topics it touched)."""
+    def content_parts(self, topic_bytes: TopicBytes | None = None, group_bytes: GroupBytes | None = None,
+                      group_parts: dict[str, bytes] | None = None) -> ContentParts:
+        """The content as stored: a header (everything but the stamp, the topics and the groups), and
+        each topic's and each group's JSON (what `content_bytes` holds, in parts, so a change
+        rewrites only the topics and groups it touched). The caches keep each object's JSON while
+        it is the same object. `group_parts`: the groups' JSON as made elsewhere (the sampling
+        process), used instead of `groups`."""
         blank = replace(self, version=0, taken_at=None, checked_at=None, offsets_at=None, groups_at=None, quorum=None,
-                        quorum_error=None, topics={})
-        cache = topic_bytes if topic_bytes is not None else TopicBytes()
-        return orjson.dumps(blank, option=CONTENT_OPTIONS), cache.each(self.topics)
+                        quorum_error=None, topics={}, groups={})
+        header = _with_format(orjson.dumps(blank, option=CONTENT_OPTIONS))
+        parts = (topic_bytes if topic_bytes is not None else TopicBytes()).each(self.topics, TOPIC_PART)
+        if group_parts is not None:
+            parts.update({GROUP_PART + gid: raw for gid, raw in group_parts.items()})
+        else:
+            parts.update((group_bytes if group_bytes is not None else GroupBytes()).each(self.groups, GROUP_PART))
+        return header, parts
 
     def stamp_bytes(self) -> bytes:
         return orjson.dumps({name: getattr(self, name) for name in self.STAMP_FIELDS})
@@ -277,12 +308,18 @@ class Snapshot:
             return cls.from_dict(orjson.loads(text))
 
     @classmethod
-    def from_parts(cls, header: bytes, topics: dict[str, TopicState]) -> Snapshot:
-        """A snapshot from its stored parts: the header parsed, the topics already built."""
+    def from_parts(cls, header: bytes, topics: dict[str, TopicState], groups: dict[str, GroupState] | None = None) -> Snapshot:
+        """A snapshot from its stored parts: the header parsed, the topics and groups already built."""
         with no_gc():
             snap = cls.from_dict(orjson.loads(header))
         snap.topics = {**snap.topics, **topics} if snap.topics else dict(sorted(topics.items()))
+        if groups:
+            snap.groups = {**snap.groups, **groups} if snap.groups else dict(sorted(groups.items()))
         return snap
+
+    @staticmethod
+    def group_from_json(raw: bytes) -> GroupState:
+        return _group(orjson.loads(raw))
 
     @staticmethod
     def topic_from_json(raw: bytes) -> TopicState:
@@ -318,11 +355,7 @@ class Snapshot:
             },
             offsets_at=data.get("offsets_at"),
             topic_groups=data.get("topic_groups", {}),
-            groups={
-                gid: GroupState(**{**{k: v for k, v in g.items() if k in _GROUP_FIELDS},
-                                   "members": [MemberState(**m) for m in g["members"]]})
-                for gid, g in data.get("groups", {}).items()
-            },
+            groups={gid: _group(g) for gid, g in data.get("groups", {}).items()},
             groups_at=data.get("groups_at"),
         )
 
@@ -393,6 +426,15 @@ class Snapshot:
                 elif p.under_min_isr(topic.min_isr) is False and topic.min_isr is not None and len(remaining) < topic.min_isr:
                     under_min.append(row)
         return {"offline": offline, "under_min_isr": under_min}
+
+
+def _group(g: dict[str, Any]) -> GroupState:
+    return GroupState(**{**{k: v for k, v in g.items() if k in _GROUP_FIELDS}, "members": [MemberState(**m) for m in g["members"]]})
+
+
+def _with_format(header: bytes) -> bytes:
+    """The header marked as stored in parts with the groups apart (`PARTS_FORMAT`)."""
+    return b'{"parts":%d,' % PARTS_FORMAT + header[1:] if header != b"{}" else b'{"parts":%d}' % PARTS_FORMAT
 
 
 def _quorum(quorum: dict[str, Any] | None) -> QuorumState | None:

@@ -13,7 +13,7 @@ import orjson
 import redis
 from django.conf import settings
 
-from console.watcher.snapshot import ContentParts, Snapshot, TopicState
+from console.watcher.snapshot import GROUP_PART, PARTS_FORMAT, TOPIC_PART, ContentParts, GroupState, Snapshot, TopicState, no_gc
 
 LagPoint = tuple[float, int, float | None]  # (time, total lag, time lag)
 
@@ -51,8 +51,8 @@ _cache: dict[str, Snapshot] = {}
 _cache_lock = threading.Lock()
 
 
-def _topics_key(cluster: str) -> str:
-    return f"console:snapshot:{cluster}:topics"
+def _parts_key(cluster: str) -> str:
+    return f"console:snapshot:{cluster}:parts"
 
 
 def _changes_record_key(cluster: str) -> str:
@@ -62,9 +62,10 @@ def _changes_record_key(cluster: str) -> str:
 def save(snapshot: Snapshot, content: bytes | ContentParts | None, stored: StoredContent | None = None) -> StoredContent | None:
     """Store the stamp, and the content when it changed (`content` None: unchanged).
 
-    The content is kept in parts: a header (everything but the topics) and a hash of each topic's
-    JSON. Given `stored` (what the last call stored), only the topics whose JSON changed are
-    written, with a record of which, so a reader holding the previous version fetches only those.
+    The content is kept in parts: a header (everything but the topics and groups) and a hash of
+    each topic's and each group's JSON ("t:<topic>", "g:<group>"). Given `stored` (what the last
+    call stored), only the parts whose JSON changed are written, with a record of which, so a
+    reader holding the previous version fetches only those.
     `content` as whole bytes (tests, tools) rewrites everything. Returns what is stored now."""
     if isinstance(content, bytes):
         content, stored = snapshot.content_parts(), None
@@ -72,24 +73,25 @@ def save(snapshot: Snapshot, content: bytes | ContentParts | None, stored: Store
         pipe = client().pipeline()  # MULTI/EXEC: a reader sees the parts of one version together
         now_stored = stored
         if content is not None:
-            header, topics = content
+            header, parts = content
             cluster = snapshot.cluster
             if stored is None:
-                changed, removed, base = topics, [], None
-                pipe.delete(_topics_key(cluster))
+                changed, removed, base = parts, [], None
+                pipe.delete(_parts_key(cluster))
             else:
-                changed = {name: raw for name, raw in topics.items() if stored.topics.get(name) != raw}
-                removed = [name for name in stored.topics if name not in topics]
+                before = stored.parts
+                changed = {name: raw for name, raw in parts.items() if before.get(name) != raw}
+                removed = [name for name in before if name not in parts]
                 base = stored.version
             names = list(changed)
             for start in range(0, len(names), 2000):
-                pipe.hset(_topics_key(cluster), mapping={n: changed[n] for n in names[start:start + 2000]})
+                pipe.hset(_parts_key(cluster), mapping={n: changed[n] for n in names[start:start + 2000]})
             if removed:
-                pipe.hdel(_topics_key(cluster), *removed)
+                pipe.hdel(_parts_key(cluster), *removed)
             pipe.set(_snapshot_key(cluster), header)
             pipe.set(_changes_record_key(cluster), orjson.dumps(
                 {"version": snapshot.version, "base": base, "changed": names if base is not None else None, "removed": removed}))
-            now_stored = StoredContent(snapshot.version, topics)
+            now_stored = StoredContent(snapshot.version, parts)
         pipe.set(_stamp_key(snapshot.cluster), snapshot.stamp_bytes())
         pipe.set(HEARTBEAT_KEY, str(time.time()))
         pipe.execute()
@@ -99,20 +101,21 @@ def save(snapshot: Snapshot, content: bytes | ContentParts | None, stored: Store
 
 
 class StoredContent:
-    """What one save stored: the content's version and each topic's JSON."""
+    """What one save stored: the content's version and each part's JSON ("t:<topic>", "g:<group>")."""
 
-    def __init__(self, version: int, topics: dict[str, bytes]) -> None:
-        self.version, self.topics = version, topics
+    def __init__(self, version: int, parts: dict[str, bytes]) -> None:
+        self.version, self.parts = version, parts
 
 
-# A process's parsed copy of each cluster's snapshot, and the JSON its topics were parsed from.
-_raw_topics: dict[str, dict[str, bytes]] = {}
+# A process's parsed copy of each cluster's snapshot, and the JSON its topics and groups were parsed from.
+_raw_parts: dict[str, dict[str, bytes]] = {}
 
 
 def load(cluster: str) -> Snapshot | None:
     """The latest snapshot of a cluster: its content is parsed once per version and kept in
     memory; the small stamp (timestamps, quorum) is read every time. Holding the version before,
-    only the topics that version changed are fetched and parsed; the others are the same objects.
+    only the topics and groups that version changed are fetched and parsed; the others are the same
+    objects. A snapshot stored by an older version (not in parts) reads as none.
 
     Raises StoreUnavailable when Redis is down; `cached()` then still has the last one seen.
     """
@@ -123,7 +126,7 @@ def load(cluster: str) -> Snapshot | None:
         version = orjson.loads(stamp)["version"]
         with _cache_lock:
             cached = _cache.get(cluster)
-            raw_before = _raw_topics.get(cluster)
+            raw_before = _raw_parts.get(cluster)
         if cached is not None and cached.version == version:
             cached.apply_stamp(stamp)
             return cached
@@ -132,19 +135,19 @@ def load(cluster: str) -> Snapshot | None:
         raise StoreUnavailable(f"Redis is unreachable ({exc})") from exc
     if read is None:
         return None
-    stamp, header, raw, parsed = read
-    snapshot = Snapshot.from_parts(header, parsed)
+    stamp, header, raw, topics, groups = read
+    snapshot = Snapshot.from_parts(header, topics, groups)
     snapshot.apply_stamp(stamp)
     with _cache_lock:
         _cache[cluster] = snapshot
-        _raw_topics[cluster] = raw
+        _raw_parts[cluster] = raw
     return snapshot
 
 
 def _read_content(cluster: str, cached: Snapshot | None, raw_before: dict[str, bytes] | None) -> tuple[
-        bytes, bytes, dict[str, bytes], dict[str, TopicState]] | None:
-    """(stamp, header, each topic's JSON, the topics) of one version, read together: the header is
-    watched, so a version written meanwhile makes the read start again."""
+        bytes, bytes, dict[str, bytes], dict[str, TopicState], dict[str, GroupState]] | None:
+    """(stamp, header, each part's JSON, the topics, the groups) of one version, read together: the
+    header is watched, so a version written meanwhile makes the read start again."""
     for attempt in range(3):
         with client().pipeline() as pipe:
             try:
@@ -153,7 +156,7 @@ def _read_content(cluster: str, cached: Snapshot | None, raw_before: dict[str, b
                 stamp = cast(bytes | None, pipe.get(_stamp_key(cluster)))
                 header = cast(bytes | None, pipe.get(_snapshot_key(cluster)))
                 record = cast(bytes | None, pipe.get(_changes_record_key(cluster)))
-                if stamp is None or header is None:
+                if stamp is None or header is None or not header.startswith(b'{"parts":%d' % PARTS_FORMAT):
                     return None
                 change = orjson.loads(record) if record else None
                 stamp_version = orjson.loads(stamp)["version"]
@@ -164,9 +167,9 @@ def _read_content(cluster: str, cached: Snapshot | None, raw_before: dict[str, b
                 if incremental:
                     assert change is not None
                     names = list(change["changed"])
-                    pipe.hmget(_topics_key(cluster), names) if names else pipe.exists(_topics_key(cluster))
+                    pipe.hmget(_parts_key(cluster), names) if names else pipe.exists(_parts_key(cluster))
                 else:
-                    pipe.hgetall(_topics_key(cluster))
+                    pipe.hgetall(_parts_key(cluster))
                 (answer,) = pipe.execute()
             except redis.WatchError:
                 if attempt < 2:
@@ -181,12 +184,27 @@ def _read_content(cluster: str, cached: Snapshot | None, raw_before: dict[str, b
             raw.update({n: b for n, b in fetched.items() if b is not None})
         else:
             raw = {k.decode(): v for k, v in answer.items()}
-        before = cached.topics if cached is not None else {}
+        topics_before = cached.topics if cached is not None else {}
+        groups_before = cached.groups if cached is not None else {}
         raw_known = raw_before or {}
-        parsed = {name: before[name] if name in before and raw_known.get(name) == b else Snapshot.topic_from_json(b)
-                  for name, b in sorted(raw.items())}
-        return stamp, header, raw, parsed
+        topics: dict[str, TopicState] = {}
+        groups: dict[str, GroupState] = {}
+        with no_gc():
+            for key, b in sorted(raw.items()):
+                _parse_part(key, b, raw_known.get(key) == b, topics, topics_before, groups, groups_before)
+        return stamp, header, raw, topics, groups
     return None
+
+
+def _parse_part(key: str, b: bytes, same: bool, topics: dict[str, TopicState], topics_before: dict[str, TopicState],
+                groups: dict[str, GroupState], groups_before: dict[str, GroupState]) -> None:
+    """One stored part into `topics` or `groups`: the object held before when its JSON is the same."""
+    if key.startswith(TOPIC_PART):
+        name = key[len(TOPIC_PART):]
+        topics[name] = topics_before[name] if same and name in topics_before else Snapshot.topic_from_json(b)
+    elif key.startswith(GROUP_PART):
+        gid = key[len(GROUP_PART):]
+        groups[gid] = groups_before[gid] if same and gid in groups_before else Snapshot.group_from_json(b)
 
 
 def cached(cluster: str) -> Snapshot | None:

@@ -15,16 +15,16 @@ from tests.unit._build import part, snapshot, topic
 def fresh_load(cluster: str) -> Snapshot | None:
     """What another process (nothing cached) reads."""
     store._cache.pop(cluster, None)
-    store._raw_topics.pop(cluster, None)
+    store._raw_parts.pop(cluster, None)
     return store.load(cluster)
 
 
 @pytest.fixture
 def cluster(redis_server: str) -> str:
     name = "parts"
-    store.client().delete(*[f"console:snapshot:{name}{suffix}" for suffix in ("", ":stamp", ":topics", ":changed")])
+    store.client().delete(*[f"console:snapshot:{name}{suffix}" for suffix in ("", ":stamp", ":parts", ":changed")])
     store._cache.pop(name, None)
-    store._raw_topics.pop(name, None)
+    store._raw_parts.pop(name, None)
     return name
 
 
@@ -45,11 +45,11 @@ def test_a_change_rewrites_only_its_topics_and_readers_reparse_only_those(cluste
     assert cache.serialised == 2  # only t7 and new
     stored = store.save(v2, parts, stored)
     record = store.client().get(f"console:snapshot:{cluster}:changed")
-    assert record is not None and b'"changed":["t7","new"]' in record and b'"removed":["gone"]' in record
+    assert record is not None and b'"changed":["t:t7","t:new"]' in record and b'"removed":["t:gone"]' in record
 
     # (Behind the store's back, an unchanged topic's field is dropped: a reader that fetches only the
     # changed topics, as it should, never notices; one that read everything would lose t3.)
-    store.client().hdel(f"console:snapshot:{cluster}:topics", "t3")
+    store.client().hdel(f"console:snapshot:{cluster}:parts", "t:t3")
     second = store.load(cluster)
     assert second is not None and second.version == 2
     assert second.content_bytes() == v2.content_bytes()
@@ -57,7 +57,7 @@ def test_a_change_rewrites_only_its_topics_and_readers_reparse_only_those(cluste
     assert second.topics["t7"] is not first.topics["t7"] and second.topics["t7"].partitions[0].end_offset == 700
     assert "gone" not in second.topics
     assert stored is not None
-    store.client().hset(f"console:snapshot:{cluster}:topics", "t3", stored.topics["t3"])
+    store.client().hset(f"console:snapshot:{cluster}:parts", "t:t3", stored.parts["t:t3"])
     # A process that never saw version 1 reads it all, and gets the same.
     other = fresh_load(cluster)
     assert other is not None and other.content_bytes() == v2.content_bytes()
@@ -78,6 +78,47 @@ def test_whole_content_bytes_rewrite_everything(cluster: str) -> None:
     store.save(v1, v1.content_bytes())
     v2 = replace(v1, version=2, topics={"c": topic("c")})
     store.save(v2, v2.content_bytes())
-    assert {k.decode() for k in store.client().hkeys(f"console:snapshot:{cluster}:topics")} == {"c"}
+    assert {k.decode() for k in store.client().hkeys(f"console:snapshot:{cluster}:parts")} == {"t:c"}
     loaded = store.load(cluster)
     assert loaded is not None and list(loaded.topics) == ["c"] and loaded.content_bytes() == v2.content_bytes()
+
+
+def test_groups_are_parts_of_their_own_and_a_changed_evaluation_rewrites_only_its_group(cluster: str) -> None:
+    from console.watcher.snapshot import GroupBytes, GroupState
+
+    def group(gid: str, offset: int) -> GroupState:
+        return GroupState(group_id=gid, state="Stable", protocol_type="consumer", group_type="classic", assignor="range",
+                          members=[], offsets={"t1:0": offset})
+
+    topics_cache, groups_cache = TopicBytes(), GroupBytes()
+    groups = {f"g{i}": group(f"g{i}", i) for i in range(20)} | {"odd/%<'\"é>": group("odd/%<'\"é>", 1)}
+    v1 = replace(snapshot(topic("t1")), cluster=cluster, version=1, groups=groups)
+    header, parts = v1.content_parts(topics_cache, groups_cache)
+    assert b"g1" not in header and set(parts) >= {"t:t1", "g:g1", "g:odd/%<'\"é>"}
+    stored = store.save(v1, (header, parts), None)
+    first = store.load(cluster)
+    assert first is not None and first.content_bytes() == v1.content_bytes()
+
+    # The evaluation renews one group's lag columns in place (as the watcher's does): only it is rewritten.
+    g5 = v1.groups["g5"]
+    g5.status, g5.lag_keys, g5.lag_status, g5.lag_seconds = "WARN", ["t1:0"], ["WARN"], [3.5]
+    v2 = replace(v1, version=2, groups={k: g for k, g in v1.groups.items() if k != "g7"})
+    parts2 = v2.content_parts(topics_cache, groups_cache)
+    assert groups_cache.serialised == 1 and topics_cache.serialised == 0
+    store.save(v2, parts2, stored)
+    record = store.client().get(f"console:snapshot:{cluster}:changed")
+    assert record is not None and b'"changed":["g:g5"]' in record and b'"removed":["g:g7"]' in record
+    second = store.load(cluster)
+    assert second is not None and second.content_bytes() == v2.content_bytes()
+    assert second.groups["g5"].lag_status == ["WARN"] and second.groups["g1"] is first.groups["g1"]
+    assert "g7" not in second.groups and second.topics["t1"] is first.topics["t1"]
+    other = fresh_load(cluster)
+    assert other is not None and other.content_bytes() == v2.content_bytes()
+
+
+def test_a_snapshot_stored_by_an_older_version_reads_as_none(cluster: str) -> None:
+    # (Before groups were parts: a header without the format mark; the watcher then starts afresh
+    # instead of taking an empty topic list for deletions.)
+    store.client().set(f"console:snapshot:{cluster}", b'{"cluster":"parts","groups":{}}')
+    store.client().set(f"console:snapshot:{cluster}:stamp", replace(snapshot(), cluster=cluster, version=3).stamp_bytes())
+    assert fresh_load(cluster) is None

@@ -23,6 +23,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from console.lifecycle import die_with_parent
+
 log = logging.getLogger(__name__)
 
 # A child that dies sooner than this after starting is started again only after a growing pause
@@ -51,12 +53,7 @@ def next_pause(pause: float, lived: float) -> float:
 def _die_with_parent() -> None:
     """In the child, before exec: SIGTERM when the supervising parent dies (Linux), so a killed
     supervisor never leaves a watcher running under its lease."""
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
+    die_with_parent()
 
 
 class Command(BaseCommand):

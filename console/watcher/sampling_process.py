@@ -1,0 +1,305 @@
+"""The sampling pass in a process of its own (WATCHER_SAMPLER_PROCESS, on by default).
+
+A sampling pass (offsets, sizes, groups and their evaluation: lag status, time lag, rebalances, lag
+history, analytics samples) costs seconds of CPU on a large cluster; in the watcher's process it
+held the interpreter lock the metadata cycle needs, so a leader move waited for the groups to be
+judged. Here the pass runs in a child process with its own lock (and core), and sends the watcher
+only what changed since its last pass (`SampleDelta`): the offsets and sizes that moved, the group
+states whose description, commits or evaluation changed (as the JSON the store keeps), the events
+it saved. The watcher turns
+each delta back into a whole `Sample` (`DeltaMerger`) and merges it as it merges one taken in its
+own thread, so everything after (snapshot, store, pages) is the same either way.
+
+The watcher tells the child what to sample (the online partitions and live brokers of its last
+snapshot) when that changes, or to pause (lease lost, cluster unreachable). A child that dies is
+started again by the next call; its first delta is whole. The child dies with the watcher.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import multiprocessing
+import os
+import resource
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from console.lifecycle import die_with_parent
+from console.watcher.sampler import Sample, TopicPartition
+from console.watcher.snapshot import GroupBytes
+
+log = logging.getLogger(__name__)
+
+GatewayFactory = Callable[[], Any]  # picklable; called in the child (None: the cluster's own gateway)
+
+
+@dataclass(frozen=True)
+class SampleDelta:
+    """One pass, as what changed since the pass before (or everything, when `full`)."""
+
+    full: bool
+    started: float
+    ends: dict[TopicPartition, int]
+    starts: dict[TopicPartition, int]
+    sizes: dict[TopicPartition, dict[int, int]] | None  # None: not read this pass
+    rates: Mapping[str, float]
+    groups: dict[str, tuple[bytes, list[str]]] | None  # of each group that changed: its JSON, the topics it reads;
+    # None: the groups could not be read
+    group_ids: list[str] | None  # every group, in order, when the set of groups changed (else None)
+    groups_changed: bool
+    events: list[dict[str, Any]] = field(default_factory=list)  # saved by the child, for the next broadcast
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+def _changed(new: Mapping[Any, Any], old: Mapping[Any, Any]) -> dict[Any, Any]:
+    if not old:
+        return dict(new)
+    return {k: v for k, v in new.items() if old.get(k, _MISSING) != v}
+
+
+_MISSING = object()
+
+
+class DeltaMaker:
+    """In the child: each pass's Sample as a SampleDelta against the pass before. Groups go as
+    their stored JSON (serialised here, where they are evaluated, and only when they changed), so
+    the watcher never builds their objects."""
+
+    def __init__(self) -> None:
+        self._last: Sample | None = None
+        self._json = GroupBytes()
+        self._sent: dict[str, bytes] = {}
+
+    def make(self, sample: Sample, events: list[dict[str, Any]], stats: dict[str, Any]) -> SampleDelta:
+        last = self._last
+        full = last is None
+        ends = _changed(sample.ends, last.ends if last else {})
+        starts = _changed(sample.starts, last.starts if last else {})
+        sizes = None
+        if sample.sizes is not None and (last is None or sample.sizes is not last.sizes):
+            sizes = _changed(sample.sizes, (last.sizes or {}) if last else {})
+        groups: dict[str, tuple[bytes, list[str]]] | None = None
+        group_ids = None
+        if sample.groups is not None:
+            sent = self._sent
+            now = self._json.each(sample.groups)
+            groups = {gid: (raw, sample.groups[gid].topics()) for gid, raw in now.items() if sent.get(gid) is not raw}
+            if full or now.keys() != sent.keys():
+                group_ids = list(now)
+            self._sent = now
+        self._last = sample
+        return SampleDelta(full=full, started=sample.started, ends=ends, starts=starts, sizes=sizes, rates=sample.rates,
+                           groups=groups, group_ids=group_ids, groups_changed=sample.groups_changed, events=events,
+                           stats=stats)
+
+
+class DeltaMerger:
+    """In the watcher: each delta back into a whole Sample (new mappings; the ones handed out
+    before are never changed)."""
+
+    def __init__(self) -> None:
+        self.ends: dict[TopicPartition, int] = {}
+        self.starts: dict[TopicPartition, int] = {}
+        self.sizes: dict[TopicPartition, dict[int, int]] | None = None
+        self.group_parts: dict[str, bytes] | None = None
+        self.group_topics: dict[str, list[str]] = {}
+        self.rates: Mapping[str, float] = {}
+
+    def apply(self, d: SampleDelta) -> Sample:
+        if d.full:
+            self.ends, self.starts, self.sizes, self.group_parts, self.group_topics = {}, {}, None, None, {}
+        if d.ends:
+            self.ends = {**self.ends, **d.ends}
+        if d.starts:
+            self.starts = {**self.starts, **d.starts}
+        if d.sizes is not None:
+            self.sizes = {**(self.sizes or {}), **d.sizes} if d.sizes or self.sizes is None else self.sizes
+        if d.groups is not None and (d.groups or d.group_ids is not None or self.group_parts is None):
+            parts, topics = self.group_parts or {}, self.group_topics
+            if d.group_ids is not None:
+                self.group_parts = {gid: d.groups[gid][0] if gid in d.groups else parts[gid] for gid in d.group_ids}
+                self.group_topics = {gid: d.groups[gid][1] if gid in d.groups else topics[gid] for gid in d.group_ids}
+            else:
+                self.group_parts = {**parts, **{gid: raw for gid, (raw, _t) in d.groups.items()}}
+                self.group_topics = {**topics, **{gid: t for gid, (_raw, t) in d.groups.items()}}
+        self.rates = d.rates
+        changed = set(d.ends) | set(d.starts) | set(d.sizes or ())
+        return Sample(started=d.started, ends=self.ends, starts=self.starts, sizes=self.sizes, rates=d.rates,
+                      groups=None, groups_changed=d.groups_changed and d.groups is not None, changed=tuple(changed),
+                      group_parts=self.group_parts if d.groups is not None else None,
+                      group_topics=self.group_topics if d.groups is not None else None)
+
+
+class _WriterStats:
+    records = 0
+    seconds = 0.0
+    refused = 0
+
+
+class RemoteSampler:
+    """The watcher's side: starts the child, tells it what to sample, takes its deltas as Samples."""
+
+    def __init__(self, cluster: str, incremental: bool, factory: GatewayFactory | None,
+                 on_events: Callable[[list[dict[str, Any]]], None]) -> None:
+        self.cluster = cluster
+        self.incremental = incremental
+        self.factory = factory
+        self.on_events = on_events
+        # What Sampler offers the watcher's stats, as the child last reported it.
+        self.requests = 0
+        self.times: deque[float] = deque(maxlen=100)
+        self.group_stats: dict[str, float | int] = {}
+        self.writer = _WriterStats()
+        self.child_rss_mb = 0.0
+        self.child_cpu_seconds = 0.0
+        self.restarts = 0
+        self._process: Any = None
+        self._conn: Any = None
+        self._merger = DeltaMerger()
+        self._sent: tuple[list[TopicPartition], list[int]] | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
+    def _start(self) -> None:
+        from django.conf import settings
+
+        ctx = multiprocessing.get_context("spawn")
+        mine, theirs = ctx.Pipe()
+        overrides = {k: getattr(settings, k) for k in dir(settings) if k.startswith(("WATCHER_", "ANALYTICS_"))}
+        overrides["DATABASES"] = settings.DATABASES
+        self._process = ctx.Process(target=child_main, name=f"sampler-{self.cluster}", daemon=True,
+                                    args=(self.cluster, self.incremental, self.factory, overrides, theirs))
+        self._process.start()
+        theirs.close()
+        self._conn, self._sent, self._merger = mine, None, DeltaMerger()
+
+    def _ensure(self) -> None:
+        if self._process is not None and self._process.is_alive():
+            return
+        if self._process is not None:
+            self.restarts += 1
+            log.warning("the sampling process of %s exited (%s); starting it again", self.cluster, self._process.exitcode)
+            self._conn.close()
+        self._start()
+
+    def target(self, partitions: list[TopicPartition], brokers: list[int]) -> None:
+        """Sample these from now on (sent only when it differs from what the child has)."""
+        self._ensure()
+        if self._sent is not None and (self._sent[0] is partitions or self._sent[0] == partitions) and self._sent[1] == brokers:
+            return
+        try:
+            self._conn.send(("target", partitions, brokers))
+            self._sent = (partitions, brokers)
+        except OSError:
+            log.info("could not reach the sampling process of %s", self.cluster)
+
+    def pause(self) -> None:
+        if self._process is None or self._sent is None:
+            return
+        with contextlib.suppress(OSError):
+            self._conn.send(("pause",))
+        self._sent = None
+
+    def receive(self, wait: float) -> list[Sample]:
+        """The passes the child finished, waiting up to `wait` seconds for one."""
+        self._ensure()
+        out: list[Sample] = []
+        try:
+            ready = self._conn.poll(wait)
+            while ready:
+                delta: SampleDelta = self._conn.recv()
+                out.append(self._merger.apply(delta))
+                self._took(delta)
+                ready = self._conn.poll(0)
+        except (EOFError, OSError):
+            log.info("the sampling process of %s went away", self.cluster)
+        return out
+
+    def _took(self, d: SampleDelta) -> None:
+        s = d.stats
+        self.requests = s.get("requests", self.requests)
+        if "seconds" in s:
+            self.times.append(s["seconds"])
+        self.group_stats = s.get("group_stats", self.group_stats)
+        self.writer.records, self.writer.seconds, self.writer.refused = s.get("writer", (0, 0.0, 0))
+        self.child_rss_mb = s.get("rss_mb", self.child_rss_mb)
+        self.child_cpu_seconds = s.get("cpu_seconds", self.child_cpu_seconds)
+        if d.events:
+            self.on_events(d.events)
+
+    def close(self) -> None:
+        if self._process is None:
+            return
+        with contextlib.suppress(OSError):
+            self._conn.send(None)
+        self._process.join(5)
+        if self._process.is_alive():
+            self._process.kill()
+            self._process.join(5)
+        self._conn.close()
+        self._process = None
+
+
+def child_main(cluster: str, incremental: bool, factory: GatewayFactory | None, overrides: dict[str, Any], conn: Any) -> None:
+    """The child: sample what the watcher last asked for, every WATCHER_OFFSETS_INTERVAL (at once
+    when a change made through the console nudges it), and send each pass as a delta."""
+    die_with_parent()
+    parent = os.getppid()
+    import django
+
+    django.setup()
+    from django.conf import settings
+
+    for name, value in overrides.items():
+        setattr(settings, name, value)
+    from console import gateway
+    from console.watcher import registry, store
+    from console.watcher.registry import EventRow
+    from console.watcher.sampler import Sampler
+
+    gw = factory() if factory is not None else gateway.for_cluster(cluster)
+    events: list[dict[str, Any]] = []
+
+    def emit(rows: list[EventRow]) -> None:
+        try:
+            events.extend(registry.events().save(rows))
+        except Exception:  # noqa: BLE001 - an event that cannot be saved must not stop the sampling
+            log.exception("saving events of %s failed", cluster)
+
+    sampler = Sampler(cluster, gw, incremental, emit)
+    maker = DeltaMaker()
+    target: tuple[list[TopicPartition], list[int]] | None = None
+    while True:
+        try:
+            while conn.poll(0 if target is not None else 1.0):
+                message = conn.recv()
+                if message is None:
+                    return
+                target = (message[1], message[2]) if message[0] == "target" else None
+        except (EOFError, OSError):
+            return
+        if target is None:
+            if os.getppid() != parent:
+                return
+            continue
+        started = time.monotonic()
+        sample = sampler.take(*target)
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        stats = {"requests": sampler.requests, "seconds": round(time.monotonic() - started, 4),
+                 "group_stats": dict(sampler.group_stats),
+                 "writer": (sampler.writer.records, sampler.writer.seconds, sampler.writer.refused),
+                 "rss_mb": round(usage.ru_maxrss / 1024, 1), "cpu_seconds": usage.ru_utime + usage.ru_stime}
+        delta = maker.make(sample, events, stats)
+        events = []
+        try:
+            conn.send(delta)
+        except OSError:
+            return
+        delay = max(0.1, settings.WATCHER_OFFSETS_INTERVAL - (time.monotonic() - started))
+        store.wait_for_nudge(cluster, "samples", delay)
