@@ -185,7 +185,11 @@ class SimGateway:
         version, names, changed = self.ask("metadata_since", self._version)
         self._version = version
         for name, layout in changed.items():
+            # As the real gateway compares raw fields: a partition whose fields did not change is the same object.
+            before = self._topics.get(name)
+            was = before.partitions if before is not None else ()
             self._topics[name] = Topic(name=name, internal=False, partitions=tuple(
+                was[p] if p < len(was) and (was[p].leader, was[p].replicas, was[p].isr) == v else
                 Partition(topic=name, partition=p, leader=v[0], replicas=v[1], isr=v[2]) for p, v in enumerate(layout)))
         if len(self._topics) != len(names):
             self._topics = {n: self._topics[n] for n in names if n in self._topics}
@@ -462,6 +466,8 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
         t.join(30)
     child_cpu = (watcher.remote.child_cpu_seconds - child_cpu_before) if watcher.remote is not None else 0.0
     child_rss = watcher.remote.child_rss_mb if watcher.remote is not None else 0.0
+    end_rss = _current_rss_mb()
+    child_end_rss = _current_rss_mb(watcher.remote.pid) if watcher.remote is not None and watcher.remote.pid else 0.0
     watcher.close()
     counts = gw.ask("counts")
     server.kill()
@@ -486,11 +492,13 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
         "cpu_fraction": round((cpu["cycle"] + cpu["sampling"] + child_cpu) / wall, 3),
         "cpu_cycle_fraction": round(cpu["cycle"] / wall, 3),
         "cpu_sampling_fraction": round((cpu["sampling"] + child_cpu) / wall, 3),
+        "cpu_merge_fraction": round(cpu["sampling"] / wall, 3),  # (this process taking the passes in)
         # The watcher's memory: this process's and the sampling process's peaks, added.
         "max_rss_mb": round(own_rss + child_rss, 1),
         "watcher_process_rss_mb": own_rss,
         "sampler_process_rss_mb": child_rss,
         "rss_before_watcher_mb": before_rss,
+        "rss_at_end_mb": round(end_rss + child_end_rss, 1),  # (both processes, resident at the end: the peaks are the first full passes)
         # Python's cyclic garbage collector in this process.
         "gc_fraction": round(gc_time["seconds"] / wall, 3),
         "gc_collections": gc_time["collections"],
@@ -507,8 +515,8 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def _current_rss_mb() -> float:
-    with open("/proc/self/status") as f:
+def _current_rss_mb(pid: int | None = None) -> float:
+    with open(f"/proc/{pid or 'self'}/status") as f:
         for line in f:
             if line.startswith("VmRSS:"):
                 return round(int(line.split()[1]) / 1024, 1)

@@ -30,16 +30,19 @@ class EventTable:
         head = f"INSERT INTO {qn(Event._meta.db_table)} ({', '.join(qn(f.column) for f in fields)}) VALUES "
         one = "(" + ", ".join(["%s"] * len(fields)) + ")"
         out: list[dict[str, Any]] = []
+        # A cycle's events share one time: prepared once.
+        at_db = {r.at: at_field.get_db_prep_save(r.at, connection) for r in rows}
+        at_text = {at: at.isoformat() for at in at_db}
         with connection.cursor() as cursor:
             for start in range(0, len(rows), _BATCH):
                 batch = rows[start:start + _BATCH]
                 params: list[Any] = []
                 for r in batch:
-                    params += (r.cluster, at_field.get_db_prep_save(r.at, connection), r.kind, r.severity, r.message,
+                    params += (r.cluster, at_db[r.at], r.kind, r.severity, r.message,
                                r.topic, r.partition, r.broker, details_field.get_db_prep_save(r.details, connection))
                 cursor.execute(head + ", ".join([one] * len(batch)) + f" RETURNING {qn('id')}", params)
                 ids = [row[0] for row in cursor.fetchall()]
-                out += [{"id": pk, "cluster": r.cluster, "at": r.at.isoformat(), "kind": r.kind, "severity": r.severity,
+                out += [{"id": pk, "cluster": r.cluster, "at": at_text[r.at], "kind": r.kind, "severity": r.severity,
                          "message": r.message, "topic": r.topic, "partition": r.partition, "broker": r.broker,
                          "details": r.details} for pk, r in zip(ids, batch, strict=True)]
         return out

@@ -140,7 +140,7 @@ def build_snapshot(
         new_ones: list[int] | None = [] if was_parts else None
         for i, p in enumerate(t.partitions):
             old = old_parts.get(p.partition)
-            if new_ones is not None and i < len(was_parts) and old is not None and was_parts[i] == p:
+            if new_ones is not None and i < len(was_parts) and old is not None and (was_parts[i] is p or was_parts[i] == p):
                 parts.append(old)
                 continue
             if new_ones is not None:
@@ -374,8 +374,9 @@ class ClusterWatcher:
         same = []
         for t in md.topics:
             before = built.get(t.name)
-            # The gateway hands back the same object for a topic it saw unchanged, so identity usually decides.
-            if before is not None and (before[0] is t or before[0] == t) and before[1] == min_isr.get(t.name) \
+            # The gateway hands back the same object for a topic it saw unchanged, so identity decides
+            # (a gateway handing back equal copies costs rebuilding them, which is still right).
+            if before is not None and before[0] is t and before[1] == min_isr.get(t.name) \
                     and t.name in previous.topics:
                 same.append(t.name)
         return frozenset(same)

@@ -28,9 +28,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from console.lifecycle import die_with_parent
 from console.watcher.sampler import Sample, TopicPartition
-from console.watcher.snapshot import GroupBytes
+from console.watcher.snapshot import CONTENT_OPTIONS, GroupState
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +66,15 @@ def _changed(new: Mapping[Any, Any], old: Mapping[Any, Any]) -> dict[Any, Any]:
 _MISSING = object()
 
 
+def _marks(g: GroupState) -> tuple[Any, ...]:
+    # The evaluation renews these (new lists when it judges a group); nothing else of a state changes.
+    return (g, g.status, g.time_lag, g.lag_keys, g.lag_status, g.lag_seconds)
+
+
+def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    return all(x is y or x == y for x, y in zip(a, b, strict=True)) if a[0] is b[0] else False
+
+
 class DeltaMaker:
     """In the child: each pass's Sample as a SampleDelta against the pass before. Groups go as
     their stored JSON (serialised here, where they are evaluated, and only when they changed), so
@@ -71,8 +82,7 @@ class DeltaMaker:
 
     def __init__(self) -> None:
         self._last: Sample | None = None
-        self._json = GroupBytes()
-        self._sent: dict[str, bytes] = {}
+        self._sent: dict[str, tuple[Any, ...]] = {}  # what each group was when last sent
 
     def make(self, sample: Sample, events: list[dict[str, Any]], stats: dict[str, Any]) -> SampleDelta:
         last = self._last
@@ -86,11 +96,12 @@ class DeltaMaker:
         group_ids = None
         if sample.groups is not None:
             sent = self._sent
-            now = self._json.each(sample.groups)
-            groups = {gid: (raw, sample.groups[gid].topics()) for gid, raw in now.items() if sent.get(gid) is not raw}
-            if full or now.keys() != sent.keys():
-                group_ids = list(now)
-            self._sent = now
+            marks = {gid: _marks(g) for gid, g in sample.groups.items()}
+            groups = {gid: (orjson.dumps(g, option=CONTENT_OPTIONS), g.topics()) for gid, g in sample.groups.items()
+                      if gid not in sent or not _same(sent[gid], marks[gid])}
+            if full or marks.keys() != sent.keys():
+                group_ids = list(marks)
+            self._sent = marks
         self._last = sample
         return SampleDelta(full=full, started=sample.started, ends=ends, starts=starts, sizes=sizes, rates=sample.rates,
                            groups=groups, group_ids=group_ids, groups_changed=sample.groups_changed, events=events,

@@ -1,0 +1,136 @@
+"""The sampling pass in a process of its own (console/watcher/sampling_process.py).
+
+What the watcher stores must not depend on where the pass ran: a pass sent as a delta (pickled, as
+the pipe does) and merged back gives the same stored snapshot, byte for byte, as the same pass merged
+directly; and a real sampling process against bench/simulate.py's model (in a process of its own)
+brings the model's offsets and commits into the stored snapshot.
+"""
+
+from __future__ import annotations
+
+import pickle
+import random
+import time
+from typing import Any
+
+import pytest
+from django.test import override_settings
+
+from bench.simulate import Model, RemoteModelFactory, RemoteModelGateway, SimGateway, start_model_server
+from console.watcher import store
+from console.watcher.loop import ClusterWatcher
+from console.watcher.sampling_process import DeltaMaker, DeltaMerger
+
+pytestmark = pytest.mark.django_db
+
+
+def _stored(cluster: str, rename: str) -> bytes:
+    store._cache.pop(cluster, None)
+    store._raw_parts.pop(cluster, None)
+    snap = store.load(cluster)
+    assert snap is not None
+    return snap.content_bytes().replace(cluster.encode(), rename.encode())
+
+
+def test_a_pass_sent_as_a_delta_stores_what_the_pass_merged_directly_stores(redis_server: str,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    import time as time_module
+
+    clock = [1_800_000_000.0]
+    monkeypatch.setattr(time_module, "time", lambda: clock[0])
+    for seed in range(3):
+        model = Model(partitions=300, groups=40, brokers=5, per_topic=10, seed=seed)
+        rng = random.Random(seed)
+        with override_settings(ANALYTICS_SAMPLES=False, WATCHER_SIZES_INTERVAL=2.0):
+            direct = ClusterWatcher(f"sp-direct-{seed}", "test", gw=SimGateway(model, 0.0))  # type: ignore[arg-type]
+            via = ClusterWatcher(f"sp-delta-{seed}", "test", gw=SimGateway(model, 0.0))  # type: ignore[arg-type]
+            maker, merger = DeltaMaker(), DeltaMerger()
+            direct.cycle()
+            via.cycle()
+            with_groups = 0
+            for i in range(30):
+                clock[0] += 1.0
+                if rng.random() < 0.6:
+                    model.step(rng.choice([0.005, 0.05, 0.2]), 1.0)
+                if rng.random() < 0.7:
+                    snap = direct.previous
+                    assert snap is not None
+                    sample = direct.sampler.take(direct._partitions(snap), sorted(snap.live_broker_ids()))  # type: ignore[union-attr]
+                    delta = pickle.loads(pickle.dumps(maker.make(sample, [], {})))
+                    direct.merge(sample)
+                    via.merge(merger.apply(delta))
+                direct.cycle()
+                b, _ = via.cycle()
+                assert not b.groups  # the watcher holds the groups only as their JSON
+                assert _stored(f"sp-direct-{seed}", "x") == _stored(f"sp-delta-{seed}", "x"), (seed, i)
+                loaded = store.load(f"sp-delta-{seed}")
+                assert loaded is not None
+                with_groups += bool(loaded.groups)
+            assert with_groups > 10
+
+
+def test_a_real_sampling_process_brings_the_models_offsets_and_commits(redis_server: str) -> None:
+    server, address = start_model_server({"partitions": 200, "groups": 20, "brokers": 4, "per_topic": 10, "change_rate": 0.05})
+    cluster = "sp-remote"
+    try:
+        gw = RemoteModelGateway(address, 0.0)
+        with override_settings(ANALYTICS_SAMPLES=False, WATCHER_OFFSETS_INTERVAL=0.5):
+            w = ClusterWatcher(cluster, "test", gw=gw, remote=True,  # type: ignore[arg-type]
+                               remote_gateway=RemoteModelFactory(address, 0.0, 3))
+            try:
+                w.cycle()
+                gw.ask("step", 0.05, 1.0)
+                wanted_ends = gw.ask("offsets", "latest")
+                wanted_commits = gw.ask("group_commits", [g[0] for g in gw.ask("group_list")])
+
+                def matches() -> bool:
+                    w.sample_offsets(wait=1.0)
+                    w.cycle()
+                    snap = store.load(cluster)
+                    if snap is None or len(snap.groups) != len(wanted_commits):
+                        return False
+                    ends = {t: [p.end_offset for p in s.partitions] for t, s in snap.topics.items()}
+                    commits = {gid: (topic, {int(k.rpartition(":")[2]): v for k, v in snap.groups[gid].offsets.items()})
+                               for gid, (topic, _c) in wanted_commits.items()}
+                    return ends == wanted_ends and commits == wanted_commits
+
+                deadline = time.monotonic() + 60
+                while not matches():
+                    assert time.monotonic() < deadline, "the sampling process's passes never reached the stored snapshot"
+                snap = store.load(cluster)
+                assert snap is not None
+                topics_of: dict[str, Any] = {}
+                for gid, (topic, _c) in wanted_commits.items():
+                    topics_of.setdefault(topic, []).append(gid)
+                assert snap.topic_groups == {t: sorted(g) for t, g in topics_of.items()}
+                assert all(g.status is not None for g in snap.groups.values())  # evaluated in the child
+                assert w.remote is not None and w.remote.pid is not None
+                pid = w.remote.pid
+            finally:
+                w.close()
+        # Closed: the child is gone.
+        import os
+
+        with pytest.raises(ProcessLookupError):
+            for _ in range(50):
+                os.kill(pid, 0)
+                time.sleep(0.1)
+    finally:
+        server.kill()
+
+
+def test_a_pass_over_an_idle_cluster_sends_nothing_but_its_stamp(redis_server: str) -> None:
+    model = Model(partitions=100, groups=10, brokers=3, per_topic=10, seed=9)
+    with override_settings(ANALYTICS_SAMPLES=False):
+        w = ClusterWatcher("sp-idle", "test", gw=SimGateway(model, 0.0))  # type: ignore[arg-type]
+        snap = w.cycle()[0]
+        maker = DeltaMaker()
+        partitions, brokers = w._partitions(snap), sorted(snap.live_broker_ids())
+        first = maker.make(w.sampler.take(partitions, brokers), [], {})  # type: ignore[union-attr]
+        assert first.full and len(first.ends) == 100 and first.groups is not None and len(first.groups) == 10
+        second = maker.make(w.sampler.take(partitions, brokers), [], {})  # type: ignore[union-attr]
+        assert not second.full and second.ends == {} and second.starts == {} and second.groups == {}
+        assert second.group_ids is None and not second.sizes
+        model.step(0.1, 1.0)
+        third = maker.make(w.sampler.take(partitions, brokers), [], {})  # type: ignore[union-attr]
+        assert 0 < len(third.ends) <= 10 and third.groups  # the partitions that moved, the groups behind them
