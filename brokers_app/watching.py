@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django.db import close_old_connections, connection
+from django.db.models import Field
 
 from console.watcher.registry import EventRow
 
@@ -24,10 +25,10 @@ class EventTable:
         if not rows:
             return []
         close_old_connections()
-        fields = [Event._meta.get_field(name) for name in _COLUMNS]
+        fields = [cast(Field, Event._meta.get_field(name)) for name in _COLUMNS]
         at_field, details_field = fields[1], fields[-1]
         qn = connection.ops.quote_name
-        head = f"INSERT INTO {qn(Event._meta.db_table)} ({', '.join(qn(f.column) for f in fields)}) VALUES "
+        head = f"INSERT INTO {qn(Event._meta.db_table)} ({', '.join(qn(str(f.column)) for f in fields)}) VALUES "
         one = "(" + ", ".join(["%s"] * len(fields)) + ")"
         out: list[dict[str, Any]] = []
         # A cycle's events share one time: prepared once.
