@@ -424,7 +424,10 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
         import pstats
 
         time.sleep(settings.WATCHER_OFFSETS_INTERVAL)
-        watcher.sample_offsets(wait=30.0)
+        profile = cProfile.Profile()
+        profile.runcall(watcher.sample_offsets, wait=30.0)
+        print("--- taking a pass in (the watcher's sampling thread)", file=sys.stderr)
+        pstats.Stats(profile, stream=sys.stderr).sort_stats("cumulative").print_stats(15)
         profile = cProfile.Profile()
         profile.runcall(watcher.cycle)
         print("--- metadata cycle", file=sys.stderr)

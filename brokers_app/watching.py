@@ -32,15 +32,17 @@ class EventTable:
         one = "(" + ", ".join(["%s"] * len(fields)) + ")"
         out: list[dict[str, Any]] = []
         # A cycle's events share one time: prepared once.
-        at_db = {r.at: at_field.get_db_prep_save(r.at, connection) for r in rows}
+        at_db = {at: at_field.get_db_prep_save(at, connection) for at in {r.at for r in rows}}
         at_text = {at: at.isoformat() for at in at_db}
+        encoder = cast(Any, details_field).encoder
+        adapt_json = connection.ops.adapt_json_value  # (what the field's own preparation comes to)
         with connection.cursor() as cursor:
             for start in range(0, len(rows), _BATCH):
                 batch = rows[start:start + _BATCH]
                 params: list[Any] = []
                 for r in batch:
                     params += (r.cluster, at_db[r.at], r.kind, r.severity, r.message,
-                               r.topic, r.partition, r.broker, details_field.get_db_prep_save(r.details, connection))
+                               r.topic, r.partition, r.broker, adapt_json(r.details, encoder))
                 cursor.execute(head + ", ".join([one] * len(batch)) + f" RETURNING {qn('id')}", params)
                 ids = [row[0] for row in cursor.fetchall()]
                 out += [{"id": pk, "cluster": r.cluster, "at": at_text[r.at], "kind": r.kind, "severity": r.severity,

@@ -212,6 +212,13 @@ def _indices(parts: list[PartitionState], numbers: Iterable[int]) -> list[int]:
     return out
 
 
+def _same_online(before: list[PartitionState], after: list[PartitionState]) -> bool:
+    """Whether two states of a topic have the same partitions, online the same ones (a partition
+    carried over is the same object)."""
+    return len(before) == len(after) and all(
+        a is b or (a.partition == b.partition and (a.leader < 0) == (b.leader < 0)) for a, b in zip(before, after, strict=True))
+
+
 class ClusterWatcher:
     def __init__(self, cluster: str, owner: str, gw: ClusterGateway | None = None, incremental: bool = True,
                  remote: bool = False, remote_gateway: GatewayFactory | None = None) -> None:
@@ -576,15 +583,23 @@ class ClusterWatcher:
 
     def _partitions(self, snap: Snapshot) -> list[tuple[str, int]]:
         """The online partitions of a snapshot, listed once per topics dict (a cycle that changed
-        nothing keeps it) and per topic object (a topic carried over gives the same list)."""
+        nothing keeps it) and per topic (a topic carried over, or changed with the same partitions
+        online, gives the same list)."""
         if self._partitions_of[0] is not snap.topics:
             per_topic, self._topic_partitions = self._topic_partitions, {}
+            same = True
             for t in snap.topics.values():
                 cached = per_topic.get(t.name)
-                if cached is None or cached[0] is not t:
+                if cached is None or (cached[0] is not t and not _same_online(cached[0].partitions, t.partitions)):
                     cached = (t, [(t.name, p.partition) for p in t.partitions if not p.offline])
+                    same = False
+                elif cached[0] is not t:
+                    cached = (t, cached[1])
                 self._topic_partitions[t.name] = cached
-            self._partitions_of = (snap.topics, list(chain.from_iterable(c[1] for c in self._topic_partitions.values())))
+            if same and len(per_topic) == len(self._topic_partitions):
+                self._partitions_of = (snap.topics, self._partitions_of[1])  # (the same list: nothing to send)
+            else:
+                self._partitions_of = (snap.topics, list(chain.from_iterable(c[1] for c in self._topic_partitions.values())))
         return self._partitions_of[1]
 
     def _stored_group_parts(self, snap: Snapshot) -> dict[str, bytes] | None:

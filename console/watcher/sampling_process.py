@@ -36,6 +36,7 @@ from console.watcher.snapshot import CONTENT_OPTIONS, GroupState
 
 log = logging.getLogger(__name__)
 
+SAMPLER_NICENESS = 10
 GatewayFactory = Callable[[], Any]  # picklable; called in the child (None: the cluster's own gateway)
 
 
@@ -261,6 +262,10 @@ def child_main(cluster: str, incremental: bool, factory: GatewayFactory | None, 
     """The child: sample what the watcher last asked for, every WATCHER_OFFSETS_INTERVAL (at once
     when a change made through the console nudges it), and send each pass as a delta."""
     die_with_parent()
+    # Below the watcher's priority: when both want the CPU, a leader move reaching the pages goes
+    # before the next lag evaluation (which comes every few seconds anyway).
+    with contextlib.suppress(OSError):
+        os.nice(SAMPLER_NICENESS)
     parent = os.getppid()
     import django
 
