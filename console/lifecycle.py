@@ -12,3 +12,17 @@ def die_with_parent() -> None:
     supervisor or watcher never leaves a child running on its own."""
     with contextlib.suppress(OSError):
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)
+
+
+_libc: ctypes.CDLL | None = None
+
+
+def return_free_memory() -> None:
+    """Hand the C heap's free pages back to the system (glibc's malloc_trim): a watcher's pass frees
+    hundreds of megabytes of answers and arrays, which glibc otherwise keeps, so resident memory
+    would stay at the high-water mark of the largest pass."""
+    global _libc
+    with contextlib.suppress(OSError, AttributeError):
+        if _libc is None:
+            _libc = ctypes.CDLL("libc.so.6")
+        _libc.malloc_trim(0)

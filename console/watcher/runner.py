@@ -15,6 +15,7 @@ import time
 from django.conf import settings
 
 from console import gateway
+from console.lifecycle import return_free_memory
 from console.watcher import store
 from console.watcher.loop import ClusterWatcher
 
@@ -34,6 +35,9 @@ def tune_gc() -> None:
 # Cyclic garbage (an exception kept with its traceback, say) waits at most this long to be freed.
 FULL_COLLECTION_INTERVAL = 600.0
 _last_full = [time.monotonic()]
+# How often the C heap's free pages go back to the system (lifecycle.return_free_memory; it walks the heap).
+TRIM_INTERVAL = 10.0
+_last_trim = [0.0]
 
 
 def settle_gc() -> None:
@@ -49,6 +53,9 @@ def settle_gc() -> None:
         gc.unfreeze()
         gc.collect()
     gc.freeze()
+    if now - _last_trim[0] >= TRIM_INTERVAL:
+        _last_trim[0] = now
+        return_free_memory()
 
 
 def run_offsets(watcher: ClusterWatcher, stop: threading.Event, active: threading.Event) -> None:

@@ -277,6 +277,7 @@ def child_main(cluster: str, incremental: bool, factory: GatewayFactory | None, 
     from console import gateway
     from console.watcher import registry, store
     from console.watcher.registry import EventRow
+    from console.watcher.runner import settle_gc, tune_gc
     from console.watcher.sampler import Sampler
 
     gw = factory() if factory is not None else gateway.for_cluster(cluster)
@@ -291,6 +292,7 @@ def child_main(cluster: str, incremental: bool, factory: GatewayFactory | None, 
     sampler = Sampler(cluster, gw, incremental, emit)
     maker = DeltaMaker()
     target: tuple[list[TopicPartition], list[int]] | None = None
+    tuned = False
     while True:
         try:
             while conn.poll(0 if target is not None else 1.0):
@@ -317,5 +319,12 @@ def child_main(cluster: str, incremental: bool, factory: GatewayFactory | None, 
             conn.send(delta)
         except OSError:
             return
+        del delta, sample
+        # As the watcher's process does with its cycles: what survives a pass is frozen out of the
+        # collector's sight (its defaults walked millions of objects many times a pass).
+        if not tuned:
+            tune_gc()
+            tuned = True
+        settle_gc()
         delay = max(0.1, settings.WATCHER_OFFSETS_INTERVAL - (time.monotonic() - started))
         store.wait_for_nudge(cluster, "samples", delay)
