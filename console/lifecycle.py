@@ -7,6 +7,16 @@ import ctypes
 import signal
 
 
+def exit_reason(returncode: int) -> str:
+    """How a child ended, in words: 'signal SIGABRT' or 'exit code 3'."""
+    if returncode < 0:
+        try:
+            return f"signal {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"signal {-returncode}"
+    return f"exit code {returncode}"
+
+
 def die_with_parent() -> None:
     """SIGTERM to this process when its parent dies (Linux's PR_SET_PDEATHSIG), so a killed
     supervisor or watcher never leaves a child running on its own."""

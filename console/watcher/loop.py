@@ -16,6 +16,7 @@ import time
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from itertools import chain
 from typing import Any
 
@@ -28,6 +29,7 @@ from console.gateway.types import ClusterMetadata, Quorum, Topic
 from console.watcher import store
 from console.watcher.diff import Change, diff
 from console.watcher.publisher import Publisher
+from console.watcher.registry import EventRow
 from console.watcher.sampler import Sample, Sampler
 from console.watcher.sampling_process import GatewayFactory, RemoteSampler
 from console.watcher.snapshot import (
@@ -255,7 +257,8 @@ class ClusterWatcher:
         self._sizes_converted: dict[tuple[str, int], tuple[dict[int, int], dict[str, int]]] = {}
         self._partitions_of: tuple[dict[str, TopicState] | None, list[tuple[str, int]]] = (None, [])  # what to sample, per topics
         self._topic_partitions: dict[str, tuple[TopicState, list[tuple[str, int]]]] = {}
-        self.remote = RemoteSampler(cluster, incremental, remote_gateway, self.publisher.queue) if remote else None
+        self.remote = RemoteSampler(cluster, incremental, remote_gateway, self.publisher.queue, self._sampler_restarted) \
+            if remote else None
         self.sampler: Sampler | RemoteSampler = self.remote if self.remote is not None else \
             Sampler(cluster, self.gateway, incremental, self.publisher.emit)
         self._groups_at: float | None = None
@@ -533,6 +536,15 @@ class ClusterWatcher:
             return
         assert isinstance(self.sampler, Sampler)
         self.merge(self.sampler.take(self._partitions(snap), sorted(snap.live_broker_ids())))
+
+    def _sampler_restarted(self, reason: str) -> None:
+        """An event on the timeline: lag and offsets paused while the sampling process was down."""
+        try:
+            self.publisher.emit([EventRow(cluster=self.cluster, at=datetime.now(tz=UTC), kind="watcher", severity="warning",
+                                          message=f"The watcher's sampling process ended ({reason}) and was started again.",
+                                          details={"reason": reason, "process": "sampling"})])
+        except Exception:  # noqa: BLE001 - the restart matters more than its record
+            log.warning("could not record the sampling process's restart", exc_info=True)
 
     def pause_sampling(self) -> None:
         """Stop the sampling process's passes (this watcher lost its lease) until the next `sample_offsets`."""

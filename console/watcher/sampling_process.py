@@ -30,7 +30,7 @@ from typing import Any
 
 import orjson
 
-from console.lifecycle import die_with_parent
+from console.lifecycle import die_with_parent, exit_reason
 from console.watcher.sampler import Sample, TopicPartition
 from console.watcher.snapshot import CONTENT_OPTIONS, GroupState
 
@@ -156,11 +156,12 @@ class RemoteSampler:
     """The watcher's side: starts the child, tells it what to sample, takes its deltas as Samples."""
 
     def __init__(self, cluster: str, incremental: bool, factory: GatewayFactory | None,
-                 on_events: Callable[[list[dict[str, Any]]], None]) -> None:
+                 on_events: Callable[[list[dict[str, Any]]], None], on_restart: Callable[[str], None] | None = None) -> None:
         self.cluster = cluster
         self.incremental = incremental
         self.factory = factory
         self.on_events = on_events
+        self.on_restart = on_restart  # told why the last one ended, when a new sampling process is started
         # What Sampler offers the watcher's stats, as the child last reported it.
         self.requests = 0
         self.times: deque[float] = deque(maxlen=100)
@@ -194,11 +195,15 @@ class RemoteSampler:
     def _ensure(self) -> None:
         if self._process is not None and self._process.is_alive():
             return
+        ended = None
         if self._process is not None:
             self.restarts += 1
-            log.warning("the sampling process of %s exited (%s); starting it again", self.cluster, self._process.exitcode)
+            ended = exit_reason(self._process.exitcode if self._process.exitcode is not None else 0)
+            log.warning("the sampling process of %s ended (%s); starting it again", self.cluster, ended)
             self._conn.close()
         self._start()
+        if ended is not None and self.on_restart is not None:
+            self.on_restart(ended)
 
     def target(self, partitions: list[TopicPartition], brokers: list[int]) -> None:
         """Sample these from now on (sent only when it differs from what the child has)."""

@@ -134,3 +134,44 @@ def test_a_pass_over_an_idle_cluster_sends_nothing_but_its_stamp(redis_server: s
         model.step(0.1, 1.0)
         third = maker.make(w.sampler.take(partitions, brokers), [], {})  # type: ignore[union-attr]
         assert 0 < len(third.ends) <= 10 and third.groups  # the partitions that moved, the groups behind them
+
+
+def test_a_sampling_process_that_dies_is_started_again_and_says_so(redis_server: str) -> None:
+    import os
+    import signal
+
+    from brokers_app.models import Event
+
+    server, address = start_model_server({"partitions": 100, "groups": 10, "brokers": 3, "per_topic": 10, "change_rate": 0.0})
+    cluster = "sp-restart"
+    try:
+        gw = RemoteModelGateway(address, 0.0)
+        with override_settings(ANALYTICS_SAMPLES=False, WATCHER_OFFSETS_INTERVAL=0.5):
+            w = ClusterWatcher(cluster, "test", gw=gw, remote=True,  # type: ignore[arg-type]
+                               remote_gateway=RemoteModelFactory(address, 0.0, 3))
+            try:
+                w.cycle()
+                deadline = time.monotonic() + 60
+                while w.remote is not None and not w.remote.times:
+                    w.sample_offsets(wait=1.0)
+                    assert time.monotonic() < deadline
+                assert w.remote is not None and w.remote.pid is not None
+                first = w.remote.pid
+                os.kill(first, signal.SIGKILL)
+                while w.remote.pid == first or w.remote._process.is_alive() is False:
+                    w.sample_offsets(wait=0.5)
+                    assert time.monotonic() < deadline, "no new sampling process"
+                assert w.remote.restarts == 1
+                # The new process's passes come in (its first one whole), and the cycle still builds on them.
+                passes = len(w.remote.times)
+                while len(w.remote.times) == passes:
+                    w.sample_offsets(wait=1.0)
+                    assert time.monotonic() < deadline, "the new sampling process sends nothing"
+                snap, _ = w.cycle()
+                assert snap.reachable and all(p.end_offset is not None for t in snap.topics.values() for p in t.partitions)
+                event = Event.objects.filter(cluster=cluster, kind="watcher").get()
+                assert "sampling process ended (signal SIGKILL) and was started again" in event.message
+            finally:
+                w.close()
+    finally:
+        server.kill()

@@ -23,7 +23,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from console.lifecycle import die_with_parent
+from console.lifecycle import die_with_parent, exit_reason
 
 log = logging.getLogger(__name__)
 
@@ -31,16 +31,6 @@ log = logging.getLogger(__name__)
 # (1, 2, 4 ... up to MAX_PAUSE seconds), so a crash at start-up does not spin.
 STABLE_SECONDS = 30.0
 MAX_PAUSE = 30.0
-
-
-def exit_reason(returncode: int) -> str:
-    """How a child ended, in words: 'signal SIGABRT' or 'exit code 3'."""
-    if returncode < 0:
-        try:
-            return f"signal {signal.Signals(-returncode).name}"
-        except ValueError:
-            return f"signal {-returncode}"
-    return f"exit code {returncode}"
 
 
 def next_pause(pause: float, lived: float) -> float:
