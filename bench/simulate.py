@@ -5,15 +5,20 @@ builds a cluster model (brokers, topics of `--partitions-per-topic` partitions w
 end offsets, groups each reading one topic) and a gateway that answers for it through the same
 methods the real gateway offers (metadata, quorum, offsets, log dirs, groups, configs), then runs the
 real ClusterWatcher on it, as `manage.py watch` does: the metadata cycle in one thread, the sampling
-(offsets, groups, lag evaluation) in another, Redis and the database for what they publish. A third
-thread changes the model: each second `--change-rate` of the partitions change (a leader moves,
-an ISR shrinks or grows back) and take writes; their groups commit. `--failure-rate` makes that
+(offsets, groups, lag evaluation) in a process of its own, Redis and the database for what they
+publish. The model changes as time goes by: each second `--change-rate` of the partitions change (a
+leader moves, an ISR shrinks or grows back) and take writes; their groups commit. `--failure-rate` makes that
 share of the gateway's calls fail (an error, or metadata missing a random share of the topics, as a
 broker answering from a stale cache can).
 
+The model runs in a process of its own (as a cluster does: the watcher only reads its answers) and
+the watcher's sampling passes in their own process, as `manage.py watch` runs them
+(`--in-process`: in a thread of the watcher's process instead).
+
 It ends by printing one JSON line: cycle_p50_seconds, cycle_max_seconds, cpu_fraction (CPU-seconds of
-the watcher's two threads per wall second; the model's own thread is not counted), max_rss_mb (the
-whole process; rss_before_watcher_mb is what it held with the model built, before the watcher),
+the watcher per wall second: its two threads and its sampling process; the model's process is not
+counted), max_rss_mb (the watcher's process and its sampling process, their peaks added;
+rss_at_end_mb what both held at the end),
 push_p50_seconds / push_max_seconds (from a leader move in the model to the published snapshot that
 shows it), spurious_events (topic created/deleted and broker events the
 model never made), cycles, and what else was seen. `--append` adds the figures to docs/benchmarks.md.
@@ -528,15 +533,19 @@ def _current_rss_mb(pid: int | None = None) -> float:
 
 def append(args: argparse.Namespace, r: dict[str, Any]) -> None:
     command = (f".venv/bin/python -m bench.simulate --partitions {args.partitions} --groups {args.groups} --brokers {args.brokers} "
-               f"--change-rate {args.change_rate} --failure-rate {args.failure_rate} --seconds {args.seconds:g}")
+               f"--change-rate {args.change_rate} --failure-rate {args.failure_rate} --seconds {args.seconds:g}"
+               + (" --in-process" if args.in_process else ""))
     text = "\n".join([
         f"\n## Watcher on a simulated cluster (issue 11), {datetime.now(UTC):%Y-%m-%d %H:%M} UTC\n",
-        f"Command: `{command}` (no Kafka: the real watcher against bench/simulate.py's model and gateway; Redis and SQLite real).\n",
-        "| partitions | groups | change rate | failure rate | cycles | cycle p50 | cycle max | CPU (watcher threads) | max RSS (before the watcher) | leader move to snapshot p50 / max | spurious events |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        f"Command: `{command}` (no Kafka: the real watcher against bench/simulate.py's model, served from a process "
+        f"of its own; sampling passes in {'a thread' if args.in_process else 'the sampling process'}; Redis and SQLite real).\n",
+        "| partitions | groups | change rate | failure rate | cycles | cycle p50 | cycle max | CPU (watcher, both processes) | "
+        "max RSS (watcher + sampling process) | RSS at the end | leader move to snapshot p50 / max | spurious events |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
         f"| {r['partitions']:,} | {r['groups']:,} | {r['change_rate']} | {r['failure_rate']} | {r['cycles']} | {r['cycle_p50_seconds']} s | "
         f"{r['cycle_max_seconds']} s | {r['cpu_fraction']} (cycle {r['cpu_cycle_fraction']}, sampling {r['cpu_sampling_fraction']}) | "
-        f"{r['max_rss_mb']} MB ({r['rss_before_watcher_mb']} MB) | {r['push_p50_seconds']} s / {r['push_max_seconds']} s | {r['spurious_events']} |",
+        f"{r['max_rss_mb']} MB ({r['watcher_process_rss_mb']} + {r['sampler_process_rss_mb']}) | {r['rss_at_end_mb']} MB | "
+        f"{r['push_p50_seconds']} s / {r['push_max_seconds']} s | {r['spurious_events']} |",
         "",
     ])
     with open(ROOT / "docs" / "benchmarks.md", "a") as f:
