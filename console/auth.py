@@ -29,11 +29,15 @@ def role_of(user: AbstractBaseUser | AnonymousUser) -> str | None:
         return None
     if getattr(user, "is_superuser", False):
         return "admin"
+    # Asked by the view's check and again by the page's layout: one query per request (a request
+    # loads its user anew, so a changed role counts from the next request on).
+    known: str | None = getattr(user, "_console_role", None)
+    if known is not None:
+        return known
     names = set(user.groups.values_list("name", flat=True))  # type: ignore[attr-defined]
-    for role in reversed(ROLES):
-        if role in names:
-            return role
-    return "viewer"  # any logged-in user may look
+    role = next((r for r in reversed(ROLES) if r in names), "viewer")  # any logged-in user may look
+    user._console_role = role  # type: ignore[union-attr,attr-defined]
+    return role
 
 
 def has_role(user: AbstractBaseUser | AnonymousUser, role: str) -> bool:
