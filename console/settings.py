@@ -184,6 +184,8 @@ WATCHER_SIZES_INTERVAL = env_float("WATCHER_SIZES_INTERVAL", 15.0, minimum=1.0)
 # The sampling passes (offsets, sizes, groups and their evaluation) in a process of their own, so a
 # large cluster's group evaluation never holds up the metadata cycle (console/watcher/sampling_process.py).
 WATCHER_SAMPLER_PROCESS = env_bool("WATCHER_SAMPLER_PROCESS", True)
+# A sampling process given work that sends no pass for this long is taken for hung and replaced.
+WATCHER_SAMPLER_STALL_SECONDS = env_float("WATCHER_SAMPLER_STALL_SECONDS", 120.0, minimum=5.0)
 # The console's own analytics samples topic moves at every sample: on its own (an otherwise idle
 # cluster) that makes a new snapshot at most this often, not at every sample.
 WATCHER_OWN_TOPIC_INTERVAL = env_float("WATCHER_OWN_TOPIC_INTERVAL", 30.0, minimum=0.0)

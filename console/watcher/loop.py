@@ -541,7 +541,8 @@ class ClusterWatcher:
         """An event on the timeline: lag and offsets paused while the sampling process was down."""
         try:
             self.publisher.emit([EventRow(cluster=self.cluster, at=datetime.now(tz=UTC), kind="watcher", severity="warning",
-                                          message=f"The watcher's sampling process ended ({reason}) and was started again.",
+                                          message=f"The watcher's sampling process ended ({reason}) and was started again: "
+                                                  "offsets and lag resume with its first pass.",
                                           details={"reason": reason, "process": "sampling"})])
         except Exception:  # noqa: BLE001 - the restart matters more than its record
             log.warning("could not record the sampling process's restart", exc_info=True)

@@ -174,6 +174,8 @@ class RemoteSampler:
         self._conn: Any = None
         self._merger = DeltaMerger()
         self._sent: tuple[list[TopicPartition], list[int]] | None = None
+        self._heard_at = time.monotonic()  # the last sign of work from the child (a pass, or being given work)
+        self._stalled = False
 
     @property
     def pid(self) -> int | None:
@@ -191,14 +193,27 @@ class RemoteSampler:
         self._process.start()
         theirs.close()
         self._conn, self._sent, self._merger = mine, None, DeltaMerger()
+        self._heard_at, self._stalled = time.monotonic(), False
 
     def _ensure(self) -> None:
+        from django.conf import settings
+
         if self._process is not None and self._process.is_alive():
-            return
+            if self._sent is None or time.monotonic() - self._heard_at < settings.WATCHER_SAMPLER_STALL_SECONDS:
+                return
+            # Given work and silent for that long: hung (a native client library can deadlock); a
+            # new process is better than offsets and lag frozen without a word.
+            log.warning("the sampling process of %s sent nothing for %.0f s; stopping it", self.cluster,
+                        time.monotonic() - self._heard_at)
+            self._stalled = True
+            self._process.kill()
+            self._process.join(5)
         ended = None
         if self._process is not None:
             self.restarts += 1
             ended = exit_reason(self._process.exitcode if self._process.exitcode is not None else 0)
+            if self._stalled:
+                ended = f"it sent nothing for {settings.WATCHER_SAMPLER_STALL_SECONDS:.0f} s and was stopped"
             log.warning("the sampling process of %s ended (%s); starting it again", self.cluster, ended)
             self._conn.close()
         self._start()
@@ -212,6 +227,8 @@ class RemoteSampler:
             return
         try:
             self._conn.send(("target", partitions, brokers))
+            if self._sent is None:
+                self._heard_at = time.monotonic()  # (a paused child owes nothing)
             self._sent = (partitions, brokers)
         except OSError:
             log.info("could not reach the sampling process of %s", self.cluster)
@@ -231,6 +248,7 @@ class RemoteSampler:
             ready = self._conn.poll(wait)
             while ready:
                 delta: SampleDelta = self._conn.recv()
+                self._heard_at = time.monotonic()
                 out.append(self._merger.apply(delta))
                 self._took(delta)
                 ready = self._conn.poll(0)

@@ -175,3 +175,40 @@ def test_a_sampling_process_that_dies_is_started_again_and_says_so(redis_server:
                 w.close()
     finally:
         server.kill()
+
+
+class HangingFactory(RemoteModelFactory):
+    """A gateway whose offset reads never return (as a deadlocked client library's would)."""
+
+    def __call__(self) -> RemoteModelGateway:
+        gw = super().__call__()
+
+        def hang(*args: Any) -> Any:
+            time.sleep(3600)
+
+        gw.list_offsets = hang  # type: ignore[method-assign,assignment]
+        return gw
+
+
+def test_a_sampling_process_that_stops_answering_is_replaced(redis_server: str) -> None:
+    from brokers_app.models import Event
+
+    server, address = start_model_server({"partitions": 50, "groups": 5, "brokers": 3, "per_topic": 10, "change_rate": 0.0})
+    cluster = "sp-stall"
+    try:
+        gw = RemoteModelGateway(address, 0.0)
+        with override_settings(ANALYTICS_SAMPLES=False, WATCHER_OFFSETS_INTERVAL=0.5, WATCHER_SAMPLER_STALL_SECONDS=5.0):
+            w = ClusterWatcher(cluster, "test", gw=gw, remote=True,  # type: ignore[arg-type]
+                               remote_gateway=HangingFactory(address, 0.0, 3))
+            try:
+                w.cycle()
+                deadline = time.monotonic() + 60
+                while w.remote is not None and w.remote.restarts == 0:
+                    w.sample_offsets(wait=0.5)
+                    assert time.monotonic() < deadline, "a silent sampling process was never replaced"
+                event = Event.objects.filter(cluster=cluster, kind="watcher").first()
+                assert event is not None and "sent nothing for 5 s and was stopped" in event.message
+            finally:
+                w.close()
+    finally:
+        server.kill()
