@@ -37,6 +37,7 @@ from console.watcher.snapshot import CONTENT_OPTIONS, GroupState
 log = logging.getLogger(__name__)
 
 SAMPLER_NICENESS = 10
+RESTART_STABLE_SECONDS = 30.0  # a process that ran this long is started again at once when it ends
 GatewayFactory = Callable[[], Any]  # picklable; called in the child (None: the cluster's own gateway)
 
 
@@ -176,6 +177,9 @@ class RemoteSampler:
         self._sent: tuple[list[TopicPartition], list[int]] | None = None
         self._heard_at = time.monotonic()  # the last sign of work from the child (a pass, or being given work)
         self._stalled = False
+        self._started_at = 0.0
+        self._pause = 0.0  # before starting again a process that ended soon after its start
+        self._not_before = 0.0
 
     @property
     def pid(self) -> int | None:
@@ -193,14 +197,18 @@ class RemoteSampler:
         self._process.start()
         theirs.close()
         self._conn, self._sent, self._merger = mine, None, DeltaMerger()
-        self._heard_at, self._stalled = time.monotonic(), False
+        self._heard_at = self._started_at = time.monotonic()
+        self._stalled = False
 
-    def _ensure(self) -> None:
+    def _ensure(self) -> bool:
+        """A sampling process is running (started again if it ended, unless it ended soon after its
+        last start: then not before a pause that doubles up to a minute, so one that cannot start
+        does not fill the timeline). False while there is none."""
         from django.conf import settings
 
         if self._process is not None and self._process.is_alive():
             if self._sent is None or time.monotonic() - self._heard_at < settings.WATCHER_SAMPLER_STALL_SECONDS:
-                return
+                return True
             # Given work and silent for that long: hung (a native client library can deadlock); a
             # new process is better than offsets and lag frozen without a word.
             log.warning("the sampling process of %s sent nothing for %.0f s; stopping it", self.cluster,
@@ -208,21 +216,33 @@ class RemoteSampler:
             self._stalled = True
             self._process.kill()
             self._process.join(5)
+        now = time.monotonic()
+        if now < self._not_before:
+            return False
         ended = None
         if self._process is not None:
+            lived = now - self._started_at
+            self._pause = 0.0 if lived >= RESTART_STABLE_SECONDS else min(60.0, max(1.0, self._pause * 2))
             self.restarts += 1
             ended = exit_reason(self._process.exitcode if self._process.exitcode is not None else 0)
             if self._stalled:
                 ended = f"it sent nothing for {settings.WATCHER_SAMPLER_STALL_SECONDS:.0f} s and was stopped"
-            log.warning("the sampling process of %s ended (%s); starting it again", self.cluster, ended)
+            log.warning("the sampling process of %s ended (%s); starting it again%s", self.cluster, ended,
+                        f" in {self._pause:.0f} s" if self._pause else "")
             self._conn.close()
+            self._process = None
+            self._not_before = now + self._pause
+            if self.on_restart is not None:
+                self.on_restart(ended)
+            if self._pause:
+                return False
         self._start()
-        if ended is not None and self.on_restart is not None:
-            self.on_restart(ended)
+        return True
 
     def target(self, partitions: list[TopicPartition], brokers: list[int]) -> None:
         """Sample these from now on (sent only when it differs from what the child has)."""
-        self._ensure()
+        if not self._ensure():
+            return
         if self._sent is not None and (self._sent[0] is partitions or self._sent[0] == partitions) and self._sent[1] == brokers:
             return
         try:
@@ -242,7 +262,9 @@ class RemoteSampler:
 
     def receive(self, wait: float) -> list[Sample]:
         """The passes the child finished, waiting up to `wait` seconds for one."""
-        self._ensure()
+        if not self._ensure():
+            time.sleep(min(wait, 1.0))
+            return []
         out: list[Sample] = []
         try:
             ready = self._conn.poll(wait)
