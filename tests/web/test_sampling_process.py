@@ -8,9 +8,13 @@ brings the model's offsets and commits into the stored snapshot.
 
 from __future__ import annotations
 
+import os
 import pickle
 import random
+import signal
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -69,54 +73,61 @@ def test_a_pass_sent_as_a_delta_stores_what_the_pass_merged_directly_stores(redi
             assert with_groups > 10
 
 
-def test_a_real_sampling_process_brings_the_models_offsets_and_commits(redis_server: str) -> None:
-    server, address = start_model_server({"partitions": 200, "groups": 20, "brokers": 4, "per_topic": 10, "change_rate": 0.05})
-    cluster = "sp-remote"
+@contextmanager
+def remote_watcher(cluster: str, model: dict[str, int], factory: type[RemoteModelFactory] = RemoteModelFactory,
+                   **overrides: Any) -> Iterator[tuple[ClusterWatcher, RemoteModelGateway]]:
+    """A watcher whose passes run in a real sampling process, against a model served from a process of
+    its own (changing only when the test steps it), its first cycle done; both stopped afterwards."""
+    server, address = start_model_server({**model, "change_rate": 0.0})
     try:
         gw = RemoteModelGateway(address, 0.0)
-        with override_settings(ANALYTICS_SAMPLES=False, WATCHER_OFFSETS_INTERVAL=0.5):
+        with override_settings(ANALYTICS_SAMPLES=False, WATCHER_OFFSETS_INTERVAL=0.5, **overrides):
             w = ClusterWatcher(cluster, "test", gw=gw, remote=True,  # type: ignore[arg-type]
-                               remote_gateway=RemoteModelFactory(address, 0.0, 3))
+                               remote_gateway=factory(address, 0.0, 3))
             try:
                 w.cycle()
-                gw.ask("step", 0.05, 1.0)
-                wanted_ends = gw.ask("offsets", "latest")
-                wanted_commits = gw.ask("group_commits", [g[0] for g in gw.ask("group_list")])
-
-                def matches() -> bool:
-                    w.sample_offsets(wait=1.0)
-                    w.cycle()
-                    snap = store.load(cluster)
-                    if snap is None or len(snap.groups) != len(wanted_commits):
-                        return False
-                    ends = {t: [p.end_offset for p in s.partitions] for t, s in snap.topics.items()}
-                    commits = {gid: (topic, {int(k.rpartition(":")[2]): v for k, v in snap.groups[gid].offsets.items()})
-                               for gid, (topic, _c) in wanted_commits.items()}
-                    return ends == wanted_ends and commits == wanted_commits
-
-                deadline = time.monotonic() + 60
-                while not matches():
-                    assert time.monotonic() < deadline, "the sampling process's passes never reached the stored snapshot"
-                snap = store.load(cluster)
-                assert snap is not None
-                topics_of: dict[str, Any] = {}
-                for gid, (topic, _c) in wanted_commits.items():
-                    topics_of.setdefault(topic, []).append(gid)
-                assert snap.topic_groups == {t: sorted(g) for t, g in topics_of.items()}
-                assert all(g.status is not None for g in snap.groups.values())  # evaluated in the child
-                assert w.remote is not None and w.remote.pid is not None
-                pid = w.remote.pid
+                yield w, gw
             finally:
                 w.close()
-        # Closed: the child is gone.
-        import os
-
-        with pytest.raises(ProcessLookupError):
-            for _ in range(50):
-                os.kill(pid, 0)
-                time.sleep(0.1)
     finally:
         server.kill()
+
+
+def test_a_real_sampling_process_brings_the_models_offsets_and_commits(redis_server: str) -> None:
+    cluster = "sp-remote"
+    with remote_watcher(cluster, {"partitions": 200, "groups": 20, "brokers": 4, "per_topic": 10}) as (w, gw):
+        gw.ask("step", 0.05, 1.0)
+        wanted_ends = gw.ask("offsets", "latest")
+        wanted_commits = gw.ask("group_commits", [g[0] for g in gw.ask("group_list")])
+
+        def matches() -> bool:
+            w.sample_offsets(wait=1.0)
+            w.cycle()
+            snap = store.load(cluster)
+            if snap is None or len(snap.groups) != len(wanted_commits):
+                return False
+            ends = {t: [p.end_offset for p in s.partitions] for t, s in snap.topics.items()}
+            commits = {gid: (topic, {int(k.rpartition(":")[2]): v for k, v in snap.groups[gid].offsets.items()})
+                       for gid, (topic, _c) in wanted_commits.items()}
+            return ends == wanted_ends and commits == wanted_commits
+
+        deadline = time.monotonic() + 60
+        while not matches():
+            assert time.monotonic() < deadline, "the sampling process's passes never reached the stored snapshot"
+        snap = store.load(cluster)
+        assert snap is not None
+        topics_of: dict[str, Any] = {}
+        for gid, (topic, _c) in wanted_commits.items():
+            topics_of.setdefault(topic, []).append(gid)
+        assert snap.topic_groups == {t: sorted(g) for t, g in topics_of.items()}
+        assert all(g.status is not None for g in snap.groups.values())  # evaluated in the child
+        assert w.remote is not None and w.remote.pid is not None
+        pid = w.remote.pid
+    # Closed: the child is gone.
+    with pytest.raises(ProcessLookupError):
+        for _ in range(50):
+            os.kill(pid, 0)
+            time.sleep(0.1)
 
 
 def test_a_pass_over_an_idle_cluster_sends_nothing_but_its_stamp(redis_server: str) -> None:
@@ -137,44 +148,30 @@ def test_a_pass_over_an_idle_cluster_sends_nothing_but_its_stamp(redis_server: s
 
 
 def test_a_sampling_process_that_dies_is_started_again_and_says_so(redis_server: str) -> None:
-    import os
-    import signal
+    from brokers_app.models import Event  # (here: the sampling process imports this module before Django is set up)
 
-    from brokers_app.models import Event
-
-    server, address = start_model_server({"partitions": 100, "groups": 10, "brokers": 3, "per_topic": 10, "change_rate": 0.0})
     cluster = "sp-restart"
-    try:
-        gw = RemoteModelGateway(address, 0.0)
-        with override_settings(ANALYTICS_SAMPLES=False, WATCHER_OFFSETS_INTERVAL=0.5):
-            w = ClusterWatcher(cluster, "test", gw=gw, remote=True,  # type: ignore[arg-type]
-                               remote_gateway=RemoteModelFactory(address, 0.0, 3))
-            try:
-                w.cycle()
-                deadline = time.monotonic() + 60
-                while w.remote is not None and not w.remote.times:
-                    w.sample_offsets(wait=1.0)
-                    assert time.monotonic() < deadline
-                assert w.remote is not None and w.remote.pid is not None
-                first = w.remote.pid
-                os.kill(first, signal.SIGKILL)
-                while w.remote.pid == first or w.remote._process.is_alive() is False:
-                    w.sample_offsets(wait=0.5)
-                    assert time.monotonic() < deadline, "no new sampling process"
-                assert w.remote.restarts == 1
-                # The new process's passes come in (its first one whole), and the cycle still builds on them.
-                passes = len(w.remote.times)
-                while len(w.remote.times) == passes:
-                    w.sample_offsets(wait=1.0)
-                    assert time.monotonic() < deadline, "the new sampling process sends nothing"
-                snap, _ = w.cycle()
-                assert snap.reachable and all(p.end_offset is not None for t in snap.topics.values() for p in t.partitions)
-                event = Event.objects.filter(cluster=cluster, kind="watcher").get()
-                assert "sampling process ended (signal SIGKILL) and was started again" in event.message
-            finally:
-                w.close()
-    finally:
-        server.kill()
+    with remote_watcher(cluster, {"partitions": 100, "groups": 10, "brokers": 3, "per_topic": 10}) as (w, _gw):
+        deadline = time.monotonic() + 60
+        while w.remote is not None and not w.remote.times:
+            w.sample_offsets(wait=1.0)
+            assert time.monotonic() < deadline
+        assert w.remote is not None and w.remote.pid is not None
+        first = w.remote.pid
+        os.kill(first, signal.SIGKILL)
+        while w.remote.pid in (first, None) or w.remote._process.is_alive() is False:
+            w.sample_offsets(wait=0.5)
+            assert time.monotonic() < deadline, "no new sampling process"
+        assert w.remote.restarts == 1
+        # The new process's passes come in (its first one whole), and the cycle still builds on them.
+        passes = len(w.remote.times)
+        while len(w.remote.times) == passes:
+            w.sample_offsets(wait=1.0)
+            assert time.monotonic() < deadline, "the new sampling process sends nothing"
+        snap, _ = w.cycle()
+        assert snap.reachable and all(p.end_offset is not None for t in snap.topics.values() for p in t.partitions)
+        event = Event.objects.filter(cluster=cluster, kind="watcher").get()
+        assert "sampling process ended (signal SIGKILL) and was started again" in event.message
 
 
 class HangingFactory(RemoteModelFactory):
@@ -193,22 +190,33 @@ class HangingFactory(RemoteModelFactory):
 def test_a_sampling_process_that_stops_answering_is_replaced(redis_server: str) -> None:
     from brokers_app.models import Event
 
-    server, address = start_model_server({"partitions": 50, "groups": 5, "brokers": 3, "per_topic": 10, "change_rate": 0.0})
     cluster = "sp-stall"
-    try:
-        gw = RemoteModelGateway(address, 0.0)
-        with override_settings(ANALYTICS_SAMPLES=False, WATCHER_OFFSETS_INTERVAL=0.5, WATCHER_SAMPLER_STALL_SECONDS=5.0):
-            w = ClusterWatcher(cluster, "test", gw=gw, remote=True,  # type: ignore[arg-type]
-                               remote_gateway=HangingFactory(address, 0.0, 3))
-            try:
-                w.cycle()
-                deadline = time.monotonic() + 60
-                while w.remote is not None and w.remote.restarts == 0:
-                    w.sample_offsets(wait=0.5)
-                    assert time.monotonic() < deadline, "a silent sampling process was never replaced"
-                event = Event.objects.filter(cluster=cluster, kind="watcher").first()
-                assert event is not None and "sent nothing for 5 s and was stopped" in event.message
-            finally:
-                w.close()
-    finally:
-        server.kill()
+    with remote_watcher(cluster, {"partitions": 50, "groups": 5, "brokers": 3, "per_topic": 10}, HangingFactory,
+                        WATCHER_SAMPLER_STALL_SECONDS=5.0) as (w, _gw):
+        deadline = time.monotonic() + 60
+        while w.remote is not None and w.remote.restarts == 0:
+            w.sample_offsets(wait=0.5)
+            assert time.monotonic() < deadline, "a silent sampling process was never replaced"
+        event = Event.objects.filter(cluster=cluster, kind="watcher").first()
+        assert event is not None and "sent nothing for 5 s and was stopped" in event.message
+
+
+class BrokenFactory(RemoteModelFactory):
+    """A gateway that cannot be made: the sampling process ends as soon as it starts."""
+
+    def __call__(self) -> RemoteModelGateway:
+        raise RuntimeError("no gateway here")
+
+
+def test_a_sampling_process_that_cannot_start_is_retried_with_growing_pauses(redis_server: str) -> None:
+    from brokers_app.models import Event
+
+    cluster = "sp-broken"
+    with remote_watcher(cluster, {"partitions": 20, "groups": 2, "brokers": 3, "per_topic": 10}, BrokenFactory) as (w, _gw):
+        assert w.remote is not None
+        began = time.monotonic()
+        while time.monotonic() - began < 10:
+            w.sample_offsets(wait=0.2)
+        # Pauses of 1, 2, 4 s (and each start takes a moment): a handful of restarts, not one per call.
+        assert 2 <= w.remote.restarts <= 5, w.remote.restarts
+        assert Event.objects.filter(cluster=cluster, kind="watcher").count() == w.remote.restarts
