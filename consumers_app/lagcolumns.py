@@ -97,6 +97,13 @@ class WindowColumns:
     def windows(self) -> int:
         return self._used - len(self._free)
 
+    def reserve(self, windows: int) -> None:
+        """Room for `windows` windows in all, so that a large first sample does not leave the
+        columns up to half empty (growing by half as rows are handed out one by one)."""
+        if windows > len(self.count):
+            self.offsets, self.ends, self.times, self.count, self.latest_end = _grown(
+                self.offsets, self.ends, self.times, self.count, self.latest_end, to=windows + max(1024, windows // 50))
+
     def _allocate(self) -> int:
         if self._free:
             return self._free.pop()
@@ -186,10 +193,10 @@ def _append(rows: Rows, n: Rows, count: Rows, size: int,
             column[rf, -1] = value[full] if isinstance(value, np.ndarray) else value
 
 
-def _grown(*arrays: npt.NDArray[Any]) -> list[npt.NDArray[Any]]:
-    """The arrays with half as many rows again (1,024 at least), the new ones empty (0; inf for float
-    rows, which is what a free row's last-seen time holds)."""
-    grow = max(1024, len(arrays[0]) // 2)
+def _grown(*arrays: npt.NDArray[Any], to: int | None = None) -> list[npt.NDArray[Any]]:
+    """The arrays with half as many rows again (1,024 at least), or with `to` rows, the new ones
+    empty (0; inf for float rows, which is what a free row's last-seen time holds)."""
+    grow = max(1024, len(arrays[0]) // 2) if to is None else max(0, to - len(arrays[0]))
     return [np.concatenate([a, np.full((grow, *a.shape[1:]), np.inf if a.ndim == 1 and a.dtype == np.float64 else 0,
                                        a.dtype)]) for a in arrays]
 
@@ -232,9 +239,13 @@ class TimeColumns:
         keys = list(ends)
         if keys != self._keys:  # (the same partitions in the same order: the rows of last time)
             index = self.index
-            for tp in keys:
-                if tp not in index:
-                    index[tp] = self._allocate(tp)
+            new = [tp for tp in keys if tp not in index]
+            needed = len(self._partition_of) + len(new) - len(self._free)
+            if needed > len(self.count):  # (room for them all at once, not half again as much)
+                self.offsets, self.times, self.count, self.last_seen = _grown(
+                    self.offsets, self.times, self.count, self.last_seen, to=needed + max(1024, needed // 50))
+            for tp in new:
+                index[tp] = self._allocate(tp)
             self._keys, self._rows = keys, np.fromiter((index[tp] for tp in keys), np.int64, len(keys))
         rows = self._rows
         self.last_seen[rows] = at

@@ -32,15 +32,21 @@ def _behind(end: int, committed: int) -> int:
     return end - committed if end > committed else 0
 
 
+def _partition_of(key: str, tp_of: dict[str, tuple[str, int]]) -> tuple[str, int]:
+    topic, _, part = key.rpartition(":")
+    tp = tp_of[key] = (topic, int(part))
+    return tp
+
+
 class _Entries:
     """What one group state's committed offsets give the evaluation, derived once per state."""
 
     __slots__ = ("committed", "committed_key", "getter", "keys", "offsets", "time_rows", "time_rows_of", "tps")
 
-    def __init__(self, offsets: dict[str, int]) -> None:
+    def __init__(self, offsets: dict[str, int], tp_of: dict[str, tuple[str, int]]) -> None:
         self.offsets = offsets
         self.keys = list(offsets)
-        self.tps = tuple((topic, int(part)) for key in self.keys for topic, _, part in (key.rpartition(":"),))
+        self.tps = tuple([tp_of.get(key) or _partition_of(key, tp_of) for key in self.keys])
         self.committed = list(offsets.values())
         # The end offsets of its partitions in one C call, to compare with the committed ones.
         self.getter = itemgetter(*self.tps) if self.tps else None
@@ -75,6 +81,8 @@ class GroupEvaluation:
         # member mapping and the committed offsets with their partitions.
         self._members_cache: dict[str, tuple[list[MemberState], dict[str, RbMember]]] = {}
         self._entries_cache: dict[str, _Entries] = {}
+        # One (topic, partition) tuple per "topic:partition" key, shared by the groups that commit on it.
+        self._tp_of: dict[str, tuple[str, int]] = {}
 
     def evaluate(self, groups: dict[str, GroupState], before: Mapping[str, GroupState] | None,
                  ends: Mapping[tuple[str, int], int], now: float) -> None:
@@ -86,6 +94,7 @@ class GroupEvaluation:
         another, their time lags interpolated in a third (lagcolumns.py); what stays per partition in
         Python is the snapshot's per-partition entry of the groups that changed."""
         self._time_tables.add_all(ends, now)
+        self._windows.reserve(sum(map(len, (g.offsets for g in groups.values()))))
         ended: list[tuple[str, Rebalance]] = []
         history: dict[str, tuple[float, int, float | None]] = {}
         changed = groups.keys() != before.keys()
@@ -195,6 +204,8 @@ class GroupEvaluation:
         for cache in (self._members_cache, self._entries_cache):
             for gid in cache.keys() - groups.keys():
                 del cache[gid]
+        if len(self._tp_of) > 2 * len(rows) + 100_000:  # partitions no group commits on any more
+            self._tp_of = {}
         return ended
 
     def _observe(self, g: GroupState, now: float, ended: list[tuple[str, Rebalance]]) -> None:
@@ -203,8 +214,9 @@ class GroupEvaluation:
         if cached is not None and cached[0] is g.members:
             members = cached[1]  # a state carried over: the same mapping (the tracker compares it by identity first)
         else:
-            members = {m.member_id: RbMember(m.client_id, m.host, frozenset((a[0], int(a[1])) for a in m.assignment))
-                       for m in g.members}
+            # (the sampler's assignments are tuples of the shared partition tuples)
+            members = {m.member_id: RbMember(m.client_id, m.host, frozenset(
+                a if type(a) is tuple else (a[0], int(a[1])) for a in m.assignment)) for m in g.members}
             self._members_cache[g.group_id] = (g.members, members)
         ended += [(g.group_id, r) for r in tracker.observe(Observation(now, g.state, g.generation, members))]
 
@@ -212,7 +224,7 @@ class GroupEvaluation:
         cached = self._entries_cache.get(g.group_id)
         if cached is not None and cached.offsets is g.offsets:
             return cached
-        entries = self._entries_cache[g.group_id] = _Entries(g.offsets)
+        entries = self._entries_cache[g.group_id] = _Entries(g.offsets, self._tp_of)
         return entries
 
     def _caught_up_and_unchanged(self, last: GroupState, g: GroupState, ends: Mapping[tuple[str, int], int]) -> bool:

@@ -28,11 +28,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
 from console.lifecycle import die_with_parent, exit_reason
 from console.watcher.sampler import Sample, TopicPartition
-from console.watcher.snapshot import CONTENT_OPTIONS, GroupState
+from console.watcher.snapshot import GroupState, kept_json
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +97,7 @@ class DeltaMaker:
         if sample.groups is not None:
             sent = self._sent
             marks = {gid: _marks(g) for gid, g in sample.groups.items()}
-            groups = {gid: (orjson.dumps(g, option=CONTENT_OPTIONS), g.topics()) for gid, g in sample.groups.items()
+            groups = {gid: (kept_json(g), g.topics()) for gid, g in sample.groups.items()
                       if gid not in sent or not _same(sent[gid], marks[gid])}
             if full or marks.keys() != sent.keys():
                 group_ids = list(marks)
