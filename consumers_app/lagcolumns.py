@@ -48,6 +48,9 @@ GROUP_RANK = [GROUP_ORDER[group_status_of(name)] for name in STATUS_NAMES]
 STATUS_OF_RANK = {rank: status for status, rank in GROUP_ORDER.items()}
 
 Rows = npt.NDArray[np.int64]
+# Rows recorded or judged in one go: the temporaries of a window operation are (rows x size)
+# arrays, and 1.5 million windows at once made each of them 120 MB.
+CHUNK = 1 << 16
 TopicPartition = tuple[str, int]
 _INT_MIN = np.iinfo(np.int64).min
 
@@ -123,6 +126,11 @@ class WindowColumns:
     def record(self, rows: Rows, committed: npt.NDArray[np.int64], end: npt.NDArray[np.int64], at: float,
                committing: npt.NDArray[np.bool_]) -> None:
         """`PartitionWindow.record(committed[i], end[i], at, committing[i])` for each row (rows distinct)."""
+        for i in range(0, len(rows), CHUNK):
+            self._record(rows[i:i + CHUNK], committed[i:i + CHUNK], end[i:i + CHUNK], at, committing[i:i + CHUNK])
+
+    def _record(self, rows: Rows, committed: npt.NDArray[np.int64], end: npt.NDArray[np.int64], at: float,
+                committing: npt.NDArray[np.bool_]) -> None:
         n = self.count[rows]
         has = n > 0
         last = np.maximum(n - 1, 0)
@@ -144,6 +152,8 @@ class WindowColumns:
 
     def status(self, rows: Rows, now: float, allowed_lag: int = 0) -> npt.NDArray[np.int8]:
         """`evaluate_partition(window, now, allowed_lag)` of each row, as codes (STATUS_NAMES)."""
+        if len(rows) > CHUNK:
+            return np.concatenate([self.status(rows[i:i + CHUNK], now, allowed_lag) for i in range(0, len(rows), CHUNK)])
         out = np.full(len(rows), CODE_OK, np.int8)
         full = self.count[rows] >= self.size  # rule 1: only a full window is judged
         if not full.any():
