@@ -457,7 +457,7 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
         cpu["cycle"] += time.thread_time() - before
         cycle_times.append(elapsed)
         if snap is not None and snap.reachable:
-            published = time.time()
+            published = watcher.published_at or time.time()  # (the snapshot goes out before its events are written)
             moves = gw.ask("moves_since", seen_moves)
             seen_moves += len(moves)
             for when, topic, partition, leader in moves:

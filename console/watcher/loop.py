@@ -280,6 +280,7 @@ class ClusterWatcher:
         self.cycles_reused = 0
         self.offset_requests = 0  # (the configs re-read; the sampler counts its own)
         self.cycles = 0
+        self.published_at: float | None = None  # when the last cycle's snapshot went out (stored and broadcast)
 
     def load_previous(self) -> None:
         try:
@@ -638,8 +639,12 @@ class ClusterWatcher:
         if changed:
             snap.version = (self.previous.version if self.previous else 0) + 1
         self.stats.seconds = time.monotonic() - started
-        events = self.publisher.record(snap, changes)
-        self.publisher.publish(snap, self.previous, events, changed, content if changed or not self.publisher.saved_once else None)
+        # The snapshot first: pages see a change without waiting for its events to be written (at
+        # 300,000 partitions a cycle can bring thousands, 0.4 s of database work); the events follow
+        # in a message of their own.
+        self.publisher.publish(snap, self.previous, [], changed, content if changed or not self.publisher.saved_once else None)
+        self.published_at = time.time()
+        self.publisher.announce(self.publisher.record(snap, changes))
         self._content = content
         self.previous = snap
         self.cycles += 1

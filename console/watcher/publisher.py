@@ -59,6 +59,16 @@ class Publisher:
             for c in changes
         ])
 
+    def announce(self, events: list[dict[str, Any]]) -> None:
+        """Broadcast events saved after the update that carried their snapshot went out."""
+        if not events:
+            return
+        try:
+            async_to_sync(get_channel_layer().group_send)(cluster_group(self.cluster), {
+                "type": "events.added", "events": events[:200], "at": time.time()})
+        except Exception:  # noqa: BLE001 - the events page shows them on its next load
+            log.warning("broadcast of events to %s failed", self.cluster, exc_info=True)
+
     def publish(self, snap: Snapshot, previous: Snapshot | None, events: list[dict[str, Any]], changed: bool,
                 content: ContentParts | None) -> bool:
         """Store the snapshot (`content` None: only its stamp changed) and broadcast the update;

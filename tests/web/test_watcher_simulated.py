@@ -117,3 +117,39 @@ def test_the_incremental_watcher_builds_what_the_full_rebuild_builds(redis_serve
                 stored = store.load(f"sim-inc-{seed}")
                 assert stored is not None and stored.content_bytes() == a.content_bytes(), (seed, i)
             assert reused > 100, reused  # the incremental path did carry topics over
+
+
+def test_a_cycle_publishes_its_snapshot_before_writing_its_events_and_then_announces_them(
+        watcher: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """At 300,000 partitions a cycle's events took 0.4 s to write: the snapshot goes out first, and
+    the events follow, saved (with their ids), in an events.added message of their own."""
+    from console.watcher import publisher as publisher_module
+
+    w, model, _gw = watcher
+    order: list[str] = []
+    sent: list[dict[str, Any]] = []
+    publish, record = w.publisher.publish, w.publisher.record
+    monkeypatch.setattr(w.publisher, "publish", lambda *a, **k: (order.append("publish"), publish(*a, **k))[1])
+    monkeypatch.setattr(w.publisher, "record", lambda *a, **k: (order.append("record"), record(*a, **k))[1])
+
+    class Layer:
+        async def group_send(self, group: str, message: dict[str, Any]) -> None:
+            order.append(message["type"])
+            sent.append(message)
+
+    monkeypatch.setattr(publisher_module, "get_channel_layer", lambda: Layer())
+    name = model.names[0]
+    with model.lock:
+        part = model.topics[name][0]
+        part[0] = next(r for r in part[2] if r != part[0])  # a leader move
+        model.topic_versions[name] = model.version = model.version + 1
+    before = Event.objects.filter(cluster="sim-test").count()
+    published_before = w.published_at
+    w.cycle()
+    assert order == ["publish", "cluster.update", "record", "events.added"], order
+    assert w.published_at is not None and w.published_at != published_before
+    update, added = sent
+    assert update["changed"] and update["events"] == []
+    saved = Event.objects.filter(cluster="sim-test").order_by("id")[before:]
+    assert [e["id"] for e in added["events"]] == [e.id for e in saved]
+    assert any(e["kind"] == "leader_change" and e["topic"] == name for e in added["events"])
