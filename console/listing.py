@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from console import patterns
@@ -61,7 +61,27 @@ def list_params(params: Mapping[str, str], sorts: Mapping[str, str], default_sor
     }
 
 
+_ORDERED: dict[tuple[str, str], tuple[list[dict[str, Any]], dict[tuple[Any, ...], list[dict[str, Any]]]]] = {}
+ORDERED_CACHE = 64  # filtered and sorted lists kept per list and cluster (one per query, sort and filter)
+
+
+def ordered(kind: str, cluster: str, rows: list[dict[str, Any]], params: tuple[Any, ...],
+            build: Callable[[], list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """`build()`'s filtered and sorted list of `rows` (one snapshot version's, the same object while
+    that version lasts) for these parameters, built once per process: at 50,000 groups the sort
+    alone took 25 ms of every request for a page of 50. A new version of `rows` drops the lists of
+    the old one."""
+    held = _ORDERED.get((kind, cluster))
+    if held is None or held[0] is not rows or len(held[1]) >= ORDERED_CACHE:
+        held = _ORDERED[(kind, cluster)] = (rows, {})
+    found = held[1].get(params)
+    if found is None:
+        found = held[1][params] = build()
+    return found
+
+
 _ROW_HTML: dict[tuple[Any, ...], str] = {}
+_ROW_HTML_OF: dict[int, tuple[dict[str, Any], str, str, str]] = {}  # id(row) -> (row, template, cluster, html)
 ROW_HTML_CACHE = 20_000  # rendered rows kept per process (a page shows 50; live fragments re-render them)
 
 
@@ -73,12 +93,20 @@ def rendered_rows(template: str, cluster: str, name: str, rows: list[dict[str, A
 
     out = []
     for row in rows:
+        # The same row object (rows are built once per snapshot version and never changed): no key to build.
+        seen = _ROW_HTML_OF.get(id(row))
+        if seen is not None and seen[0] is row and seen[1] == template and seen[2] == cluster:
+            out.append(seen[3])
+            continue
         key = (template, cluster, _frozen(row))
         html = _ROW_HTML.get(key)
         if html is None:
             if len(_ROW_HTML) >= ROW_HTML_CACHE:
                 _ROW_HTML.clear()
             html = _ROW_HTML[key] = render_to_string(template, {"cluster": cluster, name: row})
+        if len(_ROW_HTML_OF) >= ROW_HTML_CACHE:
+            _ROW_HTML_OF.clear()
+        _ROW_HTML_OF[id(row)] = (row, template, cluster, html)
         out.append(html)
     return out
 

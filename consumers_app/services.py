@@ -13,7 +13,7 @@ from django.db.models import Field
 from console import gateway
 from console.errors import BadParameter
 from console.gateway.errors import NotFound
-from console.listing import paginate, search
+from console.listing import ordered, paginate, search
 from console.watcher import store
 from console.watcher.snapshot import GroupState, Snapshot
 
@@ -139,13 +139,9 @@ _STATUS_ORDER = {None: -1, "NOTFOUND": 0, "OK": 1, "WARN": 2, "ERR": 3}
 
 def groups_page(snap: Snapshot, *, query: str = "", regex: bool = False, sort: str = "group", descending: bool = False,
                 page: int = 1, per_page: int = 50, state: str = "", kind: str = "") -> GroupsPage:
-    rows = search(group_rows(snap), "group", query, regex)
-    if state:
-        rows = [r for r in rows if r["state"] == state]
-    if kind:
-        rows = [r for r in rows if r["group_type"] == kind]
     if sort not in SORTS:
         raise BadParameter(f"'sort' must be one of {', '.join(SORTS)}, not '{sort[:50]}'.")
+    every = group_rows(snap)
 
     def key(r: dict[str, Any]) -> Any:
         if sort == "status":
@@ -153,7 +149,15 @@ def groups_page(snap: Snapshot, *, query: str = "", regex: bool = False, sort: s
         value = r[sort]
         return (value is None, value if value is not None else 0, r["group"]) if sort != "group" else r["group"]
 
-    rows = sorted(rows, key=key, reverse=descending)
+    def build() -> list[dict[str, Any]]:
+        rows = search(every, "group", query, regex)
+        if state:
+            rows = [r for r in rows if r["state"] == state]
+        if kind:
+            rows = [r for r in rows if r["group_type"] == kind]
+        return sorted(rows, key=key, reverse=descending)
+
+    rows = ordered("groups", snap.cluster, every, (query, regex, state, kind, sort, descending), build)
     shown, page, pages = paginate(rows, page, per_page)
     return GroupsPage(shown, len(rows), page, pages)
 

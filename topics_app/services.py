@@ -11,7 +11,7 @@ from console import gateway
 from console.errors import BadParameter
 from console.gateway.errors import ClusterUnavailable, NotFound
 from console.gateway.types import ConfigValue
-from console.listing import paginate, search
+from console.listing import ordered, paginate, search
 from console.watcher import store
 from console.watcher.snapshot import PartitionState, Snapshot, TopicState
 from topics_app.validation import check_counts, check_topic_name
@@ -195,19 +195,21 @@ def topic_summary(snap: Snapshot, name: str) -> dict[str, Any]:
 
 def topics_page(snap: Snapshot, *, query: str = "", regex: bool = False, sort: str = "name", descending: bool = False,
                 page: int = 1, per_page: int = 50, internal: bool = False) -> TopicsPage:
-    rows = topic_rows(snap)
-    if not internal:
-        rows = [r for r in rows if not r["internal"]]
-    rows = search(rows, "name", query, regex)
     if sort not in SORTS:
         raise BadParameter(f"'sort' must be one of {', '.join(SORTS)}, not '{sort[:50]}'.")
-    if sort == "name":
-        rows = sorted(rows, key=lambda r: r["name"], reverse=descending)
-    else:
+    every = topic_rows(snap)
+
+    def build() -> list[dict[str, Any]]:
+        rows = every if internal else [r for r in every if not r["internal"]]
+        rows = search(rows, "name", query, regex)
+        if sort == "name":
+            return sorted(rows, key=lambda r: r["name"], reverse=descending)
         known = [r for r in rows if r[sort] is not None]
         unknown = [r for r in rows if r[sort] is None]
         known.sort(key=lambda r: (r[sort], r["name"]), reverse=descending)
-        rows = known + sorted(unknown, key=lambda r: r["name"])  # unknown values last either way
+        return known + sorted(unknown, key=lambda r: r["name"])  # unknown values last either way
+
+    rows = ordered("topics", snap.cluster, every, (query, regex, internal, sort, descending), build)
     shown, page, pages = paginate(rows, page, per_page)
     return TopicsPage(rows=shown, total=len(rows), page=page, pages=pages, per_page=per_page)
 

@@ -181,3 +181,24 @@ def test_groups_list_filters_by_state_and_type(client_as, snapshot) -> None:
     bad = client_as("viewer").get(api, {"state": "Sleepy"})
     assert bad.status_code == 400 and "'state' must be one of" in bad.json()["detail"]
     assert client_as("viewer").get("/clusters/local/groups/", {"type": "nope"}).status_code == 400
+
+
+def test_groups_page_heads_and_rebalance_panel_are_rendered_for_each_request_content(client_as, snapshot) -> None:
+    """The column heads and the rebalance panel come from the rendered-row cache: keyed by what
+    they show, so a new query or a new rebalance is on the next view."""
+    from datetime import UTC, datetime, timedelta
+
+    from consumers_app.models import Rebalance
+
+    viewer = client_as("viewer")
+    first = viewer.get("/clusters/local/groups/", {"q": "bil", "sort": "total_lag"}).content.decode()
+    assert "q=bil" in first and "No rebalances seen in the last 24 hours." in first
+    assert re.search(r"total lag ▲</a>|lag ▲</a>", first)
+    second = viewer.get("/clusters/local/groups/", {"q": "ord", "sort": "total_lag", "desc": "1"}).content.decode()
+    assert "q=ord" in second and "q=bil" not in second and "▼" in second
+    now = datetime.now(tz=UTC)
+    Rebalance.objects.create(cluster="local", group="odd<g>/1", started_at=now - timedelta(seconds=5), ended_at=now,
+                             duration_s=5.0)
+    third = viewer.get("/clusters/local/groups/").content.decode()
+    assert "No rebalances seen" not in third
+    assert ">odd&lt;g&gt;/1<" in third and 'href="/clusters/local/groups/odd%3Cg%3E~2F1/"' in third
