@@ -198,6 +198,18 @@ def build_snapshot(
     )
 
 
+_BROKER_KEYS: dict[int, str] = {}
+
+
+def _broker_key(broker: int) -> str:
+    """A broker id as the snapshot's replica sizes key it: one string per broker, not one per
+    partition and replica (900,000 of them at 300,000 partitions)."""
+    key = _BROKER_KEYS.get(broker)
+    if key is None:
+        key = _BROKER_KEYS[broker] = str(broker)
+    return key
+
+
 def _indices(parts: list[PartitionState], numbers: Iterable[int]) -> list[int]:
     """The places in `parts` of the partitions numbered `numbers` (a partition's number is its place
     but where a topic's list says otherwise)."""
@@ -496,7 +508,7 @@ class ClusterWatcher:
                 if replicas is not None:
                     known = converted.get(key)
                     if known is None or (known[0] is not replicas and known[0] != replicas):
-                        known = converted[key] = (replicas, {str(b): n for b, n in sorted(replicas.items())})
+                        known = converted[key] = (replicas, {_broker_key(b): n for b, n in sorted(replicas.items())})
                     replica_sizes = known[1]
                     size = replicas.get(p.leader, max(replicas.values()))
                 if end == p.end_offset and start == p.start_offset and size == p.size and replica_sizes == p.replica_sizes:

@@ -25,7 +25,7 @@ import resource
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from console.lifecycle import die_with_parent, exit_reason
@@ -35,6 +35,10 @@ from console.watcher.snapshot import GroupState, kept_json
 log = logging.getLogger(__name__)
 
 SAMPLER_NICENESS = 10
+# Groups per message: a pass that changed 50,000 groups (150 MB of JSON) went as one pickle, held
+# whole in both processes next to what it carried; ahead of the delta, the changed groups go in
+# pieces of this many, and the delta carries the last one.
+GROUP_PIECE = 2000
 RESTART_STABLE_SECONDS = 30.0  # a process that ran this long is started again at once when it ends
 GatewayFactory = Callable[[], Any]  # picklable; called in the child (None: the cluster's own gateway)
 
@@ -172,6 +176,7 @@ class RemoteSampler:
         self._process: Any = None
         self._conn: Any = None
         self._merger = DeltaMerger()
+        self._pieces: dict[str, tuple[bytes, list[str]]] = {}  # groups of a delta still on its way
         self._sent: tuple[list[TopicPartition], list[int]] | None = None
         self._heard_at = time.monotonic()  # the last sign of work from the child (a pass, or being given work)
         self._stalled = False
@@ -194,7 +199,7 @@ class RemoteSampler:
                                     args=(self.cluster, self.incremental, self.factory, overrides, theirs))
         self._process.start()
         theirs.close()
-        self._conn, self._sent, self._merger = mine, None, DeltaMerger()
+        self._conn, self._sent, self._merger, self._pieces = mine, None, DeltaMerger(), {}
         self._heard_at = self._started_at = time.monotonic()
         self._stalled = False
 
@@ -267,8 +272,17 @@ class RemoteSampler:
         try:
             ready = self._conn.poll(wait)
             while ready:
-                delta: SampleDelta = self._conn.recv()
+                message = self._conn.recv()
                 self._heard_at = time.monotonic()
+                if isinstance(message, tuple):  # a piece of the next delta's groups: the rest follows
+                    self._pieces.update(message[1])
+                    ready = self._conn.poll(max(wait, 5.0))
+                    continue
+                delta: SampleDelta = message
+                if self._pieces:
+                    assert delta.groups is not None
+                    delta.groups.update(self._pieces)
+                    self._pieces = {}
                 out.append(self._merger.apply(delta))
                 self._took(delta)
                 ready = self._conn.poll(0)
@@ -299,6 +313,18 @@ class RemoteSampler:
             self._process.join(5)
         self._conn.close()
         self._process = None
+
+
+def in_pieces(delta: SampleDelta) -> list[Any]:
+    """The messages that carry `delta`: ("groups", {...}) pieces of its changed groups, then the delta
+    with the rest (the watcher puts them together again: `RemoteSampler.receive`)."""
+    groups = delta.groups
+    if not groups or len(groups) <= GROUP_PIECE:
+        return [delta]
+    items = list(groups.items())
+    last = (len(items) - 1) // GROUP_PIECE * GROUP_PIECE
+    return [("groups", dict(items[i:i + GROUP_PIECE])) for i in range(0, last, GROUP_PIECE)] + [
+        replace(delta, groups=dict(items[last:]))]
 
 
 def child_main(cluster: str, incremental: bool, factory: GatewayFactory | None, overrides: dict[str, Any], conn: Any) -> None:
@@ -359,7 +385,8 @@ def child_main(cluster: str, incremental: bool, factory: GatewayFactory | None, 
         delta = maker.make(sample, events, stats)
         events = []
         try:
-            conn.send(delta)
+            for message in in_pieces(delta):
+                conn.send(message)
         except OSError:
             return
         del delta, sample

@@ -9,7 +9,6 @@ brings the model's offsets and commits into the stored snapshot.
 from __future__ import annotations
 
 import os
-import pickle
 import random
 import signal
 import time
@@ -23,7 +22,7 @@ from django.test import override_settings
 from bench.simulate import Model, RemoteModelFactory, RemoteModelGateway, SimGateway, start_model_server
 from console.watcher import store
 from console.watcher.loop import ClusterWatcher
-from console.watcher.sampling_process import DeltaMaker, DeltaMerger
+from console.watcher.sampling_process import DeltaMaker
 
 pytestmark = pytest.mark.django_db
 
@@ -39,16 +38,32 @@ def _stored(cluster: str, rename: str) -> bytes:
 def test_a_pass_sent_as_a_delta_stores_what_the_pass_merged_directly_stores(redis_server: str,
                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     import time as time_module
+    from multiprocessing import Pipe
+
+    from console.watcher import sampling_process
+
+    class Alive:
+        pid = 0
+
+        def is_alive(self) -> bool:
+            return True
 
     clock = [1_800_000_000.0]
     monkeypatch.setattr(time_module, "time", lambda: clock[0])
+    # The changed groups go in pieces of 7 ahead of their delta (2,000 in the product), over a real
+    # pipe, and the watcher's side of the sampling process puts them together again.
+    monkeypatch.setattr(sampling_process, "GROUP_PIECE", 7)
+    pieces = 0
     for seed in range(3):
         model = Model(partitions=300, groups=40, brokers=5, per_topic=10, seed=seed)
         rng = random.Random(seed)
         with override_settings(ANALYTICS_SAMPLES=False, WATCHER_SIZES_INTERVAL=2.0):
             direct = ClusterWatcher(f"sp-direct-{seed}", "test", gw=SimGateway(model, 0.0))  # type: ignore[arg-type]
             via = ClusterWatcher(f"sp-delta-{seed}", "test", gw=SimGateway(model, 0.0))  # type: ignore[arg-type]
-            maker, merger = DeltaMaker(), DeltaMerger()
+            maker = DeltaMaker()
+            remote = sampling_process.RemoteSampler(f"sp-delta-{seed}", True, None, on_events=lambda events: None)
+            ours, theirs = Pipe()
+            remote._process, remote._conn = Alive(), ours
             direct.cycle()
             via.cycle()
             with_groups = 0
@@ -60,9 +75,13 @@ def test_a_pass_sent_as_a_delta_stores_what_the_pass_merged_directly_stores(redi
                     snap = direct.previous
                     assert snap is not None
                     sample = direct.sampler.take(direct._partitions(snap), sorted(snap.live_broker_ids()))  # type: ignore[union-attr]
-                    delta = pickle.loads(pickle.dumps(maker.make(sample, [], {})))
+                    messages = sampling_process.in_pieces(maker.make(sample, [], {}))
+                    pieces += len(messages) - 1
+                    for message in messages:
+                        theirs.send(message)
                     direct.merge(sample)
-                    via.merge(merger.apply(delta))
+                    [taken] = remote.receive(0.0)
+                    via.merge(taken)
                 direct.cycle()
                 b, _ = via.cycle()
                 assert not b.groups  # the watcher holds the groups only as their JSON
@@ -71,6 +90,8 @@ def test_a_pass_sent_as_a_delta_stores_what_the_pass_merged_directly_stores(redi
                 assert loaded is not None
                 with_groups += bool(loaded.groups)
             assert with_groups > 10
+            remote._process = None
+    assert pieces > 20
 
 
 @contextmanager
