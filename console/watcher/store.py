@@ -6,7 +6,8 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
+from itertools import chain
 from typing import Any, cast
 
 import orjson
@@ -69,15 +70,16 @@ def save(snapshot: Snapshot, content: bytes | ContentParts | None, stored: Store
     `content` as whole bytes (tests, tools) rewrites everything. Returns what is stored now."""
     if isinstance(content, bytes):
         content, stored = snapshot.content_parts(), None
-    try:
-        pipe = client().pipeline()  # MULTI/EXEC: a reader sees the parts of one version together
-        now_stored = stored
+    now_stored = stored
+
+    def commands() -> Iterator[tuple[Any, ...]]:
+        nonlocal now_stored
         if content is not None:
             header, parts = content
             cluster = snapshot.cluster
             if stored is None:
                 changed, removed, base = parts, [], None
-                pipe.delete(_parts_key(cluster))
+                yield ("DEL", _parts_key(cluster))
             else:
                 before = stored.parts
                 changed = {name: raw for name, raw in parts.items() if before.get(name) != raw}
@@ -85,19 +87,48 @@ def save(snapshot: Snapshot, content: bytes | ContentParts | None, stored: Store
                 base = stored.version
             names = list(changed)
             for start in range(0, len(names), 2000):
-                pipe.hset(_parts_key(cluster), mapping={n: changed[n] for n in names[start:start + 2000]})
+                yield ("HSET", _parts_key(cluster), *chain.from_iterable((n, changed[n]) for n in names[start:start + 2000]))
             if removed:
-                pipe.hdel(_parts_key(cluster), *removed)
-            pipe.set(_snapshot_key(cluster), header)
-            pipe.set(_changes_record_key(cluster), orjson.dumps(
+                yield ("HDEL", _parts_key(cluster), *removed)
+            yield ("SET", _snapshot_key(cluster), header)
+            yield ("SET", _changes_record_key(cluster), orjson.dumps(
                 {"version": snapshot.version, "base": base, "changed": names if base is not None else None, "removed": removed}))
             now_stored = StoredContent(snapshot.version, parts)
-        pipe.set(_stamp_key(snapshot.cluster), snapshot.stamp_bytes())
-        pipe.set(HEARTBEAT_KEY, str(time.time()))
-        pipe.execute()
+        yield ("SET", _stamp_key(snapshot.cluster), snapshot.stamp_bytes())
+        yield ("SET", HEARTBEAT_KEY, str(time.time()))
+
+    try:
+        _transaction(commands())  # MULTI/EXEC: a reader sees the parts of one version together
         return now_stored
     except redis.RedisError as exc:
         raise StoreUnavailable(f"Redis is unreachable ({exc})") from exc
+
+
+def _transaction(commands: Iterable[tuple[Any, ...]]) -> list[Any]:
+    """MULTI, the commands, EXEC, on one connection: what a transaction pipeline does, but each
+    command is packed and sent on its own. A pipeline packs them all into one buffer first: at
+    300,000 partitions and 50,000 groups a save of 30,000 changed groups held a copy of 100 MB."""
+    pool = client().connection_pool
+    conn = pool.get_connection()
+    try:
+        conn.send_command("MULTI")
+        sent = 0
+        for args in commands:
+            conn.send_packed_command(conn.pack_command(*args), check_health=False)
+            sent += 1
+        conn.send_command("EXEC", check_health=False)
+        for _ in range(sent + 1):
+            conn.read_response()  # OK, then QUEUED for each (an error reply raises)
+        result = conn.read_response()
+        failed = next((r for r in result if isinstance(r, Exception)), None) if isinstance(result, list) else None
+        if failed is not None:
+            raise failed
+        return cast(list[Any], result)
+    except BaseException:
+        conn.disconnect()  # (nothing half-read is left on a connection given back)
+        raise
+    finally:
+        pool.release(conn)
 
 
 class StoredContent:

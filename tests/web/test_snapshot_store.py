@@ -122,3 +122,26 @@ def test_a_snapshot_stored_by_an_older_version_reads_as_none(cluster: str) -> No
     store.client().set(f"console:snapshot:{cluster}", b'{"cluster":"parts","groups":{}}')
     store.client().set(f"console:snapshot:{cluster}:stamp", replace(snapshot(), cluster=cluster, version=3).stamp_bytes())
     assert fresh_load(cluster) is None
+
+
+def test_a_save_streams_one_transaction_that_is_applied_whole_or_not_at_all(cluster: str) -> None:
+    """store._transaction sends MULTI, each command packed on its own, EXEC: large saves are not
+    packed into one buffer first, and a transaction Redis refuses leaves nothing written and the
+    connection pool fit for the next save."""
+    import redis
+
+    key = f"console:test:{cluster}:tx"
+    client = store.client()
+    client.delete(key, key + ":s")
+    fields = [(f"g:group-{i}", b"x" * (i % 50)) for i in range(6000)]
+    replies = store._transaction(("HSET", key, *[v for f in fields[i:i + 2000] for v in f]) for i in range(0, 6000, 2000))
+    assert replies == [2000, 2000, 2000] and client.hlen(key) == 6000
+    assert client.hget(key, "g:group-123") == b"x" * 23
+    with pytest.raises(redis.ResponseError):
+        store._transaction(iter([("SET", key + ":s", "new"), ("NO-SUCH-COMMAND", "x")]))
+    assert client.get(key + ":s") is None  # (refused at EXEC: nothing of it applied)
+    snap = replace(snapshot(topic("orders")), cluster=cluster, version=1)
+    assert store.save(snap, snap.content_parts()) is not None
+    loaded = fresh_load(cluster)
+    assert loaded is not None and loaded.content_bytes() == snap.content_bytes()
+    client.delete(key)
