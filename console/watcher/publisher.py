@@ -60,8 +60,9 @@ class Publisher:
         ])
 
     def announce(self, events: list[dict[str, Any]]) -> None:
-        """Broadcast events saved after the update that carried their snapshot went out."""
-        if not events:
+        """Broadcast events saved after the update that carried their snapshot went out (not while
+        Redis is down: the events page shows them on its next load)."""
+        if not events or not self.redis_ok:
             return
         try:
             async_to_sync(get_channel_layer().group_send)(cluster_group(self.cluster), {

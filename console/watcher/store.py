@@ -6,7 +6,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from itertools import chain
 from typing import Any, cast
 
@@ -98,16 +98,26 @@ def save(snapshot: Snapshot, content: bytes | ContentParts | None, stored: Store
         yield ("SET", HEARTBEAT_KEY, str(time.time()))
 
     try:
-        _transaction(commands())  # MULTI/EXEC: a reader sees the parts of one version together
+        _transaction(commands)  # MULTI/EXEC: a reader sees the parts of one version together
         return now_stored
     except redis.RedisError as exc:
         raise StoreUnavailable(f"Redis is unreachable ({exc})") from exc
 
 
-def _transaction(commands: Iterable[tuple[Any, ...]]) -> list[Any]:
+def _transaction(commands: Callable[[], Iterable[tuple[Any, ...]]]) -> list[Any]:
     """MULTI, the commands, EXEC, on one connection: what a transaction pipeline does, but each
     command is packed and sent on its own. A pipeline packs them all into one buffer first: at
-    300,000 partitions and 50,000 groups a save of 30,000 changed groups held a copy of 100 MB."""
+    300,000 partitions and 50,000 groups a save of 30,000 changed groups held a copy of 100 MB.
+    A connection found broken (Redis restarted since it was last used) is replaced once, as the
+    pipeline's retry did: a transaction cut off before EXEC is dropped by Redis, and one cut off
+    after it wrote the same values again."""
+    try:
+        return _transaction_once(commands())
+    except (redis.ConnectionError, redis.TimeoutError):
+        return _transaction_once(commands())
+
+
+def _transaction_once(commands: Iterable[tuple[Any, ...]]) -> list[Any]:
     pool = client().connection_pool
     conn = pool.get_connection()
     try:

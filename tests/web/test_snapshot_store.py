@@ -134,14 +134,28 @@ def test_a_save_streams_one_transaction_that_is_applied_whole_or_not_at_all(clus
     client = store.client()
     client.delete(key, key + ":s")
     fields = [(f"g:group-{i}", b"x" * (i % 50)) for i in range(6000)]
-    replies = store._transaction(("HSET", key, *[v for f in fields[i:i + 2000] for v in f]) for i in range(0, 6000, 2000))
+    replies = store._transaction(lambda: (("HSET", key, *[v for f in fields[i:i + 2000] for v in f])
+                                          for i in range(0, 6000, 2000)))
     assert replies == [2000, 2000, 2000] and client.hlen(key) == 6000
     assert client.hget(key, "g:group-123") == b"x" * 23
     with pytest.raises(redis.ResponseError):
-        store._transaction(iter([("SET", key + ":s", "new"), ("NO-SUCH-COMMAND", "x")]))
+        store._transaction(lambda: iter([("SET", key + ":s", "new"), ("NO-SUCH-COMMAND", "x")]))
     assert client.get(key + ":s") is None  # (refused at EXEC: nothing of it applied)
     snap = replace(snapshot(topic("orders")), cluster=cluster, version=1)
     assert store.save(snap, snap.content_parts()) is not None
     loaded = fresh_load(cluster)
     assert loaded is not None and loaded.content_bytes() == snap.content_bytes()
     client.delete(key)
+
+
+def test_a_save_on_a_connection_redis_dropped_goes_through_on_a_new_one(cluster: str) -> None:
+    """After a Redis restart the pooled connections are dead: the save is sent again once on a new
+    connection, as the transaction pipeline's retry did, instead of failing the watcher's cycle."""
+    client = store.client()
+    client.ping()
+    for conn in list(client.connection_pool._available_connections):  # type: ignore[attr-defined]
+        conn._sock.close()  # (what a restarted Redis leaves: a socket that fails on use)
+    snap = replace(snapshot(topic("orders")), cluster=cluster, version=1)
+    assert store.save(snap, snap.content_parts()) is not None
+    loaded = fresh_load(cluster)
+    assert loaded is not None and loaded.content_bytes() == snap.content_bytes()

@@ -129,8 +129,14 @@ def test_a_cycle_publishes_its_snapshot_before_writing_its_events_and_then_annou
     order: list[str] = []
     sent: list[dict[str, Any]] = []
     publish, record = w.publisher.publish, w.publisher.record
-    monkeypatch.setattr(w.publisher, "publish", lambda *a, **k: (order.append("publish"), publish(*a, **k))[1])
-    monkeypatch.setattr(w.publisher, "record", lambda *a, **k: (order.append("record"), record(*a, **k))[1])
+    def noted(name: str, call: Any) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            order.append(name)
+            return call(*args, **kwargs)
+        return wrapper
+
+    monkeypatch.setattr(w.publisher, "publish", noted("publish", publish))
+    monkeypatch.setattr(w.publisher, "record", noted("record", record))
 
     class Layer:
         async def group_send(self, group: str, message: dict[str, Any]) -> None:
