@@ -281,6 +281,9 @@ class TimeColumns:
     def time_lag(self, rows: Rows, committed: npt.NDArray[np.int64], now: float) -> npt.NDArray[np.float64]:
         """`time_lag(table, committed[i], now)` for the table in each row; NaN where that is None
         (and for a row of -1: no table)."""
+        if len(rows) > CHUNK:  # (a dozen temporaries of one element per row)
+            return np.concatenate([self.time_lag(rows[i:i + CHUNK], committed[i:i + CHUNK], now)
+                                   for i in range(0, len(rows), CHUNK)])
         out = np.full(len(rows), np.nan)
         known = rows >= 0
         r, x = rows[known], committed[known]

@@ -14,7 +14,17 @@ import orjson
 import redis
 from django.conf import settings
 
-from console.watcher.snapshot import GROUP_PART, PARTS_FORMAT, TOPIC_PART, ContentParts, GroupState, Snapshot, TopicState, no_gc
+from console.watcher.snapshot import (
+    GROUP_PART,
+    PARTS_FORMAT,
+    TOPIC_PART,
+    ContentParts,
+    GroupState,
+    Snapshot,
+    TopicState,
+    kept_json,
+    no_gc,
+)
 
 LagPoint = tuple[float, int, float | None]  # (time, total lag, time lag)
 
@@ -277,7 +287,8 @@ def append_lag_history(cluster: str, points: Mapping[str, LagPoint | list[LagPoi
         pipe = client().pipeline(transaction=False)
         for group, point in points.items():
             key = f"console:lag:{cluster}:{group}"
-            pipe.rpush(key, *[orjson.dumps(p) for p in (point if isinstance(point, list) else [point])])
+            # (kept_json: orjson's 40-byte point would hold 4 KB until the pipeline is sent)
+            pipe.rpush(key, *[kept_json(p, 0) for p in (point if isinstance(point, list) else [point])])
             if trim is None or group in trim:
                 pipe.ltrim(key, -keep, -1)
                 pipe.expire(key, 7200)
