@@ -656,9 +656,9 @@ class ClusterWatcher:
         # in a message of their own.
         self.publisher.publish(snap, self.previous, [], changed, content if changed or not self.publisher.saved_once else None)
         self.published_at = time.time()
-        self.publisher.announce(self.publisher.record(snap, changes))
-        self._content = content
+        self._content = content  # (what is published is the base of the next cycle, whatever the events do)
         self.previous = snap
+        self.publisher.announce(self.publisher.record(snap, changes))
         self.cycles += 1
         self.cycles_reused += self.unchanged
         self._cycle_times.append(time.monotonic() - started)

@@ -23,6 +23,8 @@ from console.watcher.snapshot import ContentParts, Snapshot
 
 log = logging.getLogger(__name__)
 
+UNSAVED_LIMIT = 100_000  # events kept while the database refuses them
+
 
 class Publisher:
     def __init__(self, cluster: str) -> None:
@@ -32,6 +34,7 @@ class Publisher:
         self._stored: store.StoredContent | None = None  # what the last save stored (the next writes the difference)
         self._lock = threading.Lock()
         self._pending: list[dict[str, Any]] = []  # events found between cycles, as broadcast
+        self._unsaved: list[EventRow] = []  # events the database refused, saved with the next cycle's
 
     def restart(self, saved: bool) -> None:
         """After loading the last snapshot from Redis: write the content in full at the first save."""
@@ -49,15 +52,32 @@ class Publisher:
             self._pending += saved
 
     def record(self, snap: Snapshot, changes: list[Change]) -> list[dict[str, Any]]:
-        """Keep the events of a cycle's changes."""
-        if not changes:
-            return []
+        """Keep the events of a cycle's changes. When the database refuses them they are kept here
+        and saved with the next cycle's (its snapshot is already published, so they are not found
+        again by comparing snapshots)."""
         at = datetime.fromtimestamp(snap.checked_at or time.time(), tz=UTC)
-        return registry.events().save([
+        rows = self._unsaved + [
             EventRow(cluster=self.cluster, at=at, kind=c.kind, severity=c.severity, message=c.message,
                      topic=c.topic, partition=c.partition, broker=c.broker, details=c.details)
             for c in changes
-        ])
+        ]
+        if not rows:
+            return []
+        try:
+            saved = registry.events().save(rows)
+        except Exception:  # noqa: BLE001 - the database down: the live console goes on, the events wait
+            if len(rows) > UNSAVED_LIMIT:
+                log.error("the database refused events of %s for long: the oldest %d are dropped", self.cluster,
+                          len(rows) - UNSAVED_LIMIT)
+                rows = rows[-UNSAVED_LIMIT:]
+            if not self._unsaved:
+                log.warning("cannot save the events of %s; kept for the next cycle", self.cluster, exc_info=True)
+            self._unsaved = rows
+            return []
+        if self._unsaved:
+            log.warning("saved %d events of %s the database had refused", len(self._unsaved), self.cluster)
+        self._unsaved = []
+        return saved
 
     def announce(self, events: list[dict[str, Any]]) -> None:
         """Broadcast events saved after the update that carried their snapshot went out (not while

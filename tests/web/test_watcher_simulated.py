@@ -159,3 +159,44 @@ def test_a_cycle_publishes_its_snapshot_before_writing_its_events_and_then_annou
     saved = Event.objects.filter(cluster="sim-test").order_by("id")[before:]
     assert [e["id"] for e in added["events"]] == [e.id for e in saved]
     assert any(e["kind"] == "leader_change" and e["topic"] == name for e in added["events"])
+
+
+def test_events_the_database_refuses_are_saved_with_the_next_cycle_and_the_version_moves_on(
+        watcher: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The snapshot goes out before its events are written: a database that refuses them must
+    neither lose them nor make the next cycle publish the same version number again."""
+    from console.watcher import registry
+
+    w, model, _gw = watcher
+    events = registry.events()
+    save = events.save
+    refuse = [True]
+
+    def flaky(rows: Any) -> Any:
+        if refuse[0]:
+            raise RuntimeError("database is down")
+        return save(rows)
+
+    monkeypatch.setattr(events, "save", flaky)
+
+    def move(index: int) -> str:
+        name = model.names[index]
+        with model.lock:
+            part = model.topics[name][0]
+            part[0] = next(r for r in part[2] if r != part[0])
+            model.topic_versions[name] = model.version = model.version + 1
+        return name
+
+    before = Event.objects.filter(cluster="sim-test", kind="leader_change").count()
+    first = move(1)
+    snap, _ = w.cycle()  # no exception: published, events kept
+    version = snap.version
+    assert store.load("sim-test").version == version  # type: ignore[union-attr]
+    second = move(2)
+    snap, _ = w.cycle()  # refused again: both kept
+    assert snap.version == version + 1
+    refuse[0] = False
+    snap, _ = w.cycle()
+    topics = list(Event.objects.filter(cluster="sim-test", kind="leader_change").order_by("id")
+                  .values_list("topic", flat=True))[before:]
+    assert topics == [first, second]
