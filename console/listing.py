@@ -85,7 +85,7 @@ _ROW_HTML_OF: dict[int, tuple[dict[str, Any], str, str, str]] = {}  # id(row) ->
 ROW_HTML_CACHE = 20_000  # rendered rows kept per process (a page shows 50; live fragments re-render them)
 
 
-def rendered_rows(template: str, cluster: str, name: str, rows: list[dict[str, Any]]) -> list[str]:
+def rendered_rows(template: str, cluster: str, name: str, rows: list[dict[str, Any]], kept: bool = True) -> list[str]:
     """Each row rendered by `template` (context: `cluster`, and the row as `name`), from a per-process
     cache keyed by the row's content: a row that did not change since it was last shown costs a
     dict lookup instead of the template engine (most of a list page's time)."""
@@ -104,9 +104,10 @@ def rendered_rows(template: str, cluster: str, name: str, rows: list[dict[str, A
             if len(_ROW_HTML) >= ROW_HTML_CACHE:
                 _ROW_HTML.clear()
             html = _ROW_HTML[key] = render_to_string(template, {"cluster": cluster, name: row})
-        if len(_ROW_HTML_OF) >= ROW_HTML_CACHE:
-            _ROW_HTML_OF.clear()
-        _ROW_HTML_OF[id(row)] = (row, template, cluster, html)
+        if kept:  # (`kept=False`: a row made for this request only, never seen again by identity)
+            if len(_ROW_HTML_OF) >= ROW_HTML_CACHE:
+                _ROW_HTML_OF.clear()
+            _ROW_HTML_OF[id(row)] = (row, template, cluster, html)
         out.append(html)
     return out
 

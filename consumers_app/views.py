@@ -31,7 +31,7 @@ def groups_context(live: Live, params: dict[str, Any]) -> dict[str, Any]:
     rows_html = listing.rendered_rows("consumers_app/_group_row.html", live.cluster, "g", page.rows) if page else []
     # The column heads (links that keep the query) and the rows come from the rendered-row cache.
     head_html = listing.rendered_rows("consumers_app/_groups_head.html", live.cluster, "head",
-                                      [{"params": params, "sorts": services.SORTS}])[0]
+                                      [{"params": params, "sorts": services.SORTS}], kept=False)[0]
     return {"live": live, "groups": page, "params": params, "sorts": services.SORTS, "states": services.STATES,
             "kinds": services.KINDS, "rows_html": rows_html, "head_html": head_html}
 
@@ -45,7 +45,7 @@ def groups(request: HttpRequest, cluster: str) -> HttpResponse:
     params = list_params(request.GET)
     live = live_snapshot(cluster)
     busiest = listing.rendered_rows("consumers_app/_busiest.html", cluster, "busiest",
-                                    [{"rows": services.most_rebalancing(cluster)}])[0]
+                                    [{"rows": services.most_rebalancing(cluster)}], kept=False)[0]
     return render(request, "consumers_app/groups.html", {**groups_context(live, params), "view": "groups",
                                                          "busiest_html": busiest})
 
