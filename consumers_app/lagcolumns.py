@@ -4,8 +4,10 @@ many windows at once; pure, no I/O.
 At 300,000 partitions and 50,000 groups the watcher keeps about 1.5 million windows. As Python
 objects (a window, two lists, ten `Commit`s) they took about 3 KB each, 4 GB in all, and recording
 and judging the 900,000 that change between two samples took seconds of one core. Here a window is
-one row of three (rows x size) arrays, 240 bytes at the default size, and a sample records and
-judges every changed window in a few array operations.
+one row of three (rows x size) arrays, 200 bytes at the default size, and a sample records and
+judges every changed window in a few array operations. An entry's time is kept as the 4-byte number
+of its sample (`Stamps`): every entry a sample records has that sample's time, so 8 bytes per entry
+were spent on a few distinct values (60 MB of windows and 72 MB of time tables at that scale).
 
 The rows of a group are a block handed out once per set of partitions (`rows_of`): the group's
 (topic, partition) tuple is the key, so no per-partition key is kept. Entries are left-aligned: a
@@ -19,7 +21,7 @@ Only a full window is judged (`DEFAULT_MIN_FULLNESS` = 1.0, as the watcher uses 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -53,6 +55,58 @@ Rows = npt.NDArray[np.int64]
 CHUNK = 1 << 16
 TopicPartition = tuple[str, int]
 _INT_MIN = np.iinfo(np.int64).min
+Entries = npt.NDArray[np.int32]  # (rows x size) stamps: each entry's sample, by number
+
+
+class Stamps:
+    """The times of the samples the entries of a set of columns hold, each by a 4-byte number.
+    Number 0 is time 0.0, what an entry never written holds. When the numbers run out, the ones no
+    entry holds any more are given back (`compact`, by the columns, which know their entries) and
+    the rest renumbered in order; the room doubles when more than half are still held."""
+
+    CAPACITY = 1024  # numbers to start with (tests make it small, to renumber often)
+
+    def __init__(self) -> None:
+        self.at = np.zeros(max(2, self.CAPACITY), np.float64)
+        self.n = 1
+        self._last: tuple[float, int] = (0.0, 0)
+
+    def of(self, at: float, compact: Callable[[], None]) -> int:
+        """The number of the sample at `at` (a new one unless it is the last one given)."""
+        if self._last[0] == at and self._last[1]:
+            return self._last[1]
+        if self.n == len(self.at):
+            compact()
+            if self.n > len(self.at) // 2:
+                self.at = np.concatenate([self.at, np.zeros(len(self.at), np.float64)])
+        number = self.n
+        self.at[number] = at
+        self.n += 1
+        self._last = (at, number)
+        return number
+
+    def renumber(self, entries: Entries, held: npt.NDArray[np.bool_]) -> None:
+        """Give back the numbers no `held` entry of `entries` has; the others keep their order
+        (in place, a block of rows at a time: the columns hold millions of entries)."""
+        used = np.zeros(self.n, np.bool_)
+        used[0] = True
+        for i in range(0, len(entries), CHUNK):
+            used[entries[i:i + CHUNK][held[i:i + CHUNK]]] = True
+        kept = np.flatnonzero(used)
+        new_of = np.zeros(self.n, np.int32)
+        new_of[kept] = np.arange(len(kept), dtype=np.int32)
+        for i in range(0, len(entries), CHUNK):
+            block = entries[i:i + CHUNK]
+            block[...] = np.where(held[i:i + CHUNK], new_of[block], 0)
+        self.at[:len(kept)] = self.at[kept]
+        self.at[len(kept):] = 0.0
+        self.n = len(kept)
+        self._last = (0.0, 0)
+
+
+def _held(count: npt.NDArray[np.int64], size: int) -> npt.NDArray[np.bool_]:
+    """Which entries of each row are written (the first `count` of it)."""
+    return np.arange(size)[None, :] < count[:, None]
 
 
 class WindowColumns:
@@ -63,7 +117,8 @@ class WindowColumns:
         self.min_distance = min_distance
         self.offsets = np.zeros((capacity, size), np.int64)
         self.ends = np.zeros((capacity, size), np.int64)
-        self.times = np.zeros((capacity, size), np.float64)
+        self.stamps: Entries = np.zeros((capacity, size), np.int32)  # each entry's time, by number (`clock`)
+        self.clock = Stamps()
         self.count = np.zeros(capacity, np.int64)
         self.latest_end = np.zeros(capacity, np.int64)
         self._used = 0  # rows below this were handed out at some time
@@ -104,15 +159,15 @@ class WindowColumns:
         """Room for `windows` windows in all, so that a large first sample does not leave the
         columns up to half empty (growing by half as rows are handed out one by one)."""
         if windows > len(self.count):
-            self.offsets, self.ends, self.times, self.count, self.latest_end = _grown(
-                self.offsets, self.ends, self.times, self.count, self.latest_end, to=windows + max(1024, windows // 50))
+            self.offsets, self.ends, self.stamps, self.count, self.latest_end = _grown(
+                self.offsets, self.ends, self.stamps, self.count, self.latest_end, to=windows + max(1024, windows // 50))
 
     def _allocate(self) -> int:
         if self._free:
             return self._free.pop()
         if self._used == len(self.count):
-            self.offsets, self.ends, self.times, self.count, self.latest_end = _grown(
-                self.offsets, self.ends, self.times, self.count, self.latest_end)
+            self.offsets, self.ends, self.stamps, self.count, self.latest_end = _grown(
+                self.offsets, self.ends, self.stamps, self.count, self.latest_end)
         self._used += 1
         return self._used - 1
 
@@ -126,15 +181,24 @@ class WindowColumns:
     def record(self, rows: Rows, committed: npt.NDArray[np.int64], end: npt.NDArray[np.int64], at: float,
                committing: npt.NDArray[np.bool_]) -> None:
         """`PartitionWindow.record(committed[i], end[i], at, committing[i])` for each row (rows distinct)."""
+        stamp = self.clock.of(at, self._compact)
         for i in range(0, len(rows), CHUNK):
-            self._record(rows[i:i + CHUNK], committed[i:i + CHUNK], end[i:i + CHUNK], at, committing[i:i + CHUNK])
+            self._record(rows[i:i + CHUNK], committed[i:i + CHUNK], end[i:i + CHUNK], at, stamp, committing[i:i + CHUNK])
 
-    def _record(self, rows: Rows, committed: npt.NDArray[np.int64], end: npt.NDArray[np.int64], at: float,
+    @property
+    def times(self) -> npt.NDArray[np.float64]:
+        """Each entry's time (a copy: to read)."""
+        return self.clock.at[self.stamps]
+
+    def _compact(self) -> None:
+        self.clock.renumber(self.stamps, _held(self.count, self.size))
+
+    def _record(self, rows: Rows, committed: npt.NDArray[np.int64], end: npt.NDArray[np.int64], at: float, stamp: int,
                 committing: npt.NDArray[np.bool_]) -> None:
         n = self.count[rows]
         has = n > 0
         last = np.maximum(n - 1, 0)
-        last_at = self.times[rows, last]
+        last_at = self.clock.at[self.stamps[rows, last]]
         last_offset = self.offsets[rows, last]
         kept = ~(has & (at < last_at))  # an observation older than the last entry is dropped
         self.latest_end[rows[kept]] = end[kept]
@@ -148,7 +212,7 @@ class WindowColumns:
         if not append.any():
             return
         _append(rows[append], n[append], self.count, self.size,
-                [(self.offsets, committed[append]), (self.ends, end[append]), (self.times, at)])
+                [(self.offsets, committed[append]), (self.ends, end[append]), (self.stamps, stamp)])
 
     def status(self, rows: Rows, now: float, allowed_lag: int = 0) -> npt.NDArray[np.int8]:
         """`evaluate_partition(window, now, allowed_lag)` of each row, as codes (STATUS_NAMES)."""
@@ -159,7 +223,7 @@ class WindowColumns:
         if not full.any():
             return out
         fr = rows[full]
-        off, ends, times = self.offsets[fr], self.ends[fr], self.times[fr]
+        off, ends, times = self.offsets[fr], self.ends[fr], self.clock.at[self.stamps[fr]]
         lag = np.maximum(ends - off, 0)
         last_offset = off[:, -1]
         behind = np.maximum(self.latest_end[fr] - last_offset, 0) > allowed_lag  # rule 2
@@ -178,7 +242,8 @@ class WindowColumns:
     def window(self, row: int) -> PartitionWindow:
         """One row as a PartitionWindow (to read, or to compare with the reference)."""
         n = int(self.count[row])
-        offsets, ends, times = self.offsets[row, :n].tolist(), self.ends[row, :n].tolist(), self.times[row, :n].tolist()
+        offsets, ends = self.offsets[row, :n].tolist(), self.ends[row, :n].tolist()
+        times = self.clock.at[self.stamps[row, :n]].tolist()
         return PartitionWindow(
             size=self.size, min_distance=self.min_distance,
             commits=[Commit(o, t, max(0, e - o)) for o, t, e in zip(offsets, times, ends, strict=True)],
@@ -186,7 +251,7 @@ class WindowColumns:
 
 
 def _append(rows: Rows, n: Rows, count: Rows, size: int,
-            columns: list[tuple[npt.NDArray[np.int64] | npt.NDArray[np.float64], npt.NDArray[np.int64] | float]]) -> None:
+            columns: list[tuple[npt.NDArray[np.int64] | Entries, npt.NDArray[np.int64] | int]]) -> None:
     """A new newest entry in each of `rows` (holding `n` entries): `value` into each column, after
     the others where there is room, else with the oldest shifted out."""
     room = n < size
@@ -225,7 +290,8 @@ class TimeColumns:
         self.limit = limit
         self.forget_after = forget_after
         self.offsets = np.zeros((capacity, limit), np.int64)
-        self.times = np.zeros((capacity, limit), np.float64)
+        self.stamps: Entries = np.zeros((capacity, limit), np.int32)  # each point's time, by number (`clock`)
+        self.clock = Stamps()
         self.count = np.zeros(capacity, np.int64)
         self.last_seen = np.full(capacity, np.inf)  # when each row's partition was last added (inf: free)
         self.index: dict[TopicPartition, int] = {}
@@ -252,8 +318,8 @@ class TimeColumns:
             new = [tp for tp in keys if tp not in index]
             needed = len(self._partition_of) + len(new) - len(self._free)
             if needed > len(self.count):  # (room for them all at once, not half again as much)
-                self.offsets, self.times, self.count, self.last_seen = _grown(
-                    self.offsets, self.times, self.count, self.last_seen, to=needed + max(1024, needed // 50))
+                self.offsets, self.stamps, self.count, self.last_seen = _grown(
+                    self.offsets, self.stamps, self.count, self.last_seen, to=needed + max(1024, needed // 50))
             for tp in new:
                 index[tp] = self._allocate(tp)
             self._keys, self._rows = keys, np.fromiter((index[tp] for tp in keys), np.int64, len(keys))
@@ -262,21 +328,30 @@ class TimeColumns:
         if (self.last_seen < at - self.forget_after).any():
             self._forget(at)
         values = np.fromiter(ends.values(), np.int64, len(keys))
+        stamp = self.clock.of(at, self._compact)
         n = self.count[rows]
         has = n > 0
         last = np.maximum(n - 1, 0)
-        newest_at = self.times[rows, last]
+        newest_at = self.clock.at[self.stamps[rows, last]]
         newest = self.offsets[rows, last]
         # Rejected: not newer than the newest point, or an offset below it.
         ok = ~has | ((at > newest_at) & (values >= newest))
         # A flat run keeps only its first and last point: the last moves forward in time.
         update = ok & (n > 1) & (self.offsets[rows, np.maximum(n - 2, 0)] == values) & (newest == values)
         if update.any():
-            self.times[rows[update], last[update]] = at
+            self.stamps[rows[update], last[update]] = stamp
         append = ok & ~update
         if not append.any():
             return
-        _append(rows[append], n[append], self.count, self.limit, [(self.offsets, values[append]), (self.times, at)])
+        _append(rows[append], n[append], self.count, self.limit, [(self.offsets, values[append]), (self.stamps, stamp)])
+
+    @property
+    def times(self) -> npt.NDArray[np.float64]:
+        """Each point's time (a copy: to read)."""
+        return self.clock.at[self.stamps]
+
+    def _compact(self) -> None:
+        self.clock.renumber(self.stamps, _held(self.count, self.limit))
 
     def time_lag(self, rows: Rows, committed: npt.NDArray[np.int64], now: float) -> npt.NDArray[np.float64]:
         """`time_lag(table, committed[i], now)` for the table in each row; NaN where that is None
@@ -288,7 +363,7 @@ class TimeColumns:
         known = rows >= 0
         r, x = rows[known], committed[known]
         n = self.count[r]
-        offsets, times = self.offsets, self.times
+        offsets, stamps, at = self.offsets, self.stamps, self.clock.at
         last = np.maximum(n - 1, 0)
         exact = (n > 0) & (offsets[r, last] == x)
         # k: the points with this offset or a smaller one (a table's offsets never go down), found by
@@ -313,7 +388,7 @@ class TimeColumns:
         left = np.where(between, k - 1, 0)
         right = np.where(between, k, last)
         lo_offset, ro = offsets[r, left], offsets[r, right]
-        lt, rt = times[r, left], times[r, right]
+        lt, rt = at[stamps[r, left]], at[stamps[r, right]]
         flat = ro == lo_offset
         with np.errstate(divide="ignore", invalid="ignore"):
             predicted = np.where(flat, np.where(x < lo_offset, lt, np.inf),
@@ -331,7 +406,7 @@ class TimeColumns:
             return row
         row = len(self._partition_of)
         if row == len(self.count):
-            self.offsets, self.times, self.count, self.last_seen = _grown(self.offsets, self.times, self.count, self.last_seen)
+            self.offsets, self.stamps, self.count, self.last_seen = _grown(self.offsets, self.stamps, self.count, self.last_seen)
         self._partition_of.append(tp)
         return row
 

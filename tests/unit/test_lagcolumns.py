@@ -19,6 +19,8 @@ def test_columns_record_and_judge_exactly_as_the_reference_windows(seed, monkeyp
     rng = random.Random(seed)
     if seed % 2:  # in chunks of a few rows, as 1.5 million windows are
         monkeypatch.setattr(lagcolumns, "CHUNK", rng.choice([1, 2, 3]))
+    if seed % 3 == 0:  # room for a few sample numbers: they are given back and renumbered all the time
+        monkeypatch.setattr(lagcolumns.Stamps, "CAPACITY", rng.choice([2, 3]))
     size = rng.choice([2, 3, 4, 10])
     cols = WindowColumns(size=size, min_distance=1.0, capacity=2)  # small: grows while recording
     n = rng.randint(1, 12)
@@ -110,6 +112,8 @@ def test_time_columns_add_and_interpolate_exactly_as_the_reference_tables(seed, 
     rng = random.Random(seed)
     if seed % 2:  # interpolated in chunks of a few rows, as 1.5 million are
         monkeypatch.setattr(lagcolumns, "CHUNK", rng.choice([1, 2, 3]))
+    if seed % 3 == 0:  # room for a few sample numbers: they are given back and renumbered all the time
+        monkeypatch.setattr(lagcolumns.Stamps, "CAPACITY", rng.choice([2, 3]))
     limit = rng.choice([2, 3, 5, 60])
     forget_after = rng.choice([4.0, 1e9])  # partitions unlisted for longer lose their tables
     cols = TimeColumns(limit=limit, capacity=1, forget_after=forget_after)
@@ -183,3 +187,26 @@ def test_a_partition_unlisted_for_long_loses_its_table_and_its_row_goes_to_a_new
     assert cols.count[row_a] == 1 and cols.offsets[row_a, 0] == 1
     lag = cols.time_lag(np.array([row_a, cols.row(("b", 0))]), np.array([1, 9]), 120.0)
     assert lag[0] == 0.0 and lag[1] == 11.0
+
+
+def test_sample_numbers_are_given_back_so_their_room_stays_bounded(monkeypatch):
+    """Entries keep their sample's time as a 4-byte number. Over 5,000 samples the numbers no entry
+    holds any more are given back: the room stays a few times what the entries hold, and every
+    entry's time is still the one it was recorded with."""
+    monkeypatch.setattr(lagcolumns.Stamps, "CAPACITY", 4)
+    windows = WindowColumns(size=3, min_distance=1.0, capacity=4)
+    tables = TimeColumns(limit=4, capacity=2)
+    rows = windows.rows_of("g", (("t", 0), ("t", 1)))
+    stopped = windows.rows_of("h", (("t", 2),))  # records once, then keeps its entry for good
+    windows.record(stopped, np.array([1]), np.array([1]), 50.0, np.array([True]))
+    for i in range(5000):
+        at = 100.0 + 2 * i
+        windows.record(rows, np.array([i, i]), np.array([i + 3, i + 5]), at, np.array([True, True]))
+        tables.add_all({("t", 0): i + 3, ("t", 1): 7}, at)  # ("t", 1) flat: its first point stays
+    assert windows.window(int(stopped[0])).commits[0].at == 50.0
+    assert [c.at for c in windows.window(int(rows[0])).commits] == [100.0 + 2 * i for i in range(4997, 5000)]
+    assert len(windows.clock.at) <= 16 and len(tables.clock.at) <= 16
+    row_a, row_b = tables.row(("t", 0)), tables.row(("t", 1))
+    assert tables.times[row_a, :4].tolist() == [100.0 + 2 * i for i in range(4996, 5000)]
+    assert tables.times[row_b, :2].tolist() == [100.0, 100.0 + 2 * 4999]
+    assert windows.stamps.dtype == np.int32 and tables.stamps.dtype == np.int32
