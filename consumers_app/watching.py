@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from operator import itemgetter
-from typing import Any, cast
+from typing import Any, TypeGuard, cast
 
 import numpy as np
 from django.conf import settings
@@ -30,6 +30,11 @@ from consumers_app.rebalance import Observation, Rebalance, RebalanceTracker
 
 def _behind(end: int, committed: int) -> int:
     return end - committed if end > committed else 0
+
+
+def _tuples(assignment: Any) -> TypeGuard[tuple[tuple[str, int], ...]]:
+    """A tuple of (topic, partition) tuples (as the sampler keeps them), to be shared as it is."""
+    return type(assignment) is tuple and all(type(a) is tuple for a in assignment)
 
 
 def _partition_of(key: str, tp_of: dict[str, tuple[str, int]]) -> tuple[str, int]:
@@ -215,8 +220,8 @@ class GroupEvaluation:
             members = cached[1]  # a state carried over: the same mapping (the tracker compares it by identity first)
         else:
             # (the sampler's assignments are tuples of the shared partition tuples)
-            members = {m.member_id: RbMember(m.client_id, m.host, frozenset(
-                a if type(a) is tuple else (a[0], int(a[1])) for a in m.assignment)) for m in g.members}
+            members = {m.member_id: RbMember(m.client_id, m.host, m.assignment if _tuples(m.assignment) else tuple(
+                (a[0], int(a[1])) for a in m.assignment)) for m in g.members}
             self._members_cache[g.group_id] = (g.members, members)
         ended += [(g.group_id, r) for r in tracker.observe(Observation(now, g.state, g.generation, members))]
 
