@@ -10,7 +10,8 @@ windows are columns (lagcolumns.py): one sample records and judges them in a few
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import sys
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from operator import itemgetter
 from typing import Any, TypeGuard, cast
@@ -39,7 +40,7 @@ def _tuples(assignment: Any) -> TypeGuard[tuple[tuple[str, int], ...]]:
 
 def _partition_of(key: str, tp_of: dict[str, tuple[str, int]]) -> tuple[str, int]:
     topic, _, part = key.rpartition(":")
-    tp = tp_of[key] = (topic, int(part))
+    tp = tp_of[key] = (sys.intern(topic), int(part))  # (one topic string for all its partitions: 20 MB at 300,000)
     return tp
 
 
@@ -52,10 +53,10 @@ class _Entries:
         self.offsets = offsets
         self.keys = list(offsets)
         self.tps = tuple([tp_of.get(key) or _partition_of(key, tp_of) for key in self.keys])
-        self.committed = list(offsets.values())
+        self.committed = tuple(offsets.values())
         # The end offsets of its partitions in one C call, to compare with the committed ones.
         self.getter = itemgetter(*self.tps) if self.tps else None
-        self.committed_key: Any = tuple(self.committed) if len(self.committed) != 1 else self.committed[0]
+        self.committed_key: Any = self.committed if len(self.committed) != 1 else self.committed[0]
         self.time_rows: list[int] | None = None  # each partition's row of the time tables, once all have one
         self.time_rows_of = -1  # ... as of this generation of the time tables
 
@@ -111,9 +112,9 @@ class GroupEvaluation:
         committing: list[bool] = []
         lengths: list[int] = []
         time_rows: list[int] = []  # the evaluated windows' partitions in the time tables
-        judged: list[tuple[GroupState, Any, list[str], list[int], list[int]]] = []  # evaluated groups, in batch order
+        judged: list[tuple[GroupState, Any, list[str], Sequence[int], list[int]]] = []  # evaluated groups, in batch order
         judged_rows = 0  # the evaluated groups' rows come first in the batch
-        later: list[tuple[list[int], list[int], bool]] = []  # the skipped groups' rows, recorded after
+        later: list[tuple[list[int], tuple[int, ...], bool]] = []  # the skipped groups' rows, recorded after
         for g in groups.values():
             last = before.get(g.group_id)
             entries = self._entries_of(g)
@@ -135,7 +136,7 @@ class GroupEvaluation:
             if None in looked_up:  # partitions without an end offset are left out of this sample
                 present = [i for i, e in enumerate(looked_up) if e is not None]
                 keys = [entries.keys[i] for i in present]
-                mine = [entries.committed[i] for i in present]
+                mine: Sequence[int] = [entries.committed[i] for i in present]
                 group_rows = [group_rows[i] for i in present]
                 found = [e for e in looked_up if e is not None]
                 time_rows += cast(list[int], self._time_tables.rows(entries.tps[i] for i in present))
@@ -153,10 +154,10 @@ class GroupEvaluation:
             lengths.append(len(group_rows))
             judged.append((g, was, keys, mine, found))
         judged_rows = len(rows)
-        for group_rows, mine, can_commit in later:
+        for group_rows, caught_up, can_commit in later:
             rows += group_rows
-            committed += mine
-            end_offsets += mine  # caught up: the end offset is the committed one
+            committed += caught_up
+            end_offsets += caught_up  # caught up: the end offset is the committed one
             committing.append(can_commit)
             lengths.append(len(group_rows))
         if rows:

@@ -17,6 +17,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from operator import itemgetter
 from typing import Any
 
 from django.conf import settings
@@ -90,6 +91,21 @@ class PartitionNames:
             self._of = {}
 
 
+def _same_commits(getter: Callable[[Mapping[TopicPartition, int]], Any] | None, answer: Mapping[TopicPartition, int],
+                  offsets: Mapping[str, int]) -> bool:
+    """Whether a group's committed offsets as the gateway answered (by partition) are the ones of
+    its state (by key, in the order `getter` reads the answer)."""
+    if len(answer) != len(offsets):
+        return False
+    if getter is None:
+        return True  # (both empty)
+    try:
+        found = getter(answer)
+    except KeyError:
+        return False
+    return bool(found == (tuple(offsets.values()) if len(offsets) != 1 else next(iter(offsets.values()))))
+
+
 class Sampler:
     def __init__(self, cluster: str, gateway: ClusterGateway, incremental: bool, emit: EmitEvents) -> None:
         self.cluster = cluster
@@ -103,7 +119,8 @@ class Sampler:
         self.times: deque[float] = deque(maxlen=100)  # seconds per pass
         self._next_sizes = 0.0
         self._last: Sample | None = None
-        self._group_cache: dict[str, tuple[Any, Any, Any, GroupState]] = {}  # group -> (described, committed, share offsets, state)
+        # group -> (described, what reads its committed offsets, share offsets, state)
+        self._group_cache: dict[str, tuple[Any, Any, Any, GroupState]] = {}
         self.names = PartitionNames()
 
     def take(self, partitions: list[TopicPartition], live_brokers: list[int],
@@ -211,17 +228,21 @@ class Sampler:
         for g in described:
             mine, shares = committed.get(g.group_id, {}), share_offsets.get(g.group_id, {})
             last = self._group_cache.get(g.group_id)
-            if self.incremental and last is not None and last[0] == g and last[1] == mine and last[2] == shares:
+            if (self.incremental and last is not None and last[0] == g and _same_commits(last[1], mine, last[3].offsets)
+                    and last[2] == shares):
                 # Described and committed as the last pass saw it: the same state (its evaluation
                 # is renewed in place by the evaluator).
                 state = last[3]
-                g, mine, shares = last[0], last[1], last[2]  # (this pass's equal answers are let go)
+                g, getter, shares = last[0], last[1], last[2]  # (this pass's equal answers are let go)
             else:
                 # What is kept names its partitions with the shared tuples and keys.
                 g = replace(g, members=tuple(
                     replace(m, assignment=names.tps(m.assignment), target_assignment=None if m.target_assignment is None
                             else names.tps(m.target_assignment)) for m in g.members))
-                mine = {of(tp)[0]: o for tp, o in mine.items()}
+                ordered = [(of(tp), o) for tp, o in sorted(mine.items())]
+                # The next pass compares its answer with the state's offsets through this (the
+                # answer itself was kept for that: 58 MB of dicts at 50,000 groups).
+                getter = itemgetter(*[shared[0] for shared, _o in ordered]) if ordered else None
                 state = GroupState(
                     group_id=g.group_id,
                     state=g.state,
@@ -230,13 +251,13 @@ class Sampler:
                     assignor=g.assignor,
                     members=[MemberState(m.member_id, m.client_id, m.host, m.assignment, m.instance_id, m.epoch,
                                          m.target_assignment) for m in g.members],
-                    offsets={of(tp)[1]: o for tp, o in sorted(mine.items())},
+                    offsets={shared[1]: o for shared, o in ordered},
                     coordinator=g.coordinator,
                     generation=g.generation,
                     broker_lag={of(tp)[1]: lag for tp, (_start, lag) in shares.items() if lag >= 0},
                     error=g.error,
                 )
             out[g.group_id] = state
-            cache[g.group_id] = (g, mine, shares, state)
+            cache[g.group_id] = (g, getter, shares, state)
         self._group_cache = cache
         return out
