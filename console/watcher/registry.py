@@ -49,9 +49,10 @@ class GroupEvaluator(Protocol):
     stats: dict[str, float | int]
 
     def evaluate(self, groups: dict[str, GroupState], before: Mapping[str, GroupState] | None,
-                 ends: Mapping[tuple[str, int], int], now: float) -> None:
+                 ends: Mapping[tuple[str, int], int], now: float, partitions: Mapping[str, tuple[str, int]] | None = None) -> None:
         """Set status, time lag and lag on `groups` from this sample (`before`: the last sample's
-        states, some of which may be the same objects, carried over)."""
+        states, some of which may be the same objects, carried over; `partitions`: the (topic,
+        partition) tuple each offsets key names, to be shared, where the caller keeps them)."""
 
 
 class SampleWriter(Protocol):
@@ -80,7 +81,7 @@ class _NoEvaluation:
         self.stats: dict[str, float | int] = {}
 
     def evaluate(self, groups: dict[str, GroupState], before: Mapping[str, GroupState] | None,
-                 ends: Mapping[tuple[str, int], int], now: float) -> None:
+                 ends: Mapping[tuple[str, int], int], now: float, partitions: Mapping[str, tuple[str, int]] | None = None) -> None:
         return None
 
 

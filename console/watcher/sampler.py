@@ -12,6 +12,7 @@ something carries the last complete answer for it.
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -66,10 +67,11 @@ class PartitionNames:
     partitions, and the gateway's answers are new objects at every pass. Cleared when it holds far
     more partitions than are in use (deleted topics), so it never grows without bound."""
 
-    __slots__ = ("_of",)
+    __slots__ = ("_of", "by_key")
 
     def __init__(self) -> None:
         self._of: dict[TopicPartition, tuple[TopicPartition, str]] = {}
+        self.by_key: dict[str, TopicPartition] = {}  # each key's tuple (for the evaluation, which shares them)
 
     def __len__(self) -> int:
         return len(self._of)
@@ -78,8 +80,10 @@ class PartitionNames:
         """The shared tuple and key of `tp`."""
         found = self._of.get(tp)
         if found is None:
-            tp = (tp[0], int(tp[1]))
+            # (one topic string for all its partitions: the gateway's answers hold one per partition)
+            tp = (sys.intern(tp[0]), int(tp[1]))
             found = self._of[tp] = (tp, f"{tp[0]}:{tp[1]}")
+            self.by_key[found[1]] = tp
         return found
 
     def tps(self, tps: tuple[TopicPartition, ...]) -> tuple[TopicPartition, ...]:
@@ -88,7 +92,7 @@ class PartitionNames:
 
     def bound(self, in_use: int) -> None:
         if len(self._of) > 2 * in_use + 100_000:
-            self._of = {}
+            self._of, self.by_key = {}, {}
 
 
 def _same_commits(getter: Callable[[Mapping[TopicPartition, int]], Any] | None, answer: Mapping[TopicPartition, int],
@@ -141,7 +145,8 @@ class Sampler:
         if now >= self._next_sizes:
             try:
                 self.requests += 1
-                sizes = self.gateway.log_dir_sizes(live_brokers)
+                of = self.names.of
+                sizes = {of(tp)[0]: replicas for tp, replicas in self.gateway.log_dir_sizes(live_brokers).items()}
                 self._next_sizes = now + settings.WATCHER_SIZES_INTERVAL
             except GatewayError:
                 log.info("could not read log dir sizes of %s", self.cluster)
@@ -151,7 +156,8 @@ class Sampler:
         if groups is not None:
             try:
                 evaluated = time.monotonic()
-                self.evaluator.evaluate(groups, last.groups if last is not None else None, results["latest"] or last_ends, now)
+                self.evaluator.evaluate(groups, last.groups if last is not None else None, results["latest"] or last_ends, now,
+                                        self.names.by_key)
                 groups_changed = self.evaluator.changed
                 self.group_stats.update(self.evaluator.stats)
                 self.group_stats["groups_evaluate_seconds"] = round(time.monotonic() - evaluated, 3)
@@ -166,8 +172,8 @@ class Sampler:
         except Exception:  # noqa: BLE001 - analytics must never stop the live console
             log.exception("writing analytics samples of %s failed", self.cluster)
         last_starts = last.starts if last is not None else {}
-        ends = {**last_ends, **results["latest"]}
-        starts = {**last_starts, **results["earliest"]}
+        ends = self._merged(last_ends, results["latest"])
+        starts = self._merged(last_starts, results["earliest"])
         rates = last.rates if last is not None else {}
         if last is not None and started > last.started:
             rates = produce_rates(last_ends, results["latest"], started - last.started)
@@ -191,6 +197,16 @@ class Sampler:
         self._last = sample
         self.times.append(time.time() - started)
         return sample
+
+    def _merged(self, last: Mapping[TopicPartition, int], new: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
+        """`last` updated with `new`, a partition new to it keyed by its shared tuple (the gateway's
+        keys are new tuples, with a topic string each, at every call: the end and start offsets held
+        one of each per partition, twice, and so did the watcher that took them in)."""
+        fresh = new.keys() - last.keys()
+        if not fresh:
+            return {**last, **new}
+        of = self.names.of
+        return {**last, **{of(tp)[0]: v for tp, v in new.items() if tp in fresh}, **new}
 
     def _poll_groups(self, brokers: int, partitions: int) -> dict[str, GroupState] | None:
         started = time.monotonic()
