@@ -24,7 +24,7 @@ RETRY_SECONDS = 300.0
 
 
 def build_records(cluster: str, time_s: float, ends: Mapping[tuple[str, int], int],
-                  sizes: Mapping[tuple[str, int], Mapping[int, int]] | None,
+                  sizes: Mapping[tuple[str, int], Mapping[Any, int]] | None,
                   groups: Mapping[str, GroupState] | None, skip: str = "") -> list[tuple[bytes, bytes]]:
     """One record per topic with end offsets this cycle, and one per (non-share) group when the groups
     were read this cycle; `sizes` is each replica's log size: the largest replica's is the partition's."""

@@ -43,6 +43,7 @@ from console.watcher.snapshot import (
     Snapshot,
     TopicBytes,
     TopicState,
+    broker_key,
     no_gc,
 )
 
@@ -198,18 +199,6 @@ def build_snapshot(
     )
 
 
-_BROKER_KEYS: dict[int, str] = {}
-
-
-def _broker_key(broker: int) -> str:
-    """A broker id as the snapshot's replica sizes key it: one string per broker, not one per
-    partition and replica (900,000 of them at 300,000 partitions)."""
-    key = _BROKER_KEYS.get(broker)
-    if key is None:
-        key = _BROKER_KEYS[broker] = str(broker)
-    return key
-
-
 def _indices(parts: list[PartitionState], numbers: Iterable[int]) -> list[int]:
     """The places in `parts` of the partitions numbered `numbers` (a partition's number is its place
     but where a topic's list says otherwise)."""
@@ -254,7 +243,7 @@ class ClusterWatcher:
         self._starts: Mapping[tuple[str, int], int] = {}
         self._ends: Mapping[tuple[str, int], int] = {}
         self._offsets_at: float | None = None
-        self._sizes: Mapping[tuple[str, int], dict[int, int]] = {}
+        self._sizes: Mapping[tuple[str, int], dict[str, int]] = {}  # as the snapshot keeps them (snapshot.replica_sizes)
         self._rates: Mapping[str, float] = {}
         self._min_isr: dict[str, int] = {}
         self._cycle_times: deque[float] = deque(maxlen=60)
@@ -266,7 +255,6 @@ class ClusterWatcher:
         self._snapshot_group_parts: Mapping[str, bytes] | None = None
         self._topic_groups_of: tuple[Any, dict[str, list[str]]] = (None, {})
         self._group_topics: dict[str, tuple[GroupState, list[str]]] = {}  # the topics each group state reads
-        self._sizes_converted: dict[tuple[str, int], tuple[dict[int, int], dict[str, int]]] = {}
         self._partitions_of: tuple[dict[str, TopicState] | None, list[tuple[str, int]]] = (None, [])  # what to sample, per topics
         self._topic_partitions: dict[str, tuple[TopicState, list[tuple[str, int]]]] = {}
         self.remote = RemoteSampler(cluster, incremental, remote_gateway, self.publisher.queue, self._sampler_restarted) \
@@ -481,9 +469,6 @@ class ClusterWatcher:
             snap.topic_groups = self._topic_groups_of[1]
         if at is None:
             return
-        converted = self._sizes_converted  # each partition's sizes as the snapshot keeps them, while the same
-        if len(converted) > 2 * len(sizes) + 1000:  # (partitions gone)
-            converted = self._sizes_converted = {k: v for k, v in converted.items() if k in sizes}
         for name, t in list(snap.topics.items()):
             carried = name in reused  # the previous snapshot's object: changed only as a copy
             if carried and name not in dirty:
@@ -505,12 +490,9 @@ class ClusterWatcher:
                 end, start = ends.get(key, p.end_offset), starts.get(key, p.start_offset)
                 replica_sizes, size = p.replica_sizes, p.size
                 replicas = sizes.get(key)
-                if replicas is not None:
-                    known = converted.get(key)
-                    if known is None or (known[0] is not replicas and known[0] != replicas):
-                        known = converted[key] = (replicas, {_broker_key(b): n for b, n in sorted(replicas.items())})
-                    replica_sizes = known[1]
-                    size = replicas.get(p.leader, max(replicas.values()))
+                if replicas is not None:  # (the sample's own mapping, kept by the partition: one per partition)
+                    replica_sizes = replicas
+                    size = replicas.get(broker_key(p.leader), max(replicas.values())) if p.leader is not None else max(replicas.values())
                 if end == p.end_offset and start == p.start_offset and size == p.size and replica_sizes == p.replica_sizes:
                     continue
                 if carried:

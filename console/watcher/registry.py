@@ -60,7 +60,7 @@ class SampleWriter(Protocol):
     seconds: float  # spent writing so far
     refused: str | None  # why the cluster refuses the samples, while it does
 
-    def write(self, time_s: float, ends: Mapping[tuple[str, int], int], sizes: Mapping[tuple[str, int], Mapping[int, int]] | None,
+    def write(self, time_s: float, ends: Mapping[tuple[str, int], int], sizes: Mapping[tuple[str, int], Mapping[str, int]] | None,
               groups: Mapping[str, GroupState] | None, brokers: int) -> str | None:
         """Write this sample; a sentence when the cluster refused it (raised once as an event)."""
 
@@ -90,7 +90,7 @@ class _NoSamples:
         self.records, self.seconds = 0, 0.0
         self.refused: str | None = None
 
-    def write(self, time_s: float, ends: Mapping[tuple[str, int], int], sizes: Mapping[tuple[str, int], Mapping[int, int]] | None,
+    def write(self, time_s: float, ends: Mapping[tuple[str, int], int], sizes: Mapping[tuple[str, int], Mapping[str, int]] | None,
               groups: Mapping[str, GroupState] | None, brokers: int) -> str | None:
         return None
 

@@ -27,7 +27,7 @@ from console.gateway.client import ClusterGateway
 from console.gateway.errors import GatewayError
 from console.watcher import registry
 from console.watcher.registry import EmitEvents, EventRow
-from console.watcher.snapshot import GroupState, MemberState
+from console.watcher.snapshot import GroupState, MemberState, replica_sizes
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +50,7 @@ class Sample:
     started: float  # when it was asked for: what it is stamped with (a change noted before it is in it)
     ends: Mapping[TopicPartition, int]  # every end offset known: this pass's over the last ones
     starts: Mapping[TopicPartition, int]
-    sizes: Mapping[TopicPartition, dict[int, int]] | None  # log-dir sizes per replica, when read this pass
+    sizes: Mapping[TopicPartition, dict[str, int]] | None  # log-dir sizes per replica (snapshot.replica_sizes)
     rates: Mapping[str, float]  # messages per second per topic
     groups: dict[str, GroupState] | None  # None when the groups could not be read
     groups_changed: bool  # the evaluation changed a group state it carried over
@@ -146,7 +146,7 @@ class Sampler:
             try:
                 self.requests += 1
                 of = self.names.of
-                sizes = {of(tp)[0]: replicas for tp, replicas in self.gateway.log_dir_sizes(live_brokers).items()}
+                sizes = {of(tp)[0]: replica_sizes(replicas) for tp, replicas in self.gateway.log_dir_sizes(live_brokers).items()}
                 self._next_sizes = now + settings.WATCHER_SIZES_INTERVAL
             except GatewayError:
                 log.info("could not read log dir sizes of %s", self.cluster)

@@ -51,7 +51,7 @@ class SampleDelta:
     started: float
     ends: dict[TopicPartition, int]
     starts: dict[TopicPartition, int]
-    sizes: dict[TopicPartition, dict[int, int]] | None  # None: not read this pass
+    sizes: dict[TopicPartition, dict[str, int]] | None  # None: not read this pass
     rates: Mapping[str, float]
     groups: dict[str, tuple[bytes, list[str]]] | None  # of each group that changed: its JSON, the topics it reads;
     # None: the groups could not be read
@@ -119,7 +119,7 @@ class DeltaMerger:
     def __init__(self) -> None:
         self.ends: dict[TopicPartition, int] = {}
         self.starts: dict[TopicPartition, int] = {}
-        self.sizes: dict[TopicPartition, dict[int, int]] | None = None
+        self.sizes: dict[TopicPartition, dict[str, int]] | None = None
         self.group_parts: dict[str, bytes] | None = None
         self.group_topics: dict[str, list[str]] = {}
         self.rates: Mapping[str, float] = {}

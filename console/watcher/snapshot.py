@@ -6,7 +6,7 @@ Pages and the API read a Snapshot instead of asking Kafka, so a page costs Kafka
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
@@ -172,6 +172,24 @@ class GroupState:
 
 
 CONTENT_OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_SORT_KEYS
+
+_BROKER_KEYS: dict[int, str] = {}
+
+
+def broker_key(broker: int) -> str:
+    """A broker id as the snapshot's replica sizes key it: one string per broker, not one per
+    partition and replica (900,000 of them at 300,000 partitions)."""
+    key = _BROKER_KEYS.get(broker)
+    if key is None:
+        key = _BROKER_KEYS[broker] = str(broker)
+    return key
+
+
+def replica_sizes(sizes: Mapping[int, int]) -> dict[str, int]:
+    """One partition's log size per replica (as the gateway gives it, by broker id) as a
+    PartitionState keeps it: by broker key, in broker order. The sampler makes them so, and the
+    snapshot keeps the sample's own mapping: one per partition, not a copy next to it."""
+    return {broker_key(b): n for b, n in sorted(sizes.items())}
 
 
 def kept_json(obj: Any, option: int = CONTENT_OPTIONS) -> bytes:

@@ -200,3 +200,24 @@ def test_events_the_database_refuses_are_saved_with_the_next_cycle_and_the_versi
     topics = list(Event.objects.filter(cluster="sim-test", kind="leader_change").order_by("id")
                   .values_list("topic", flat=True))[before:]
     assert topics == [first, second]
+
+
+def test_a_partitions_replica_sizes_are_the_samples_own_mapping(watcher: Any) -> None:
+    """Each partition's replica sizes, by broker key and in broker order, are the mapping the sample
+    brought (one per partition, not a copy next to it), and its size is its leader's."""
+    w, model, gw = watcher
+    taken: list[Any] = []
+    merge = w.merge
+    w.merge = lambda sample: (taken.append(sample), merge(sample))
+    w.sampler._next_sizes = 0.0  # (sizes are read again at this pass)
+    w.sample_offsets()
+    snap, _ = w.cycle()
+    sample = taken[-1]
+    assert sample.sizes
+    answered = gw.log_dir_sizes([b.id for b in model.brokers])
+    for t in snap.topics.values():
+        for p in t.partitions:
+            held = p.replica_sizes
+            assert held is sample.sizes[(t.name, p.partition)]
+            assert list(held.items()) == [(str(b), n) for b, n in sorted(answered[(t.name, p.partition)].items())]
+            assert p.size == held.get(str(p.leader), max(held.values()))
