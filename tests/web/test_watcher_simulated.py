@@ -208,7 +208,12 @@ def test_a_partitions_replica_sizes_are_the_samples_own_mapping(watcher: Any) ->
     w, model, gw = watcher
     taken: list[Any] = []
     merge = w.merge
-    w.merge = lambda sample: (taken.append(sample), merge(sample))
+
+    def merging(sample: Any) -> None:
+        taken.append(sample)
+        merge(sample)
+
+    w.merge = merging
     w.sampler._next_sizes = 0.0  # (sizes are read again at this pass)
     w.sample_offsets()
     snap, _ = w.cycle()
