@@ -4,10 +4,11 @@ many windows at once; pure, no I/O.
 At 300,000 partitions and 50,000 groups the watcher keeps about 1.5 million windows. As Python
 objects (a window, two lists, ten `Commit`s) they took about 3 KB each, 4 GB in all, and recording
 and judging the 900,000 that change between two samples took seconds of one core. Here a window is
-one row of three (rows x size) arrays, 200 bytes at the default size, and a sample records and
+one row of three (rows x size) arrays, 160 bytes at the default size, and a sample records and
 judges every changed window in a few array operations. An entry's time is kept as the 4-byte number
 of its sample (`Stamps`): every entry a sample records has that sample's time, so 8 bytes per entry
-were spent on a few distinct values (60 MB of windows and 72 MB of time tables at that scale).
+were spent on a few distinct values (60 MB of windows and 72 MB of time tables at that scale). Its
+end offset is kept as its distance from the entry's offset, in 4 bytes while all fit (60 MB more).
 
 The rows of a group are a block handed out once per set of partitions (`rows_of`): the group's
 (topic, partition) tuple is the key, so no per-partition key is kept. Entries are left-aligned: a
@@ -55,6 +56,7 @@ Rows = npt.NDArray[np.int64]
 CHUNK = 1 << 16
 TopicPartition = tuple[str, int]
 _INT_MIN = np.iinfo(np.int64).min
+_INT32 = np.iinfo(np.int32)
 Entries = npt.NDArray[np.int32]  # (rows x size) stamps: each entry's sample, by number
 
 
@@ -116,7 +118,9 @@ class WindowColumns:
         self.size = size
         self.min_distance = min_distance
         self.offsets = np.zeros((capacity, size), np.int64)
-        self.ends = np.zeros((capacity, size), np.int64)
+        # Each entry's end offset as its distance from the entry's offset (end - offset), in 4 bytes
+        # while every distance fits (8 from the first that does not: `_fit`).
+        self.gaps: npt.NDArray[np.int32] | npt.NDArray[np.int64] = np.zeros((capacity, size), np.int32)
         self.stamps: Entries = np.zeros((capacity, size), np.int32)  # each entry's time, by number (`clock`)
         self.clock = Stamps()
         self.count = np.zeros(capacity, np.int64)
@@ -159,15 +163,15 @@ class WindowColumns:
         """Room for `windows` windows in all, so that a large first sample does not leave the
         columns up to half empty (growing by half as rows are handed out one by one)."""
         if windows > len(self.count):
-            self.offsets, self.ends, self.stamps, self.count, self.latest_end = _grown(
-                self.offsets, self.ends, self.stamps, self.count, self.latest_end, to=windows + max(1024, windows // 50))
+            self.offsets, self.gaps, self.stamps, self.count, self.latest_end = _grown(
+                self.offsets, self.gaps, self.stamps, self.count, self.latest_end, to=windows + max(1024, windows // 50))
 
     def _allocate(self) -> int:
         if self._free:
             return self._free.pop()
         if self._used == len(self.count):
-            self.offsets, self.ends, self.stamps, self.count, self.latest_end = _grown(
-                self.offsets, self.ends, self.stamps, self.count, self.latest_end)
+            self.offsets, self.gaps, self.stamps, self.count, self.latest_end = _grown(
+                self.offsets, self.gaps, self.stamps, self.count, self.latest_end)
         self._used += 1
         return self._used - 1
 
@@ -207,12 +211,26 @@ class WindowColumns:
         if replace.any():
             r, i = rows[replace], last[replace]
             self.offsets[r, i] = committed[replace]
-            self.ends[r, i] = end[replace]
+            gaps = self._fit(end[replace] - committed[replace])  # (first: it may replace the column)
+            self.gaps[r, i] = gaps
         append = kept & ~noted & ~replace
         if not append.any():
             return
+        gaps = self._fit(end[append] - committed[append])  # (first: it may replace the column)
         _append(rows[append], n[append], self.count, self.size,
-                [(self.offsets, committed[append]), (self.ends, end[append]), (self.stamps, stamp)])
+                [(self.offsets, committed[append]), (self.gaps, gaps), (self.stamps, stamp)])
+
+    def _fit(self, gaps: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """`gaps`, after widening the column to 8 bytes if one of them does not fit in 4 (for good:
+        a lag of two billion messages, or a commit that far past the end)."""
+        if self.gaps.dtype == np.int32 and len(gaps) and (gaps.min() < _INT32.min or gaps.max() > _INT32.max):
+            self.gaps = self.gaps.astype(np.int64)
+        return gaps
+
+    @property
+    def ends(self) -> npt.NDArray[np.int64]:
+        """Each entry's end offset (a copy: to read)."""
+        return self.offsets + self.gaps
 
     def status(self, rows: Rows, now: float, allowed_lag: int = 0) -> npt.NDArray[np.int8]:
         """`evaluate_partition(window, now, allowed_lag)` of each row, as codes (STATUS_NAMES)."""
@@ -223,7 +241,8 @@ class WindowColumns:
         if not full.any():
             return out
         fr = rows[full]
-        off, ends, times = self.offsets[fr], self.ends[fr], self.clock.at[self.stamps[fr]]
+        off, times = self.offsets[fr], self.clock.at[self.stamps[fr]]
+        ends = off + self.gaps[fr]
         lag = np.maximum(ends - off, 0)
         last_offset = off[:, -1]
         behind = np.maximum(self.latest_end[fr] - last_offset, 0) > allowed_lag  # rule 2
@@ -242,7 +261,7 @@ class WindowColumns:
     def window(self, row: int) -> PartitionWindow:
         """One row as a PartitionWindow (to read, or to compare with the reference)."""
         n = int(self.count[row])
-        offsets, ends = self.offsets[row, :n].tolist(), self.ends[row, :n].tolist()
+        offsets, ends = self.offsets[row, :n].tolist(), (self.offsets[row, :n] + self.gaps[row, :n]).tolist()
         times = self.clock.at[self.stamps[row, :n]].tolist()
         return PartitionWindow(
             size=self.size, min_distance=self.min_distance,

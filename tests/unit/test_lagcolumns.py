@@ -210,3 +210,23 @@ def test_sample_numbers_are_given_back_so_their_room_stays_bounded(monkeypatch):
     assert tables.times[row_a, :4].tolist() == [100.0 + 2 * i for i in range(4996, 5000)]
     assert tables.times[row_b, :2].tolist() == [100.0, 100.0 + 2 * 4999]
     assert windows.stamps.dtype == np.int32 and tables.stamps.dtype == np.int32
+
+
+def test_end_offsets_beyond_four_bytes_of_the_commit_widen_the_column_and_stay_exact() -> None:
+    """End offsets are kept as their distance from the entry's offset, in 4 bytes until one does not
+    fit: a lag of three billion messages (or a commit that far past the end) widens the column, and
+    every window still equals the reference."""
+    cols = WindowColumns(size=2, min_distance=1.0, capacity=2)
+    rows = cols.rows_of("g", (("t", 0), ("t", 1)))
+    reference = [PartitionWindow(2, 1.0), PartitionWindow(2, 1.0)]
+    steps = [((5, 10), (7, 9)), ((6, 3_000_000_010), (7, 9)), ((6, 3_000_000_020), (4_000_000_000, 9))]
+    for k, ((c0, e0), (c1, e1)) in enumerate(steps):
+        at = 100.0 + 10 * k
+        cols.record(rows, np.array([c0, c1]), np.array([e0, e1]), at, np.array([True, True]))
+        reference[0].record(c0, e0, at, True)
+        reference[1].record(c1, e1, at, True)
+        assert cols.gaps.dtype == (np.int32 if k == 0 else np.int64)
+        for i in range(2):
+            assert cols.window(int(rows[i])) == reference[i], (k, i)
+            assert STATUS_NAMES[cols.status(rows, at + 1.0)[i]] == evaluate_partition(reference[i], at + 1.0, 0)
+    assert cols.ends[int(rows[0]), :2].tolist() == [3_000_000_010, 3_000_000_020]
