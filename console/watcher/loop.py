@@ -152,9 +152,9 @@ def build_snapshot(
                 PartitionState(
                     partition=p.partition,
                     leader=p.leader,
-                    replicas=list(p.replicas),
-                    isr=list(p.isr),
-                    offline_replicas=[r for r in p.replicas if r not in live],
+                    replicas=(replicas := list(p.replicas)),
+                    isr=replicas if p.isr == p.replicas else list(p.isr),
+                    offline_replicas=[r for r in p.replicas if r not in live] or _NO_REPLICAS,
                     start_offset=old.start_offset if old else None,
                     end_offset=old.end_offset if old else None,
                     size=old.size if old else None,
@@ -197,6 +197,12 @@ def build_snapshot(
         groups=previous.groups if previous else {},
         groups_at=previous.groups_at if previous else None,
     )
+
+
+# What most partitions' offline replicas are: one list for all (a snapshot's lists are values, never
+# changed: a partition carried over is shared by two snapshots already). So is the ISR when it is the
+# replicas, in their order. 40 MB of lists at 300,000 partitions.
+_NO_REPLICAS: list[int] = []
 
 
 def _indices(parts: list[PartitionState], numbers: Iterable[int]) -> list[int]:

@@ -226,3 +226,20 @@ def test_a_partitions_replica_sizes_are_the_samples_own_mapping(watcher: Any) ->
             assert held is sample.sizes[(t.name, p.partition)]
             assert list(held.items()) == [(str(b), n) for b, n in sorted(answered[(t.name, p.partition)].items())]
             assert p.size == held.get(str(p.leader), max(held.values()))
+
+
+def test_a_partitions_lists_are_shared_where_they_are_equal(watcher: Any) -> None:
+    """The ISR is the replicas' list when it is the replicas in their order, and no offline replica
+    is one list for all partitions: 40 MB of lists at 300,000 partitions. The snapshot's JSON is
+    what the lists say."""
+    w, model, gw = watcher
+    model.step(0.05, 1.0)  # some ISRs shrink
+    snap, _ = w.cycle()
+    parts = [p for t in snap.topics.values() for p in t.partitions]
+    same = [p for p in parts if p.isr == p.replicas]
+    assert same and all(p.isr is p.replicas for p in same)
+    assert any(p.isr != p.replicas and p.isr is not p.replicas for p in parts)
+    empty = {id(p.offline_replicas) for p in parts if not p.offline_replicas}
+    assert len(empty) == 1
+    stored = store.load("sim-test")
+    assert stored is not None and stored.content_bytes() == snap.content_bytes()
