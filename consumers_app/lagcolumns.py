@@ -57,6 +57,7 @@ CHUNK = 1 << 16
 TopicPartition = tuple[str, int]
 _INT_MIN = np.iinfo(np.int64).min
 _INT32 = np.iinfo(np.int32)
+_COUNT = np.int16  # a row's entries; a window or table holds at most this many
 Entries = npt.NDArray[np.int32]  # (rows x size) stamps: each entry's sample, by number
 
 
@@ -106,15 +107,15 @@ class Stamps:
         self._last = (0.0, 0)
 
 
-def _held(count: npt.NDArray[np.int64], size: int) -> npt.NDArray[np.bool_]:
+def _held(count: npt.NDArray[np.integer[Any]], size: int) -> npt.NDArray[np.bool_]:
     """Which entries of each row are written (the first `count` of it)."""
     return np.arange(size)[None, :] < count[:, None]
 
 
 class WindowColumns:
     def __init__(self, size: int = DEFAULT_WINDOW, min_distance: float = DEFAULT_MIN_DISTANCE, capacity: int = 1024) -> None:
-        if size < 2:
-            raise ValueError(f"column windows need a size of at least 2, got {size}")
+        if not 2 <= size <= np.iinfo(_COUNT).max:
+            raise ValueError(f"column windows need a size of 2 to {np.iinfo(_COUNT).max}, got {size}")
         self.size = size
         self.min_distance = min_distance
         self.offsets = np.zeros((capacity, size), np.int64)
@@ -123,7 +124,7 @@ class WindowColumns:
         self.gaps: npt.NDArray[np.int32] | npt.NDArray[np.int64] = np.zeros((capacity, size), np.int32)
         self.stamps: Entries = np.zeros((capacity, size), np.int32)  # each entry's time, by number (`clock`)
         self.clock = Stamps()
-        self.count = np.zeros(capacity, np.int64)
+        self.count = np.zeros(capacity, _COUNT)  # (entries held: at most `size`)
         self.latest_end = np.zeros(capacity, np.int64)
         self._used = 0  # rows below this were handed out at some time
         self._free: list[int] = []
@@ -269,7 +270,7 @@ class WindowColumns:
             end_offsets=ends, latest_end=int(self.latest_end[row]) if n else None)
 
 
-def _append(rows: Rows, n: Rows, count: Rows, size: int,
+def _append(rows: Rows, n: npt.NDArray[np.integer[Any]], count: npt.NDArray[np.integer[Any]], size: int,
             columns: list[tuple[npt.NDArray[np.int64] | Entries, npt.NDArray[np.int64] | int]]) -> None:
     """A new newest entry in each of `rows` (holding `n` entries): `value` into each column, after
     the others where there is room, else with the oldest shifted out."""
@@ -304,14 +305,14 @@ class TimeColumns:
     remembered by a caller are good while it is unchanged."""
 
     def __init__(self, limit: int = DEFAULT_POINTS, capacity: int = 1024, forget_after: float = 600.0) -> None:
-        if limit < 2:
-            raise ValueError(f"a table needs room for at least 2 points, got {limit}")
+        if not 2 <= limit <= np.iinfo(_COUNT).max:
+            raise ValueError(f"a table needs room for 2 to {np.iinfo(_COUNT).max} points, got {limit}")
         self.limit = limit
         self.forget_after = forget_after
         self.offsets = np.zeros((capacity, limit), np.int64)
         self.stamps: Entries = np.zeros((capacity, limit), np.int32)  # each point's time, by number (`clock`)
         self.clock = Stamps()
-        self.count = np.zeros(capacity, np.int64)
+        self.count = np.zeros(capacity, _COUNT)  # (points held: at most `limit`)
         self.last_seen = np.full(capacity, np.inf)  # when each row's partition was last added (inf: free)
         self.index: dict[TopicPartition, int] = {}
         self.generation = 0
