@@ -75,7 +75,7 @@ def test_a_pass_sent_as_a_delta_stores_what_the_pass_merged_directly_stores(redi
                     snap = direct.previous
                     assert snap is not None
                     sample = direct.sampler.take(direct._partitions(snap), sorted(snap.live_broker_ids()))  # type: ignore[union-attr]
-                    messages = sampling_process.in_pieces(maker.make(sample, [], {}))
+                    messages = list(maker.messages(sample, [], {}))
                     pieces += len(messages) - 1
                     for message in messages:
                         theirs.send(message)
@@ -241,3 +241,32 @@ def test_a_sampling_process_that_cannot_start_is_retried_with_growing_pauses(red
         # Pauses of 1, 2, 4 s (and each start takes a moment): a handful of restarts, not one per call.
         assert 2 <= w.remote.restarts <= 5, w.remote.restarts
         assert Event.objects.filter(cluster=cluster, kind="watcher").count() == w.remote.restarts
+
+
+def test_a_passs_groups_are_serialised_piece_by_piece_as_they_are_sent(redis_server: str,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The JSON of a pass's changed groups is made one piece at a time, as each is taken to be sent:
+    a pass that changed 50,000 groups held 150 MB of it at once."""
+    from console.watcher import sampling_process
+    from console.watcher.sampler import Sampler
+
+    monkeypatch.setattr(sampling_process, "GROUP_PIECE", 7)
+    made: list[str] = []
+    kept_json = sampling_process.kept_json
+
+    def counted(g: Any) -> bytes:
+        made.append(g.group_id)
+        return kept_json(g)
+
+    monkeypatch.setattr(sampling_process, "kept_json", counted)
+    model = Model(partitions=300, groups=40, brokers=5, per_topic=10, seed=1)
+    gw = SimGateway(model, 0.0)
+    partitions = [(t.name, p.partition) for t in gw.metadata().topics for p in t.partitions]
+    with override_settings(ANALYTICS_SAMPLES=False):
+        sample = Sampler("pieces-test", gw, True, lambda rows: None).take(partitions, [1, 2, 3, 4, 5])  # type: ignore[arg-type]
+    messages = DeltaMaker().messages(sample, [], {})
+    assert made == []
+    first = next(messages)
+    assert first[0] == "groups" and len(first[1]) == 7 and made == list(first[1])
+    rest = list(messages)
+    assert len(made) == 40 and len(rest) == 5 and len(rest[-1].groups) == 5  # 5 pieces of 7, then the delta with 5
