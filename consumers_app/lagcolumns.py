@@ -302,14 +302,22 @@ class TimeColumns:
     (tests/unit/test_lagcolumns.py). A partition's row is handed out the first time it is added; a
     partition no sample has listed for `forget_after` seconds (a deleted topic, mostly) loses its
     table and its row goes to the next new partition. `generation` counts those hand-backs: rows
-    remembered by a caller are good while it is unchanged."""
+    remembered by a caller are good while it is unchanged.
+
+    A point's offset is kept as its rise over its row's `origin` (at or below the row's oldest
+    point: a table's offsets never go down), in 4 bytes: 72 MB less at 300,000 tables of 60 points.
+    A rise that does not fit moves the row's origin up to the oldest point it keeps; a table that
+    spans more than 4 bytes even so widens the column to 8 for good."""
+
+    RISE_MAX = int(np.iinfo(np.int32).max)  # (tests make it small, to move origins and widen often)
 
     def __init__(self, limit: int = DEFAULT_POINTS, capacity: int = 1024, forget_after: float = 600.0) -> None:
         if not 2 <= limit <= np.iinfo(_COUNT).max:
             raise ValueError(f"a table needs room for 2 to {np.iinfo(_COUNT).max} points, got {limit}")
         self.limit = limit
         self.forget_after = forget_after
-        self.offsets = np.zeros((capacity, limit), np.int64)
+        self.origin = np.zeros(capacity, np.int64)
+        self.rises: npt.NDArray[np.int32] | npt.NDArray[np.int64] = np.zeros((capacity, limit), np.int32)  # offset - origin
         self.stamps: Entries = np.zeros((capacity, limit), np.int32)  # each point's time, by number (`clock`)
         self.clock = Stamps()
         self.count = np.zeros(capacity, _COUNT)  # (points held: at most `limit`)
@@ -338,8 +346,8 @@ class TimeColumns:
             new = [tp for tp in keys if tp not in index]
             needed = len(self._partition_of) + len(new) - len(self._free)
             if needed > len(self.count):  # (room for them all at once, not half again as much)
-                self.offsets, self.stamps, self.count, self.last_seen = _grown(
-                    self.offsets, self.stamps, self.count, self.last_seen, to=needed + max(1024, needed // 50))
+                self.origin, self.rises, self.stamps, self.count, self.last_seen = _grown(
+                    self.origin, self.rises, self.stamps, self.count, self.last_seen, to=needed + max(1024, needed // 50))
             for tp in new:
                 index[tp] = self._allocate(tp)
             self._keys, self._rows = keys, np.fromiter((index[tp] for tp in keys), np.int64, len(keys))
@@ -353,17 +361,45 @@ class TimeColumns:
         has = n > 0
         last = np.maximum(n - 1, 0)
         newest_at = self.clock.at[self.stamps[rows, last]]
-        newest = self.offsets[rows, last]
+        origin = self.origin[rows]
+        newest = origin + self.rises[rows, last]
         # Rejected: not newer than the newest point, or an offset below it.
         ok = ~has | ((at > newest_at) & (values >= newest))
         # A flat run keeps only its first and last point: the last moves forward in time.
-        update = ok & (n > 1) & (self.offsets[rows, np.maximum(n - 2, 0)] == values) & (newest == values)
+        update = ok & (n > 1) & (origin + self.rises[rows, np.maximum(n - 2, 0)] == values) & (newest == values)
         if update.any():
             self.stamps[rows[update], last[update]] = stamp
         append = ok & ~update
         if not append.any():
             return
-        _append(rows[append], n[append], self.count, self.limit, [(self.offsets, values[append]), (self.stamps, stamp)])
+        ra, na, va = rows[append], n[append], values[append]
+        fresh = na == 0
+        self.origin[ra[fresh]] = va[fresh]  # (an empty table's first point is its origin)
+        rises = self._rises(ra, na, va)  # (first: it may replace the column)
+        _append(ra, na, self.count, self.limit, [(self.rises, rises), (self.stamps, stamp)])
+
+    def _rises(self, rows: Rows, n: npt.NDArray[np.integer[Any]], values: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """`values` over their rows' origins, about to be added to rows holding `n` points; a row
+        whose rise does not fit has its origin moved up to the oldest point it will keep (the second
+        when it is full: the first is shifted out), and the column widens if one still does not."""
+        rises = values - self.origin[rows]
+        if self.rises.dtype != np.int32 or not len(rises) or rises.max() <= self.RISE_MAX:
+            return rises
+        far = rises > self.RISE_MAX
+        rf = rows[far]
+        keep = np.where(n[far] >= self.limit, 1, 0)
+        up = self.rises[rf, keep].astype(np.int64)
+        self.rises[rf] -= up[:, None].astype(self.rises.dtype)
+        self.origin[rf] += up
+        rises = values - self.origin[rows]
+        if rises.max() > self.RISE_MAX:
+            self.rises = self.rises.astype(np.int64)
+        return rises
+
+    @property
+    def offsets(self) -> npt.NDArray[np.int64]:
+        """Each point's offset (a copy: to read)."""
+        return self.origin[:, None] + self.rises
 
     @property
     def times(self) -> npt.NDArray[np.float64]:
@@ -383,16 +419,18 @@ class TimeColumns:
         known = rows >= 0
         r, x = rows[known], committed[known]
         n = self.count[r]
-        offsets, stamps, at = self.offsets, self.stamps, self.clock.at
+        rises, stamps, at = self.rises, self.stamps, self.clock.at
+        origin = self.origin[r]
+        y = x - origin  # (the offset as its row's points are kept: a rise over the origin)
         last = np.maximum(n - 1, 0)
-        exact = (n > 0) & (offsets[r, last] == x)
+        exact = (n > 0) & (rises[r, last] == y)
         # k: the points with this offset or a smaller one (a table's offsets never go down), found by
         # a binary search in every row at once: log2(limit) steps of one element per row.
-        flat_offsets, base = offsets.ravel(), r * self.limit
+        flat_rises, base = rises.ravel(), r * self.limit
         lo, hi = np.zeros(len(r), np.int64), n.copy()
         # Most consumers are near the end of the log: an offset at or past the second newest point
         # (and short of the newest) lies in the newest pair, k = n - 1, with no search.
-        near = (n >= 2) & (flat_offsets[base + np.maximum(n - 2, 0)] <= x) & (flat_offsets[base + last] > x)
+        near = (n >= 2) & (flat_rises[base + np.maximum(n - 2, 0)] <= y) & (flat_rises[base + last] > y)
         lo[near] = n[near] - 1
         hi[near] = lo[near]
         while True:
@@ -400,14 +438,14 @@ class TimeColumns:
             if not len(active):
                 break
             mid = (lo[active] + hi[active]) >> 1
-            right_of = flat_offsets[base[active] + mid] <= x[active]
+            right_of = flat_rises[base[active] + mid] <= y[active]
             lo[active[right_of]] = mid[right_of] + 1
             hi[active[~right_of]] = mid[~right_of]
         k = lo
         between = (k >= 1) & (k <= n - 1)
         left = np.where(between, k - 1, 0)
         right = np.where(between, k, last)
-        lo_offset, ro = offsets[r, left], offsets[r, right]
+        lo_offset, ro = origin + rises[r, left], origin + rises[r, right]
         lt, rt = at[stamps[r, left]], at[stamps[r, right]]
         flat = ro == lo_offset
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -426,7 +464,8 @@ class TimeColumns:
             return row
         row = len(self._partition_of)
         if row == len(self.count):
-            self.offsets, self.stamps, self.count, self.last_seen = _grown(self.offsets, self.stamps, self.count, self.last_seen)
+            self.origin, self.rises, self.stamps, self.count, self.last_seen = _grown(
+                self.origin, self.rises, self.stamps, self.count, self.last_seen)
         self._partition_of.append(tp)
         return row
 

@@ -116,6 +116,8 @@ def test_time_columns_add_and_interpolate_exactly_as_the_reference_tables(seed, 
         monkeypatch.setattr(lagcolumns.Stamps, "CAPACITY", rng.choice([2, 3]))
     limit = rng.choice([2, 3, 5, 60])
     forget_after = rng.choice([4.0, 1e9])  # partitions unlisted for longer lose their tables
+    if seed % 4 == 1:  # rises kept in a small range: origins move up, and the column may widen, all the time
+        monkeypatch.setattr(TimeColumns, "RISE_MAX", rng.choice([120, 300, 1000]))
     cols = TimeColumns(limit=limit, capacity=1, forget_after=forget_after)
     tps = [("t", p) for p in range(rng.randint(1, 8))]
     reference: dict[tuple[str, int], OffsetTimeTable] = {}
@@ -230,3 +232,25 @@ def test_end_offsets_beyond_four_bytes_of_the_commit_widen_the_column_and_stay_e
             assert cols.window(int(rows[i])) == reference[i], (k, i)
             assert STATUS_NAMES[cols.status(rows, at + 1.0)[i]] == evaluate_partition(reference[i], at + 1.0, 0)
     assert cols.ends[int(rows[0]), :2].tolist() == [3_000_000_010, 3_000_000_020]
+
+
+def test_a_tables_origin_moves_up_when_a_rise_does_not_fit_and_the_column_widens_when_it_spans_more(monkeypatch) -> None:
+    """Offsets are kept as rises over their row's origin in 4 bytes: a rise that does not fit moves
+    the origin up to the oldest point kept, and the column widens only for a table whose own span
+    does not fit."""
+    monkeypatch.setattr(TimeColumns, "RISE_MAX", 120)
+    cols = TimeColumns(limit=3, capacity=2)
+    table = OffsetTimeTable(3)
+    for i, offset in enumerate([1000, 1050, 1090, 1150, 1200]):  # each table of 3 spans at most 120
+        cols.add_all({("t", 0): offset}, 10.0 + i)
+        table.add(offset, 10.0 + i)
+    row = cols.row(("t", 0))
+    assert cols.rises.dtype == np.int32 and cols.origin[row] == 1090  # (moved up twice)
+    assert cols.offsets[row, :3].tolist() == [p.offset for p in table.points] == [1090, 1150, 1200]
+    assert cols.time_lag(np.array([row]), np.array([1100]), 20.0)[0] == time_lag(table, 1100, 20.0)
+    cols.add_all({("t", 0): 1500}, 20.0)  # 1150 to 1500: more than 120 even from the oldest kept point
+    table.add(1500, 20.0)
+    assert cols.rises.dtype == np.int64
+    assert cols.offsets[row, :3].tolist() == [p.offset for p in table.points]
+    for committed in (1100, 1160, 1499, 1500):
+        assert cols.time_lag(np.array([row]), np.array([committed]), 30.0)[0] == time_lag(table, committed, 30.0)
