@@ -67,32 +67,36 @@ class PartitionNames:
     partitions, and the gateway's answers are new objects at every pass. Cleared when it holds far
     more partitions than are in use (deleted topics), so it never grows without bound."""
 
-    __slots__ = ("_of", "by_key")
+    __slots__ = ("_key", "by_key")
 
     def __init__(self) -> None:
-        self._of: dict[TopicPartition, tuple[TopicPartition, str]] = {}
+        self._key: dict[TopicPartition, str] = {}  # keyed by the shared tuple
         self.by_key: dict[str, TopicPartition] = {}  # each key's tuple (for the evaluation, which shares them)
 
     def __len__(self) -> int:
-        return len(self._of)
+        return len(self._key)
 
-    def of(self, tp: TopicPartition) -> tuple[TopicPartition, str]:
-        """The shared tuple and key of `tp`."""
-        found = self._of.get(tp)
+    def key(self, tp: TopicPartition) -> str:
+        """The shared "topic:partition" key of `tp`."""
+        found = self._key.get(tp)
         if found is None:
             # (one topic string for all its partitions: the gateway's answers hold one per partition)
             tp = (sys.intern(tp[0]), int(tp[1]))
-            found = self._of[tp] = (tp, f"{tp[0]}:{tp[1]}")
-            self.by_key[found[1]] = tp
+            found = self._key[tp] = f"{tp[0]}:{tp[1]}"
+            self.by_key[found] = tp
         return found
 
+    def shared(self, tp: TopicPartition) -> TopicPartition:
+        """The shared (topic, partition) tuple equal to `tp`."""
+        return self.by_key[self.key(tp)]
+
     def tps(self, tps: tuple[TopicPartition, ...]) -> tuple[TopicPartition, ...]:
-        of = self.of
-        return tuple([of(tp)[0] for tp in tps])
+        shared = self.shared
+        return tuple([shared(tp) for tp in tps])
 
     def bound(self, in_use: int) -> None:
-        if len(self._of) > 2 * in_use + 100_000:
-            self._of, self.by_key = {}, {}
+        if len(self._key) > 2 * in_use + 100_000:
+            self._key, self.by_key = {}, {}
 
 
 def _same_commits(getter: Callable[[Mapping[TopicPartition, int]], Any] | None, answer: Mapping[TopicPartition, int],
@@ -145,8 +149,8 @@ class Sampler:
         if now >= self._next_sizes:
             try:
                 self.requests += 1
-                of = self.names.of
-                sizes = {of(tp)[0]: replica_sizes(replicas) for tp, replicas in self.gateway.log_dir_sizes(live_brokers).items()}
+                shared = self.names.shared
+                sizes = {shared(tp): replica_sizes(replicas) for tp, replicas in self.gateway.log_dir_sizes(live_brokers).items()}
                 self._next_sizes = now + settings.WATCHER_SIZES_INTERVAL
             except GatewayError:
                 log.info("could not read log dir sizes of %s", self.cluster)
@@ -205,8 +209,8 @@ class Sampler:
         fresh = new.keys() - last.keys()
         if not fresh:
             return {**last, **new}
-        of = self.names.of
-        return {**last, **{of(tp)[0]: v for tp, v in new.items() if tp in fresh}, **new}
+        shared = self.names.shared
+        return {**last, **{shared(tp): v for tp, v in new.items() if tp in fresh}, **new}
 
     def _poll_groups(self, brokers: int, partitions: int) -> dict[str, GroupState] | None:
         started = time.monotonic()
@@ -240,7 +244,7 @@ class Sampler:
         cache: dict[str, tuple[Any, Any, Any, GroupState]] = {}
         names = self.names
         names.bound(max(partitions, sum(len(c) for c in committed.values())))
-        of = names.of
+        key, by_key = names.key, names.by_key
         for g in described:
             mine, shares = committed.get(g.group_id, {}), share_offsets.get(g.group_id, {})
             last = self._group_cache.get(g.group_id)
@@ -255,10 +259,10 @@ class Sampler:
                 g = replace(g, members=tuple(
                     replace(m, assignment=names.tps(m.assignment), target_assignment=None if m.target_assignment is None
                             else names.tps(m.target_assignment)) for m in g.members))
-                ordered = [(of(tp), o) for tp, o in sorted(mine.items())]
+                ordered = [(key(tp), o) for tp, o in sorted(mine.items())]
                 # The next pass compares its answer with the state's offsets through this (the
                 # answer itself was kept for that: 58 MB of dicts at 50,000 groups).
-                getter = itemgetter(*[shared[0] for shared, _o in ordered]) if ordered else None
+                getter = itemgetter(*[by_key[k] for k, _o in ordered]) if ordered else None
                 state = GroupState(
                     group_id=g.group_id,
                     state=g.state,
@@ -267,10 +271,10 @@ class Sampler:
                     assignor=g.assignor,
                     members=[MemberState(m.member_id, m.client_id, m.host, m.assignment, m.instance_id, m.epoch,
                                          m.target_assignment) for m in g.members],
-                    offsets={shared[1]: o for shared, o in ordered},
+                    offsets=dict(ordered),
                     coordinator=g.coordinator,
                     generation=g.generation,
-                    broker_lag={of(tp)[1]: lag for tp, (_start, lag) in shares.items() if lag >= 0},
+                    broker_lag={key(tp): lag for tp, (_start, lag) in shares.items() if lag >= 0},
                     error=g.error,
                 )
             out[g.group_id] = state

@@ -41,13 +41,14 @@ def test_groups_reading_the_same_topic_share_its_partition_tuples_and_keys(redis
 
 def test_partition_names_are_bounded() -> None:
     names = PartitionNames()
-    first = names.of(("t", 1))
-    assert names.of(("t", 1)) is first and first == (("t", 1), "t:1")
+    first, key = names.shared(("t", 1)), names.key(("t", 1))
+    assert names.shared(("t", 1)) is first and first == ("t", 1) and names.key(("t", 1)) is key == "t:1"
     for p in range(1000):
-        names.of(("t", p))
+        names.key(("t", p))
     names.bound(in_use=10_000)  # far fewer than 2 x in use + 100,000: kept
-    assert len(names) == 1000 and names.of(("t", 1)) is first
-    names._of.update({("x", i): (("x", i), f"x:{i}") for i in range(200_000)})
+    assert len(names) == 1000 and names.shared(("t", 1)) is first
+    for i in range(200_000):
+        names.key(("x", i))
     names.bound(in_use=10_000)  # deleted topics' partitions piled up: started afresh
     assert len(names) == 0
 
@@ -101,7 +102,7 @@ def test_offsets_and_sizes_are_keyed_by_the_shared_tuples(redis_server: str) -> 
         assert sample.sizes is not None and len(sample.ends) == 40
         ends, starts, sizes = ({tp: tp for tp in m} for m in (sample.ends, sample.starts, sample.sizes))
         for tp in partitions:
-            shared = sampler.names.of(tp)[0]
+            shared = sampler.names.shared(tp)
             assert ends[tp] is shared and starts[tp] is shared and sizes[tp] is shared
             assert sampler.names.by_key[f"{tp[0]}:{tp[1]}"] is shared
         assert len({id(tp[0]) for tp in ends if tp[0] == partitions[0][0]}) == 1  # one topic string
