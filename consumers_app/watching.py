@@ -24,7 +24,7 @@ from console.watcher import store
 from console.watcher.history import LagHistoryFilter
 from console.watcher.registry import EmitEvents, EventRow
 from console.watcher.snapshot import GroupState, MemberState
-from consumers_app.lagcolumns import GROUP_RANK, STATUS_NAMES, STATUS_OF_RANK, TimeColumns, WindowColumns
+from consumers_app.lagcolumns import CODE_OK, GROUP_RANK, STATUS_NAMES, STATUS_OF_RANK, TimeColumns, WindowColumns
 from consumers_app.rebalance import Member as RbMember
 from consumers_app.rebalance import Observation, Rebalance, RebalanceTracker
 
@@ -190,6 +190,11 @@ class GroupEvaluation:
             i += n
             if g.broker_lag:  # share groups: Kafka's own figure where it gives one
                 total = sum(g.broker_lag.get(key, max(0, e - c)) for key, c, e in zip(keys, mine, found, strict=True))
+                # ... and a partition Kafka reports with no lag is OK (Burrow's rule 2 on the lag
+                # shown): its window follows the share-partition start, which trails the end by
+                # the records in flight, and judged a busy queue with nothing waiting WARN.
+                broker_lag = g.broker_lag
+                group_codes = [CODE_OK if broker_lag.get(key) == 0 else code for key, code in zip(keys, group_codes, strict=True)]
             else:
                 total = sum(map(_behind, found, mine))
             # Unknown time lags (NaN) are None and left out of the group's (timelag.group_time_lag).
