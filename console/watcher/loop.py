@@ -498,7 +498,8 @@ class ClusterWatcher:
                 replicas = sizes.get(key)
                 if replicas is not None:  # (the sample's own mapping, kept by the partition: one per partition)
                     replica_sizes = replicas
-                    size = replicas.get(broker_key(p.leader), max(replicas.values())) if p.leader is not None else max(replicas.values())
+                    leader_size = replicas.get(broker_key(p.leader))  # (the largest replica's without one)
+                    size = leader_size if leader_size is not None else max(replicas.values())
                 if end == p.end_offset and start == p.start_offset and size == p.size and replica_sizes == p.replica_sizes:
                     continue
                 if carried:

@@ -118,16 +118,18 @@ class DeltaMaker:
                 group_ids = list(marks)
             self._sent = marks
         self._last = sample
-        rest = (len(changed) - 1) // size * size if changed and size else 0  # (where the delta's own groups start)
+        gids = changed or []
+        rest = (len(gids) - 1) // size * size if gids and size else 0  # (where the delta's own groups start)
+        pieces = [gids[i:i + size] for i in range(0, rest, size)] if rest else []
 
-        def serialised(gids: list[str]) -> dict[str, tuple[bytes, list[str]]]:
+        def serialised(part: list[str]) -> dict[str, tuple[bytes, list[str]]]:
             assert states is not None
-            return {gid: (kept_json(states[gid]), states[gid].topics()) for gid in gids}
+            return {gid: (kept_json(states[gid]), states[gid].topics()) for gid in part}
 
         def each() -> Iterator[Any]:
-            gids = changed or []
-            for i in range(0, rest, size or 1):  # (no pieces when size is 0: rest is 0 too)
-                yield ("groups", serialised(gids[i:i + size]))
+            # (taken before the next pass: the evaluation renews the states' figures in place)
+            for part in pieces:
+                yield ("groups", serialised(part))
             yield SampleDelta(full=full, started=sample.started, ends=ends, starts=starts, sizes=sizes, rates=sample.rates,
                               groups=serialised(gids[rest:]) if changed is not None else None, group_ids=group_ids,
                               groups_changed=sample.groups_changed, events=events, stats=stats)
