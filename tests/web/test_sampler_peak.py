@@ -1,0 +1,104 @@
+"""What a sampling pass holds at its peak: Kafka's answers for the groups are read a chunk at a
+time, replica sizes equal to the last ones are the last ones' objects. At 300,000 partitions and
+50,000 groups each of these was a hundred megabytes or more of every pass's peak."""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import pytest
+from django.test import override_settings
+
+from bench.simulate import Model, SimGateway
+from console.gateway.errors import ClusterUnavailable
+from console.watcher import sampler as sampler_module
+from console.watcher.sampler import Sampler
+
+pytestmark = pytest.mark.django_db
+
+
+class _Answer(dict[Any, Any]):
+    """A gateway answer that can be watched going away (a plain dict cannot be weakly referenced)."""
+
+
+class _Recording(SimGateway):
+    def __init__(self, model: Model, fail_call: int | None = None) -> None:
+        super().__init__(model, 0.0)
+        self.calls: list[list[str]] = []
+        self.alive_at_call: list[bool] = []  # whether the answer before was still held when each call came
+        self._last: weakref.ref[_Answer] | None = None
+        self.fail_call = fail_call
+
+    def group_offsets(self, group_ids: list[str]) -> dict[str, dict[tuple[str, int], int]]:
+        self.alive_at_call.append(self._last is not None and self._last() is not None)
+        self.calls.append(list(group_ids))
+        if self.fail_call is not None and len(self.calls) == self.fail_call:
+            raise ClusterUnavailable("simulated failure: could not fetch committed offsets")
+        answer = _Answer(super().group_offsets(group_ids))
+        self._last = weakref.ref(answer)
+        return answer
+
+
+def _partitions(gw: SimGateway) -> list[tuple[str, int]]:
+    return [(t.name, p.partition) for t in gw.metadata().topics for p in t.partitions]
+
+
+def test_committed_offsets_are_read_a_chunk_of_groups_at_a_time_and_each_answer_let_go(
+        redis_server: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    model = Model(partitions=40, groups=10, brokers=3, per_topic=10, seed=3)
+    whole_gw, chunked_gw = SimGateway(model, 0.0), _Recording(model)
+    partitions = _partitions(whole_gw)
+    with override_settings(ANALYTICS_SAMPLES=False):
+        whole = Sampler("chunk-whole", whole_gw, True, lambda rows: None).take(partitions, [1, 2, 3]).groups  # type: ignore[arg-type]
+        monkeypatch.setattr(sampler_module, "GROUP_CHUNK", 3)
+        sampler = Sampler("chunk-test", chunked_gw, True, lambda rows: None)  # type: ignore[arg-type]
+        chunked = sampler.take(partitions, [1, 2, 3]).groups
+    assert whole is not None and chunked is not None
+    assert [len(ids) for ids in chunked_gw.calls] == [3, 3, 3, 1]
+    assert sorted(gid for ids in chunked_gw.calls for gid in ids) == sorted(whole)
+    assert chunked_gw.alive_at_call == [False, False, False, False]  # each chunk's answer gone before the next
+    assert list(chunked) == list(whole)
+    for gid, state in whole.items():
+        got = chunked[gid]
+        assert (got.offsets, got.members, got.state, got.coordinator) == (state.offsets, state.members, state.state,
+                                                                          state.coordinator)
+    stats = sampler.group_stats
+    assert stats["groups"] == 10 and stats["group_partitions"] == 100
+
+
+def test_a_chunk_that_cannot_be_read_keeps_the_last_complete_groups(redis_server: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    model = Model(partitions=40, groups=10, brokers=3, per_topic=10, seed=3)
+    gw = _Recording(model)
+    partitions = _partitions(gw)
+    monkeypatch.setattr(sampler_module, "GROUP_CHUNK", 4)
+    with override_settings(ANALYTICS_SAMPLES=False):
+        sampler = Sampler("chunk-fail", gw, True, lambda rows: None)  # type: ignore[arg-type]
+        first = sampler.take(partitions, [1, 2, 3])
+        assert first.groups is not None and len(first.groups) == 10
+        model.step(1.0, 1.0)  # groups commit anew
+        gw.fail_call = len(gw.calls) + 2  # the second chunk of the next pass fails
+        second = sampler.take(partitions, [1, 2, 3])
+        # Not a mix of two passes: the last complete groups, as they were.
+        assert second.groups is first.groups and not second.groups_changed
+        gw.fail_call = None
+        third = sampler.take(partitions, [1, 2, 3])
+        assert third.groups is not None and third.groups_changed
+        assert any(third.groups[gid].offsets != first.groups[gid].offsets for gid in third.groups)
+
+
+def test_replica_sizes_equal_to_the_last_ones_are_the_last_ones_objects(redis_server: str) -> None:
+    model = Model(partitions=40, groups=4, brokers=3, per_topic=10, seed=3)
+    gw = SimGateway(model, 0.0)
+    partitions = _partitions(gw)
+    with override_settings(ANALYTICS_SAMPLES=False):
+        sampler = Sampler("sizes-test", gw, True, lambda rows: None)  # type: ignore[arg-type]
+        first = sampler.take(partitions, [1, 2, 3]).sizes
+        model.step(0.1, 1.0)  # 4 partitions take writes: their sizes grow
+        sampler._next_sizes = 0.0  # (read the sizes again now, not after WATCHER_SIZES_INTERVAL)
+        second = sampler.take(partitions, [1, 2, 3]).sizes
+    assert first is not None and second is not None and second is not first
+    grown = [tp for tp in partitions if second[tp] != first[tp]]
+    assert 1 <= len(grown) <= 4
+    assert all(second[tp] is first[tp] for tp in partitions if tp not in grown)
+    assert all(second[tp] is not first[tp] and sum(second[tp].values()) > sum(first[tp].values()) for tp in grown)
