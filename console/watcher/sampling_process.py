@@ -30,7 +30,7 @@ from typing import Any, cast
 
 from console.lifecycle import die_with_parent, exit_reason
 from console.watcher.sampler import Sample, TopicPartition
-from console.watcher.snapshot import GroupState, kept_json
+from console.watcher.snapshot import GroupState, group_part
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +124,7 @@ class DeltaMaker:
 
         def serialised(part: list[str]) -> dict[str, tuple[bytes, list[str]]]:
             assert states is not None
-            return {gid: (kept_json(states[gid]), states[gid].topics()) for gid in part}
+            return {gid: (group_part(states[gid]), states[gid].topics()) for gid in part}
 
         def each() -> Iterator[Any]:
             # (taken before the next pass: the evaluation renews the states' figures in place)

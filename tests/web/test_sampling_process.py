@@ -252,13 +252,13 @@ def test_a_passs_groups_are_serialised_piece_by_piece_as_they_are_sent(redis_ser
 
     monkeypatch.setattr(sampling_process, "GROUP_PIECE", 7)
     made: list[str] = []
-    kept_json = sampling_process.kept_json
+    group_part = sampling_process.group_part
 
     def counted(g: Any) -> bytes:
         made.append(g.group_id)
-        return kept_json(g)
+        return group_part(g)
 
-    monkeypatch.setattr(sampling_process, "kept_json", counted)
+    monkeypatch.setattr(sampling_process, "group_part", counted)
     model = Model(partitions=300, groups=40, brokers=5, per_topic=10, seed=1)
     gw = SimGateway(model, 0.0)
     partitions = [(t.name, p.partition) for t in gw.metadata().topics for p in t.partitions]

@@ -116,6 +116,36 @@ def test_groups_are_parts_of_their_own_and_a_changed_evaluation_rewrites_only_it
     assert other is not None and other.content_bytes() == v2.content_bytes()
 
 
+def test_groups_are_stored_compressed_and_a_plain_json_group_still_reads(cluster: str) -> None:
+    """A group's part is its JSON compressed (a quarter of its size: the watcher holds every one of
+    them); a part stored by the version before, plain JSON, reads as it did."""
+    import zlib
+
+    import orjson
+
+    from console.watcher.snapshot import CONTENT_OPTIONS, GroupBytes, GroupState, MemberState
+
+    offsets = {f"orders.v1:{p}": 1_000_000 + p for p in range(30)}
+    g = GroupState(group_id="odd/%<'\"é>", state="Stable", protocol_type="consumer", group_type="classic", assignor="range",
+                   members=[MemberState("m-1", "client <1>", "/10.0.0.1", [["orders.v1", p] for p in range(30)])],
+                   offsets=offsets, status="OK", time_lag=0.0, lag_keys=list(offsets), lag_status=["OK"] * 30,
+                   lag_seconds=[0.0] * 30)
+    v1 = replace(snapshot(topic("orders.v1")), cluster=cluster, version=1, groups={g.group_id: g})
+    header, parts = v1.content_parts(TopicBytes(), GroupBytes())
+    raw = parts["g:" + g.group_id]
+    plain = orjson.dumps(g, option=CONTENT_OPTIONS)
+    assert raw[:1] != b"{" and zlib.decompress(raw) == plain and len(raw) * 3 < len(plain)
+    store.save(v1, (header, parts), None)
+    assert store.client().hget(f"console:snapshot:{cluster}:parts", "g:" + g.group_id) == raw
+    loaded = fresh_load(cluster)
+    assert loaded is not None and loaded.content_bytes() == v1.content_bytes()
+    assert loaded.groups[g.group_id].offsets == offsets and loaded.groups[g.group_id].members[0].client_id == "client <1>"
+    # As the version before stored it: plain JSON.
+    store.client().hset(f"console:snapshot:{cluster}:parts", "g:" + g.group_id, plain)
+    again = fresh_load(cluster)
+    assert again is not None and again.content_bytes() == v1.content_bytes()
+
+
 def test_a_snapshot_stored_by_an_older_version_reads_as_none(cluster: str) -> None:
     # (Before groups were parts: a header without the format mark; the watcher then starts afresh
     # instead of taking an empty topic list for deletions.)
