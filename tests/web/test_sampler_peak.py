@@ -102,3 +102,45 @@ def test_replica_sizes_equal_to_the_last_ones_are_the_last_ones_objects(redis_se
     assert 1 <= len(grown) <= 4
     assert all(second[tp] is first[tp] for tp in partitions if tp not in grown)
     assert all(second[tp] is not first[tp] and sum(second[tp].values()) > sum(first[tp].values()) for tp in grown)
+
+
+def test_the_time_tables_keep_the_shared_partition_tuples_not_the_gateways(redis_server: str) -> None:
+    model = Model(partitions=40, groups=4, brokers=3, per_topic=10, seed=3)
+    gw = SimGateway(model, 0.0)
+    partitions = _partitions(gw)
+    with override_settings(ANALYTICS_SAMPLES=False):
+        sampler = Sampler("tables-test", gw, True, lambda rows: None)  # type: ignore[arg-type]
+        sampler.take(partitions, [1, 2, 3])
+        model.step(1.0, 1.0)
+        sampler.take(partitions, [1, 2, 3])
+    tables = sampler.evaluator._time_tables  # type: ignore[attr-defined]
+    assert len(tables.index) == 40
+    assert all(tp is sampler.names.shared(tp) for tp in tables.index)
+    assert all(tp is sampler.names.shared(tp) for tp in tables._keys)
+
+
+def test_groups_caught_up_everywhere_share_one_list_of_statuses_and_of_time_lags(redis_server: str) -> None:
+    model = Model(partitions=40, groups=8, brokers=3, per_topic=10, seed=3)  # caught up: every group at the end
+    gw = SimGateway(model, 0.0)
+    partitions = _partitions(gw)
+    with override_settings(ANALYTICS_SAMPLES=False):
+        sampler = Sampler("uniform-test", gw, True, lambda rows: None)  # type: ignore[arg-type]
+        sampler.take(partitions, [1, 2, 3])
+        model.step(0.0, 1.0)
+        groups = sampler.take(partitions, [1, 2, 3]).groups
+    assert groups is not None
+    states = list(groups.values())
+    assert all(g.lag_status == ["OK"] * 10 and g.lag_seconds == [0.0] * 10 for g in states)
+    assert len({id(g.lag_status) for g in states}) == 1 and len({id(g.lag_seconds) for g in states}) == 1
+    # A group behind on a partition has a list of time lags of its own (its statuses, still all OK:
+    # its windows are not full, still share theirs); the shared ones are left as they were.
+    topic, committed, members = model.groups["sim.group-000001"]
+    model.groups["sim.group-000001"] = (topic, {**committed, 0: committed[0] - 50}, members)
+    with override_settings(ANALYTICS_SAMPLES=False):
+        model.topics[topic][1][4] += 10  # another partition moves: a time lag to interpolate
+        again = sampler.take(partitions, [1, 2, 3]).groups
+    assert again is not None
+    behind = again["sim.group-000001"]
+    assert behind.lag_seconds[0] > 0 and behind.lag_seconds is not states[0].lag_seconds
+    assert behind.lag_status is states[0].lag_status
+    assert states[0].lag_seconds == [0.0] * 10 and states[0].lag_status == ["OK"] * 10
