@@ -5,10 +5,10 @@ At 300,000 partitions and 50,000 groups the watcher keeps about 1.5 million wind
 objects (a window, two lists, ten `Commit`s) they took about 3 KB each, 4 GB in all, and recording
 and judging the 900,000 that change between two samples took seconds of one core. Here a window is
 one row of three (rows x size) arrays, 160 bytes at the default size, and a sample records and
-judges every changed window in a few array operations. An entry's time is kept as the 4-byte number
-of its sample (`Stamps`): every entry a sample records has that sample's time, so 8 bytes per entry
-were spent on a few distinct values (60 MB of windows and 72 MB of time tables at that scale). Its
-end offset is kept as its distance from the entry's offset, in 4 bytes while all fit (60 MB more).
+judges every changed window in a few array operations. An entry's time is kept as the number of its
+sample (`Stamps`), in 2 bytes while every number fits (`STAMP_MAX`; 4 after): every entry a sample
+records has that sample's time, so 8 bytes per entry were spent on a few distinct values (90 MB of
+windows and 108 MB of time tables at that scale). Its end offset is kept as its distance from the entry's offset, in 4 bytes while all fit (60 MB more).
 
 The rows of a group are a block handed out once per set of partitions (`rows_of`): the group's
 (topic, partition) tuple is the key, so no per-partition key is kept. Entries are left-aligned: a
@@ -57,8 +57,12 @@ CHUNK = 1 << 16
 TopicPartition = tuple[str, int]
 _INT_MIN = np.iinfo(np.int64).min
 _INT32 = np.iinfo(np.int32)
+# Entries keep their sample's number in 2 bytes while every number handed out fits (4 from the first
+# that does not: more than 32,767 samples' times held at once, 27 hours of them at 3 s). 66 MB less
+# at 1.5 million windows and 300,000 time tables. (Tests make it small, to widen often.)
+STAMP_MAX = int(np.iinfo(np.int16).max)
 _COUNT = np.int16  # a row's entries; a window or table holds at most this many
-Entries = npt.NDArray[np.int32]  # (rows x size) stamps: each entry's sample, by number
+Entries = npt.NDArray[np.int16] | npt.NDArray[np.int32]  # (rows x size) stamps: each entry's sample, by number
 
 
 class Stamps:
@@ -107,6 +111,16 @@ class Stamps:
         self._last = (0.0, 0)
 
 
+def _stamped(clock: Stamps, at: float, compact: Callable[[], None], columns: Any) -> tuple[int, Entries]:
+    """The number of the sample at `at`, and the columns' stamps: widened to 4 bytes (for good) when
+    the number does not fit in 2 (read after `compact`, which may renumber them in place)."""
+    stamp = clock.of(at, compact)
+    stamps: Entries = columns.stamps
+    if stamp > STAMP_MAX and stamps.dtype == np.int16:
+        stamps = stamps.astype(np.int32)
+    return stamp, stamps
+
+
 def _held(count: npt.NDArray[np.integer[Any]], size: int) -> npt.NDArray[np.bool_]:
     """Which entries of each row are written (the first `count` of it)."""
     return np.arange(size)[None, :] < count[:, None]
@@ -122,7 +136,7 @@ class WindowColumns:
         # Each entry's end offset as its distance from the entry's offset (end - offset), in 4 bytes
         # while every distance fits (8 from the first that does not: `_fit`).
         self.gaps: npt.NDArray[np.int32] | npt.NDArray[np.int64] = np.zeros((capacity, size), np.int32)
-        self.stamps: Entries = np.zeros((capacity, size), np.int32)  # each entry's time, by number (`clock`)
+        self.stamps: Entries = np.zeros((capacity, size), np.int16)  # each entry's time, by number (`clock`, `_stamp`)
         self.clock = Stamps()
         self.count = np.zeros(capacity, _COUNT)  # (entries held: at most `size`)
         self.latest_end = np.zeros(capacity, np.int64)
@@ -186,7 +200,7 @@ class WindowColumns:
     def record(self, rows: Rows, committed: npt.NDArray[np.int64], end: npt.NDArray[np.int64], at: float,
                committing: npt.NDArray[np.bool_]) -> None:
         """`PartitionWindow.record(committed[i], end[i], at, committing[i])` for each row (rows distinct)."""
-        stamp = self.clock.of(at, self._compact)
+        stamp = self._stamp(at)
         for i in range(0, len(rows), CHUNK):
             self._record(rows[i:i + CHUNK], committed[i:i + CHUNK], end[i:i + CHUNK], at, stamp, committing[i:i + CHUNK])
 
@@ -197,6 +211,10 @@ class WindowColumns:
 
     def _compact(self) -> None:
         self.clock.renumber(self.stamps, _held(self.count, self.size))
+
+    def _stamp(self, at: float) -> int:
+        stamp, self.stamps = _stamped(self.clock, at, self._compact, self)
+        return stamp
 
     def _record(self, rows: Rows, committed: npt.NDArray[np.int64], end: npt.NDArray[np.int64], at: float, stamp: int,
                 committing: npt.NDArray[np.bool_]) -> None:
@@ -318,7 +336,7 @@ class TimeColumns:
         self.forget_after = forget_after
         self.origin = np.zeros(capacity, np.int64)
         self.rises: npt.NDArray[np.int32] | npt.NDArray[np.int64] = np.zeros((capacity, limit), np.int32)  # offset - origin
-        self.stamps: Entries = np.zeros((capacity, limit), np.int32)  # each point's time, by number (`clock`)
+        self.stamps: Entries = np.zeros((capacity, limit), np.int16)  # each point's time, by number (`clock`, `_stamp`)
         self.clock = Stamps()
         self.count = np.zeros(capacity, _COUNT)  # (points held: at most `limit`)
         self.last_seen = np.full(capacity, np.inf)  # when each row's partition was last added (inf: free)
@@ -356,7 +374,7 @@ class TimeColumns:
         if (self.last_seen < at - self.forget_after).any():
             self._forget(at)
         values = np.fromiter(ends.values(), np.int64, len(keys))
-        stamp = self.clock.of(at, self._compact)
+        stamp, self.stamps = _stamped(self.clock, at, self._compact, self)
         n = self.count[rows]
         has = n > 0
         last = np.maximum(n - 1, 0)

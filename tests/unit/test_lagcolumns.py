@@ -21,6 +21,8 @@ def test_columns_record_and_judge_exactly_as_the_reference_windows(seed, monkeyp
         monkeypatch.setattr(lagcolumns, "CHUNK", rng.choice([1, 2, 3]))
     if seed % 3 == 0:  # room for a few sample numbers: they are given back and renumbered all the time
         monkeypatch.setattr(lagcolumns.Stamps, "CAPACITY", rng.choice([2, 3]))
+    elif seed % 4 == 1:  # numbers past 2 bytes early: the stamps widen to 4 on the way
+        monkeypatch.setattr(lagcolumns, "STAMP_MAX", rng.choice([3, 20, 100]))
     size = rng.choice([2, 3, 4, 10])
     cols = WindowColumns(size=size, min_distance=1.0, capacity=2)  # small: grows while recording
     n = rng.randint(1, 12)
@@ -118,6 +120,8 @@ def test_time_columns_add_and_interpolate_exactly_as_the_reference_tables(seed, 
     forget_after = rng.choice([4.0, 1e9])  # partitions unlisted for longer lose their tables
     if seed % 4 == 1:  # rises kept in a small range: origins move up, and the column may widen, all the time
         monkeypatch.setattr(TimeColumns, "RISE_MAX", rng.choice([120, 300, 1000]))
+    if seed % 5 == 2:  # numbers past 2 bytes early: the stamps widen to 4 on the way
+        monkeypatch.setattr(lagcolumns, "STAMP_MAX", rng.choice([3, 20, 100]))
     cols = TimeColumns(limit=limit, capacity=1, forget_after=forget_after)
     tps = [("t", p) for p in range(rng.randint(1, 8))]
     reference: dict[tuple[str, int], OffsetTimeTable] = {}
@@ -211,7 +215,7 @@ def test_sample_numbers_are_given_back_so_their_room_stays_bounded(monkeypatch):
     row_a, row_b = tables.row(("t", 0)), tables.row(("t", 1))
     assert tables.times[row_a, :4].tolist() == [100.0 + 2 * i for i in range(4996, 5000)]
     assert tables.times[row_b, :2].tolist() == [100.0, 100.0 + 2 * 4999]
-    assert windows.stamps.dtype == np.int32 and tables.stamps.dtype == np.int32
+    assert windows.stamps.dtype == np.int16 and tables.stamps.dtype == np.int16  # (2 bytes: the numbers stay small)
 
 
 def test_end_offsets_beyond_four_bytes_of_the_commit_widen_the_column_and_stay_exact() -> None:
@@ -254,3 +258,23 @@ def test_a_tables_origin_moves_up_when_a_rise_does_not_fit_and_the_column_widens
     assert cols.offsets[row, :3].tolist() == [p.offset for p in table.points]
     for committed in (1100, 1160, 1499, 1500):
         assert cols.time_lag(np.array([row]), np.array([committed]), 30.0)[0] == time_lag(table, committed, 30.0)
+
+
+def test_sample_numbers_past_two_bytes_widen_the_stamps_and_every_time_stays_exact(monkeypatch) -> None:
+    """Entries keep their sample's number in 2 bytes; a number that does not fit (more samples'
+    times held at once than 2 bytes count) widens the stamps to 4 for good, with every time kept."""
+    monkeypatch.setattr(lagcolumns, "STAMP_MAX", 6)
+    windows = WindowColumns(size=3, min_distance=1.0, capacity=4)
+    tables = TimeColumns(limit=10, capacity=2)
+    rows = windows.rows_of("g", (("t", 0),))
+    stopped = windows.rows_of("h", (("t", 1),))
+    windows.record(stopped, np.array([1]), np.array([1]), 50.0, np.array([True]))  # held for good: number 1
+    for i in range(8):
+        at = 100.0 + 2 * i
+        windows.record(rows, np.array([i]), np.array([i + 3]), at, np.array([True]))  # number i + 2
+        tables.add_all({("t", 0): i + 3}, at)  # number i + 1
+        assert windows.stamps.dtype == (np.int16 if i + 2 <= 6 else np.int32), i
+        assert tables.stamps.dtype == (np.int16 if i + 1 <= 6 else np.int32), i
+    assert windows.window(int(stopped[0])).commits[0].at == 50.0
+    assert [c.at for c in windows.window(int(rows[0])).commits] == [110.0, 112.0, 114.0]
+    assert tables.times[tables.row(("t", 0)), :8].tolist() == [100.0 + 2 * i for i in range(8)]
