@@ -4,11 +4,12 @@ many windows at once; pure, no I/O.
 At 300,000 partitions and 50,000 groups the watcher keeps about 1.5 million windows. As Python
 objects (a window, two lists, ten `Commit`s) they took about 3 KB each, 4 GB in all, and recording
 and judging the 900,000 that change between two samples took seconds of one core. Here a window is
-one row of three (rows x size) arrays, 160 bytes at the default size, and a sample records and
+one row of three (rows x size) arrays, 100 bytes at the default size, and a sample records and
 judges every changed window in a few array operations. An entry's time is kept as the number of its
 sample (`Stamps`), in 2 bytes while every number fits (`STAMP_MAX`; 4 after): every entry a sample
 records has that sample's time, so 8 bytes per entry were spent on a few distinct values (90 MB of
-windows and 108 MB of time tables at that scale). Its end offset is kept as its distance from the entry's offset, in 4 bytes while all fit (60 MB more).
+windows and 108 MB of time tables at that scale). Its end offset is kept as its distance from the entry's offset, and its offset as its rise over its
+row's origin, each in 4 bytes while all fit (60 MB less each).
 
 The rows of a group are a block handed out once per set of partitions (`rows_of`): the group's
 (topic, partition) tuple is the key, so no per-partition key is kept. Entries are left-aligned: a
@@ -127,12 +128,20 @@ def _held(count: npt.NDArray[np.integer[Any]], size: int) -> npt.NDArray[np.bool
 
 
 class WindowColumns:
+    """Each entry's offset is kept as its rise over its row's `origin`, in 4 bytes (60 MB less at 1.5
+    million windows): a row's offsets (ten commits of one consumer) span far less than 4 bytes count.
+    A rise that does not fit (a reset far back, or far ahead) moves the row's origin to the least
+    of its offsets; a row whose offsets span more than that even so widens the column to 8 for good."""
+
+    RISE_MAX = int(_INT32.max)  # (tests make it small, to move origins and widen often)
+
     def __init__(self, size: int = DEFAULT_WINDOW, min_distance: float = DEFAULT_MIN_DISTANCE, capacity: int = 1024) -> None:
         if not 2 <= size <= np.iinfo(_COUNT).max:
             raise ValueError(f"column windows need a size of 2 to {np.iinfo(_COUNT).max}, got {size}")
         self.size = size
         self.min_distance = min_distance
-        self.offsets = np.zeros((capacity, size), np.int64)
+        self.origin = np.zeros(capacity, np.int64)  # set by a row's first entry, moved by `_rebased`
+        self.rises: npt.NDArray[np.int32] | npt.NDArray[np.int64] = np.zeros((capacity, size), np.int32)  # offset - origin
         # Each entry's end offset as its distance from the entry's offset (end - offset), in 4 bytes
         # while every distance fits (8 from the first that does not: `_fit`).
         self.gaps: npt.NDArray[np.int32] | npt.NDArray[np.int64] = np.zeros((capacity, size), np.int32)
@@ -178,15 +187,15 @@ class WindowColumns:
         """Room for `windows` windows in all, so that a large first sample does not leave the
         columns up to half empty (growing by half as rows are handed out one by one)."""
         if windows > len(self.count):
-            self.offsets, self.gaps, self.stamps, self.count, self.latest_end = _grown(
-                self.offsets, self.gaps, self.stamps, self.count, self.latest_end, to=windows + max(1024, windows // 50))
+            self.origin, self.rises, self.gaps, self.stamps, self.count, self.latest_end = _grown(
+                self.origin, self.rises, self.gaps, self.stamps, self.count, self.latest_end, to=windows + max(1024, windows // 50))
 
     def _allocate(self) -> int:
         if self._free:
             return self._free.pop()
         if self._used == len(self.count):
-            self.offsets, self.gaps, self.stamps, self.count, self.latest_end = _grown(
-                self.offsets, self.gaps, self.stamps, self.count, self.latest_end)
+            self.origin, self.rises, self.gaps, self.stamps, self.count, self.latest_end = _grown(
+                self.origin, self.rises, self.gaps, self.stamps, self.count, self.latest_end)
         self._used += 1
         return self._used - 1
 
@@ -222,22 +231,52 @@ class WindowColumns:
         has = n > 0
         last = np.maximum(n - 1, 0)
         last_at = self.clock.at[self.stamps[rows, last]]
-        last_offset = self.offsets[rows, last]
+        last_offset = self.origin[rows] + self.rises[rows, last]
         kept = ~(has & (at < last_at))  # an observation older than the last entry is dropped
         self.latest_end[rows[kept]] = end[kept]
         noted = has & kept & ~committing & (committed == last_offset)  # not a commit: only the end is noted
         replace = has & kept & ~noted & (at - last_at < self.min_distance)
         if replace.any():
             r, i = rows[replace], last[replace]
-            self.offsets[r, i] = committed[replace]
+            rises = self._rebased(r, committed[replace])  # (first: it may move origins or replace the column)
+            self.rises[r, i] = rises
             gaps = self._fit(end[replace] - committed[replace])  # (first: it may replace the column)
             self.gaps[r, i] = gaps
         append = kept & ~noted & ~replace
         if not append.any():
             return
         gaps = self._fit(end[append] - committed[append])  # (first: it may replace the column)
-        _append(rows[append], n[append], self.count, self.size,
-                [(self.offsets, committed[append]), (self.gaps, gaps), (self.stamps, stamp)])
+        ra, na, ca = rows[append], n[append], committed[append]
+        fresh = na == 0
+        self.origin[ra[fresh]] = ca[fresh]  # (an empty window's first entry is its origin)
+        rises = self._rebased(ra, ca)  # (first: it may move origins or replace the column)
+        _append(ra, na, self.count, self.size, [(self.rises, rises), (self.gaps, gaps), (self.stamps, stamp)])
+
+    def _rebased(self, rows: Rows, values: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """`values` as rises over their rows' origins, about to be written into those rows (distinct);
+        a row whose rise does not fit has its origin moved to the least of its offsets and the value,
+        and the column widens if the row's offsets span more than a rise holds even so."""
+        rises = values - self.origin[rows]
+        top = self.RISE_MAX
+        if self.rises.dtype != np.int32 or not len(rises) or (rises.min() >= -top - 1 and rises.max() <= top):
+            return rises
+        far = (rises < -top - 1) | (rises > top)
+        rf, vf = rows[far], values[far]
+        held = _held(self.count[rf], self.size)
+        offsets = self.origin[rf][:, None] + self.rises[rf]
+        low = np.minimum(np.where(held, offsets, np.iinfo(np.int64).max).min(axis=1), vf)
+        high = np.maximum(np.where(held, offsets, _INT_MIN).max(axis=1), vf)
+        if (high - low).max() > top:
+            self.rises = self.rises.astype(np.int64)
+            return rises
+        self.rises[rf] = np.where(held, offsets - low[:, None], 0)
+        self.origin[rf] = low
+        return values - self.origin[rows]
+
+    @property
+    def offsets(self) -> npt.NDArray[np.int64]:
+        """Each entry's offset (a copy: to read)."""
+        return self.origin[:, None] + self.rises
 
     def _fit(self, gaps: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         """`gaps`, after widening the column to 8 bytes if one of them does not fit in 4 (for good:
@@ -260,7 +299,7 @@ class WindowColumns:
         if not full.any():
             return out
         fr = rows[full]
-        off, times = self.offsets[fr], self.clock.at[self.stamps[fr]]
+        off, times = self.origin[fr][:, None] + self.rises[fr], self.clock.at[self.stamps[fr]]
         ends = off + self.gaps[fr]
         lag = np.maximum(ends - off, 0)
         last_offset = off[:, -1]
@@ -280,7 +319,8 @@ class WindowColumns:
     def window(self, row: int) -> PartitionWindow:
         """One row as a PartitionWindow (to read, or to compare with the reference)."""
         n = int(self.count[row])
-        offsets, ends = self.offsets[row, :n].tolist(), (self.offsets[row, :n] + self.gaps[row, :n]).tolist()
+        held = self.origin[row] + self.rises[row, :n].astype(np.int64)
+        offsets, ends = held.tolist(), (held + self.gaps[row, :n]).tolist()
         times = self.clock.at[self.stamps[row, :n]].tolist()
         return PartitionWindow(
             size=self.size, min_distance=self.min_distance,

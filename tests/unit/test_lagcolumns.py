@@ -23,6 +23,8 @@ def test_columns_record_and_judge_exactly_as_the_reference_windows(seed, monkeyp
         monkeypatch.setattr(lagcolumns.Stamps, "CAPACITY", rng.choice([2, 3]))
     elif seed % 4 == 1:  # numbers past 2 bytes early: the stamps widen to 4 on the way
         monkeypatch.setattr(lagcolumns, "STAMP_MAX", rng.choice([3, 20, 100]))
+    if seed % 5 in (1, 3):  # rises kept in a small range: origins move, and the column may widen, all the time
+        monkeypatch.setattr(WindowColumns, "RISE_MAX", rng.choice([20, 60, 400]))
     size = rng.choice([2, 3, 4, 10])
     cols = WindowColumns(size=size, min_distance=1.0, capacity=2)  # small: grows while recording
     n = rng.randint(1, 12)
@@ -278,3 +280,25 @@ def test_sample_numbers_past_two_bytes_widen_the_stamps_and_every_time_stays_exa
     assert windows.window(int(stopped[0])).commits[0].at == 50.0
     assert [c.at for c in windows.window(int(rows[0])).commits] == [110.0, 112.0, 114.0]
     assert tables.times[tables.row(("t", 0)), :8].tolist() == [100.0 + 2 * i for i in range(8)]
+
+
+def test_window_offsets_far_apart_move_the_origin_or_widen_the_column_and_stay_exact(monkeypatch) -> None:
+    """Entry offsets are kept as rises over their row's origin in 4 bytes: a consumer that moved on
+    far past its first commit has its row's origin moved up, a row spanning more than a rise holds
+    (a reset far back) widens the column, and every window still equals the reference."""
+    monkeypatch.setattr(WindowColumns, "RISE_MAX", 100)
+    cols = WindowColumns(size=3, min_distance=1.0, capacity=2)
+    rows = cols.rows_of("g", (("t", 0), ("t", 1)))
+    reference = [PartitionWindow(3, 1.0), PartitionWindow(3, 1.0)]
+    commits = [1000, 1030, 1060, 1090, 1120, 1150, 10]  # ("t", 0); ("t", 1) steady
+    for k, committed in enumerate(commits):
+        at = 100.0 + 5 * k
+        for i, c in enumerate([committed, 500 + k]):
+            reference[i].record(c, c + 7, at, True)
+        cols.record(rows, np.array([committed, 500 + k]), np.array([committed + 7, 507 + k]), at, np.array([True, True]))
+        assert [cols.window(int(r)) for r in rows] == reference, k
+        if k == 5:  # 1120 and 1150 rose more than 100 over 1000: the origin moved up, still 4 bytes
+            assert cols.rises.dtype == np.int32 and cols.origin[rows[0]] == 1060 and cols.origin[rows[1]] == 500
+    assert cols.rises.dtype == np.int64  # back to 10 beside 1090 .. 1150: more than a rise of 100 holds
+    assert cols.status(rows, 200.0).tolist() == [
+        lagcolumns.STATUS_NAMES.index(evaluate_partition(w, 200.0)) for w in reference]
