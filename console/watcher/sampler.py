@@ -25,6 +25,7 @@ from django.conf import settings
 
 from console.gateway.client import ClusterGateway
 from console.gateway.errors import GatewayError
+from console.gateway.types import ConsumerGroup
 from console.watcher import registry
 from console.watcher.registry import EmitEvents, EventRow
 from console.watcher.snapshot import GroupState, MemberState, replica_sizes
@@ -102,6 +103,18 @@ class PartitionNames:
             self._key, self.by_key = {}, {}
 
 
+def _described_as(state: GroupState, assignment_epoch: int | None, g: ConsumerGroup) -> bool:
+    """Whether a group's description as the gateway answered is the one `state` was built from
+    (with that assignment epoch, which the state does not keep)."""
+    if (g.state, g.protocol_type, g.group_type, g.assignor, g.error, g.coordinator, g.generation, g.assignment_epoch,
+            len(g.members)) != (state.state, state.protocol_type, state.group_type, state.assignor, state.error,
+                                state.coordinator, state.generation, assignment_epoch, len(state.members)):
+        return False
+    return all(m.member_id == s.member_id and m.client_id == s.client_id and m.host == s.host
+               and m.instance_id == s.instance_id and m.epoch == s.epoch and m.assignment == s.assignment
+               and m.target_assignment == s.target_assignment for m, s in zip(g.members, state.members, strict=True))
+
+
 def _same_commits(getter: Callable[[Mapping[TopicPartition, int]], Any] | None, answer: Mapping[TopicPartition, int],
                   offsets: Mapping[str, int]) -> bool:
     """Whether a group's committed offsets as the gateway answered (by partition) are the ones of
@@ -130,7 +143,9 @@ class Sampler:
         self.times: deque[float] = deque(maxlen=100)  # seconds per pass
         self._next_sizes = 0.0
         self._last: Sample | None = None
-        # group -> (described, what reads its committed offsets, share offsets, state)
+        # group -> (its assignment epoch, what reads its committed offsets, share offsets, state): the
+        # next answer is compared with the state itself (`_described_as`), not with a kept copy of
+        # the description (20 MB at 50,000 groups)
         self._group_cache: dict[str, tuple[Any, Any, Any, GroupState]] = {}
         self.names = PartitionNames()
 
@@ -303,12 +318,12 @@ class Sampler:
         for g in described:
             mine, shares = committed.get(g.group_id, {}), share_offsets.get(g.group_id, {})
             last = self._group_cache.get(g.group_id)
-            if (self.incremental and last is not None and last[0] == g and _same_commits(last[1], mine, last[3].offsets)
-                    and last[2] == shares):
+            if (self.incremental and last is not None and _described_as(last[3], last[0], g)
+                    and _same_commits(last[1], mine, last[3].offsets) and last[2] == shares):
                 # Described and committed as the last pass saw it: the same state (its evaluation
                 # is renewed in place by the evaluator).
                 state = last[3]
-                g, getter, shares = last[0], last[1], last[2]  # (this pass's equal answers are let go)
+                getter, shares = last[1], last[2]  # (this pass's equal answers are let go)
             else:
                 # What is kept names its partitions with the shared tuples and keys.
                 g = replace(g, members=tuple(
@@ -333,4 +348,4 @@ class Sampler:
                     error=g.error,
                 )
             out[g.group_id] = state
-            cache[g.group_id] = (g, getter, shares, state)
+            cache[g.group_id] = (g.assignment_epoch, getter, shares, state)
