@@ -17,7 +17,6 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from itertools import chain
 from typing import Any
 
 from django.conf import settings
@@ -30,7 +29,7 @@ from console.watcher import store
 from console.watcher.diff import Change, diff
 from console.watcher.publisher import Publisher
 from console.watcher.registry import EventRow
-from console.watcher.sampler import Sample, Sampler
+from console.watcher.sampler import Layout, Sample, Sampler
 from console.watcher.sampling_process import GatewayFactory, RemoteSampler
 from console.watcher.snapshot import (
     BrokerState,
@@ -261,8 +260,8 @@ class ClusterWatcher:
         self._snapshot_group_parts: Mapping[str, bytes] | None = None
         self._topic_groups_of: tuple[Any, dict[str, list[str]]] = (None, {})
         self._group_topics: dict[str, tuple[GroupState, list[str]]] = {}  # the topics each group state reads
-        self._partitions_of: tuple[dict[str, TopicState] | None, list[tuple[str, int]]] = (None, [])  # what to sample, per topics
-        self._topic_partitions: dict[str, tuple[TopicState, list[tuple[str, int]]]] = {}
+        self._partitions_of: tuple[dict[str, TopicState] | None, Layout] = (None, Layout([]))  # what to sample, per topics
+        self._topic_partitions: dict[str, tuple[TopicState, tuple[int, ...]]] = {}
         self.remote = RemoteSampler(cluster, incremental, remote_gateway, self.publisher.queue, self._sampler_restarted) \
             if remote else None
         self.sampler: Sampler | RemoteSampler = self.remote if self.remote is not None else \
@@ -596,17 +595,18 @@ class ClusterWatcher:
             return True
         return False
 
-    def _partitions(self, snap: Snapshot) -> list[tuple[str, int]]:
-        """The online partitions of a snapshot, listed once per topics dict (a cycle that changed
-        nothing keeps it) and per topic (a topic carried over, or changed with the same partitions
-        online, gives the same list)."""
+    def _partitions(self, snap: Snapshot) -> Layout:
+        """The online partitions of a snapshot (each topic's partition numbers: no tuple per
+        partition), listed once per topics dict (a cycle that changed nothing keeps it) and per
+        topic (a topic carried over, or changed with the same partitions online, gives the same
+        numbers)."""
         if self._partitions_of[0] is not snap.topics:
             per_topic, self._topic_partitions = self._topic_partitions, {}
             same = True
             for t in snap.topics.values():
                 cached = per_topic.get(t.name)
                 if cached is None or (cached[0] is not t and not _same_online(cached[0].partitions, t.partitions)):
-                    cached = (t, [(t.name, p.partition) for p in t.partitions if not p.offline])
+                    cached = (t, tuple([p.partition for p in t.partitions if not p.offline]))
                     same = False
                 elif cached[0] is not t:
                     cached = (t, cached[1])
@@ -614,7 +614,7 @@ class ClusterWatcher:
             if same and len(per_topic) == len(self._topic_partitions):
                 self._partitions_of = (snap.topics, self._partitions_of[1])  # (the same list: nothing to send)
             else:
-                self._partitions_of = (snap.topics, list(chain.from_iterable(c[1] for c in self._topic_partitions.values())))
+                self._partitions_of = (snap.topics, Layout([(name, c[1]) for name, c in self._topic_partitions.items()]))
         return self._partitions_of[1]
 
     def _stored_group_parts(self, snap: Snapshot) -> dict[str, bytes] | None:

@@ -15,7 +15,7 @@ import logging
 import sys
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from operator import itemgetter
@@ -63,6 +63,35 @@ class Sample:
     # `groups` (which is then None). New mappings when anything in them changed.
     group_parts: Mapping[str, bytes] | None = None
     group_topics: Mapping[str, list[str]] | None = None
+
+
+class Layout(Collection[TopicPartition]):
+    """The partitions to sample, as each topic's name and partition numbers: what the watcher
+    holds and sends its sampling process (a (topic, partition) tuple per partition was 20 MB of the
+    watcher at 300,000 partitions). Iterating gives the (topic, partition) pairs, topic by topic."""
+
+    __slots__ = ("_count", "topics")
+
+    def __init__(self, topics: list[tuple[str, tuple[int, ...]]]) -> None:
+        self.topics = topics
+        self._count = sum(len(numbers) for _name, numbers in topics)
+
+    def __iter__(self) -> Iterator[TopicPartition]:
+        for name, numbers in self.topics:
+            for number in numbers:
+                yield (name, number)
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __contains__(self, tp: object) -> bool:
+        return any(tp == (name, number) for name, numbers in self.topics for number in numbers)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Layout) and self.topics == other.topics
+
+    def __hash__(self) -> int:
+        return hash(tuple(self.topics))
 
 
 class PartitionNames:
@@ -149,7 +178,7 @@ class Sampler:
         self._group_cache: dict[str, tuple[Any, Any, Any, GroupState]] = {}
         self.names = PartitionNames()
 
-    def take(self, partitions: list[TopicPartition], live_brokers: list[int],
+    def take(self, partitions: Collection[TopicPartition], live_brokers: list[int],
              on_refused: Callable[[str], None] | None = None) -> Sample:
         """Read and evaluate one pass over `partitions` (the online ones of the last snapshot)."""
         started = time.time()

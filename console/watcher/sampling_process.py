@@ -24,7 +24,7 @@ import os
 import resource
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -202,7 +202,7 @@ class RemoteSampler:
         self._conn: Any = None
         self._merger = DeltaMerger()
         self._pieces: dict[str, tuple[bytes, list[str]]] = {}  # groups of a delta still on its way
-        self._sent: tuple[list[TopicPartition], list[int]] | None = None
+        self._sent: tuple[Collection[TopicPartition], list[int]] | None = None
         self._heard_at = time.monotonic()  # the last sign of work from the child (a pass, or being given work)
         self._stalled = False
         self._started_at = 0.0
@@ -267,7 +267,7 @@ class RemoteSampler:
         self._start()
         return True
 
-    def target(self, partitions: list[TopicPartition], brokers: list[int]) -> None:
+    def target(self, partitions: Collection[TopicPartition], brokers: list[int]) -> None:
         """Sample these from now on (sent only when it differs from what the child has)."""
         if not self._ensure():
             return
@@ -381,7 +381,8 @@ def child_main(cluster: str, incremental: bool, factory: GatewayFactory | None, 
                 message = conn.recv()
                 if message is None:
                     return
-                target = (message[1], message[2]) if message[0] == "target" else None
+                # (the watcher's layout as the sampler's shared tuples, once per target)
+                target = ([sampler.names.shared(tp) for tp in message[1]], message[2]) if message[0] == "target" else None
         except (EOFError, OSError):
             return
         if target is None:

@@ -247,3 +247,38 @@ def test_a_partitions_lists_are_shared_where_they_are_equal(watcher: Any) -> Non
         for p in t.partitions:
             seen = shown[(t.name, p.partition)]
             assert (seen["replicas"], seen["isr"], seen["offline_replicas"]) == (p.replicas, p.isr, p.offline_replicas)
+
+
+def test_what_to_sample_is_each_topics_online_partition_numbers_not_a_tuple_per_partition(watcher: Any) -> None:
+    """The watcher holds (and sends its sampling process) each topic's online partition numbers: a
+    (topic, partition) tuple per partition was 20 MB of it at 300,000 partitions."""
+    import pickle
+
+    from console.watcher.sampler import Layout
+
+    w, model, gw = watcher
+    snap = w.previous
+    layout = w._partitions(snap)
+    assert isinstance(layout, Layout) and len(layout) == 600
+    assert list(layout) == [(t.name, p.partition) for t in snap.topics.values() for p in t.partitions]
+    assert all(type(numbers) is tuple and all(type(n) is int for n in numbers) for _name, numbers in layout.topics)
+    assert w._partitions(snap) is layout  # the same topics: the same layout, nothing to send
+    assert pickle.loads(pickle.dumps(layout)) == layout
+    # A leader moves (the same partitions online): the numbers of every topic are kept as they were.
+    first = model.names[0]
+    with model.lock:
+        leader, replicas, isr, _s, _e = model.topics[first][3]
+        model.topics[first][3][0] = next(r for r in isr if r != leader)
+        model.topic_versions[first] = model.version = model.version + 1
+    moved, _ = w.cycle()
+    assert moved.topics is not snap.topics
+    again = w._partitions(moved)
+    assert again == layout and all(a[1] is b[1] for a, b in zip(again.topics, layout.topics, strict=True))
+    # A partition goes offline: it leaves its topic's numbers.
+    with model.lock:
+        model.topics[first][5][0] = -1
+        model.topic_versions[first] = model.version = model.version + 1
+    offline, _ = w.cycle()
+    assert offline.topics[first].partitions[5].offline
+    fewer = w._partitions(offline)
+    assert len(fewer) == 599 and (first, 5) not in list(fewer) and dict(fewer.topics)[first] == tuple(p for p in range(20) if p != 5)
