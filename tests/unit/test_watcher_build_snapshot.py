@@ -104,6 +104,27 @@ def test_broker_named_in_replicas_but_never_seen_is_added_as_down():
     assert (snap.brokers[5].host, snap.brokers[5].port, snap.brokers[5].rack) == ("?", 0, None)
 
 
+def test_a_broker_named_only_by_a_topic_carried_over_stays_listed_and_only_changed_topics_are_looked_through():
+    """A cycle looks for never-seen brokers only in the topics it builds anew (all of them was
+    900,000 replicas a cycle at 300,000 partitions): a topic carried over named only brokers the
+    previous snapshot already lists, and they stay listed."""
+    orders = ktopic("orders", kpart("orders", 0, leader=1, replicas=(1, 5)))
+    first = build(metadata(orders, ktopic("audit"), brokers=(1, 2, 3)))
+    assert first.brokers[5].up is False and first.brokers[5].host == "?"
+
+    class Untouchable(tuple):  # a carried-over topic's partitions must not be looked through
+        def __iter__(self):
+            raise AssertionError("an unchanged topic's partitions were read")
+
+    carried = Topic(name="orders", internal=False, partitions=Untouchable(orders.partitions))
+    audit = ktopic("audit", kpart("audit", 0, leader=2, replicas=(2, 7)))  # changed: now on a broker never seen
+    snap = build_snapshot("main", first, metadata(carried, audit, brokers=(1, 2, 3)), None, None, {}, {}, NOW,
+                          unchanged=frozenset({"orders"}))
+    assert snap.topics["orders"] is first.topics["orders"]
+    assert snap.brokers[5].up is False and snap.brokers[5].host == "?"  # still listed
+    assert snap.brokers[7].up is False and snap.brokers[7].host == "?"  # found in the changed topic
+
+
 def test_quorum_voter_never_seen_as_a_broker_is_not_listed_as_a_dead_broker():
     # A dedicated controller is a voter but never a broker: it must not show up as a broker that is down.
     snap = build(metadata(brokers=(1, 2)), q=quorum(leader=1, voters=(replica(1, 10), replica(4, 10))))
