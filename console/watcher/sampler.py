@@ -90,8 +90,7 @@ class Layout(Collection[TopicPartition]):
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Layout) and self.topics == other.topics
 
-    def __hash__(self) -> int:
-        return hash(tuple(self.topics))
+    __hash__ = None  # type: ignore[assignment]  # (compared, never a key)
 
 
 class PartitionNames:
@@ -196,7 +195,7 @@ class Sampler:
                 results[which] = {}
         # (the start offsets merged at once: their answer is not held through the groups' reading)
         last_starts = last.starts if last is not None else {}
-        starts = self._merged(last_starts, results.pop("earliest"))
+        starts = {**last_starts, **results.pop("earliest")}  # (both keyed by the shared tuples)
         groups = self._poll_groups(len(live_brokers), len(partitions))
         now = time.time()
         sizes = None
@@ -228,7 +227,7 @@ class Sampler:
                                     message=refused)])
         except Exception:  # noqa: BLE001 - analytics must never stop the live console
             log.exception("writing analytics samples of %s failed", self.cluster)
-        ends = self._merged(last_ends, results["latest"])
+        ends = {**last_ends, **results["latest"]}
         rates = last.rates if last is not None else {}
         if last is not None and started > last.started:
             rates = produce_rates(last_ends, results["latest"], started - last.started)
@@ -265,16 +264,6 @@ class Sampler:
             kept = before.get(tp)
             out[shared(tp)] = kept if kept is not None and kept == made else made
         return out
-
-    def _merged(self, last: Mapping[TopicPartition, int], new: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
-        """`last` updated with `new`, a partition new to it keyed by its shared tuple (the gateway's
-        keys are new tuples, with a topic string each, at every call: the end and start offsets held
-        one of each per partition, twice, and so did the watcher that took them in)."""
-        fresh = new.keys() - last.keys()
-        if not fresh:
-            return {**last, **new}
-        shared = self.names.shared
-        return {**last, **{shared(tp): v for tp, v in new.items() if tp in fresh}, **new}
 
     def _poll_groups(self, brokers: int, partitions: int) -> dict[str, GroupState] | None:
         """Every group's state: described all at once, their committed offsets fetched and turned

@@ -87,12 +87,16 @@ def test_a_chunk_that_cannot_be_read_keeps_the_last_complete_groups(redis_server
         assert any(third.groups[gid].offsets != first.groups[gid].offsets for gid in third.groups)
 
 
-def test_replica_sizes_equal_to_the_last_ones_are_the_last_ones_objects(redis_server: str) -> None:
+def _small(name: str) -> tuple[Model, list[tuple[str, int]], Sampler]:
+    """A model of 40 partitions and 4 groups, its partitions, and a sampler on it (analytics off)."""
     model = Model(partitions=40, groups=4, brokers=3, per_topic=10, seed=3)
     gw = SimGateway(model, 0.0)
-    partitions = _partitions(gw)
+    return model, _partitions(gw), Sampler(name, gw, True, lambda rows: None)  # type: ignore[arg-type]
+
+
+def test_replica_sizes_equal_to_the_last_ones_are_the_last_ones_objects(redis_server: str) -> None:
     with override_settings(ANALYTICS_SAMPLES=False):
-        sampler = Sampler("sizes-test", gw, True, lambda rows: None)  # type: ignore[arg-type]
+        model, partitions, sampler = _small("sizes-test")
         first = sampler.take(partitions, [1, 2, 3]).sizes
         model.step(0.1, 1.0)  # 4 partitions take writes: their sizes grow
         sampler._next_sizes = 0.0  # (read the sizes again now, not after WATCHER_SIZES_INTERVAL)
@@ -105,11 +109,8 @@ def test_replica_sizes_equal_to_the_last_ones_are_the_last_ones_objects(redis_se
 
 
 def test_the_time_tables_keep_the_shared_partition_tuples_not_the_gateways(redis_server: str) -> None:
-    model = Model(partitions=40, groups=4, brokers=3, per_topic=10, seed=3)
-    gw = SimGateway(model, 0.0)
-    partitions = _partitions(gw)
     with override_settings(ANALYTICS_SAMPLES=False):
-        sampler = Sampler("tables-test", gw, True, lambda rows: None)  # type: ignore[arg-type]
+        model, partitions, sampler = _small("tables-test")
         sampler.take(partitions, [1, 2, 3])
         model.step(1.0, 1.0)
         sampler.take(partitions, [1, 2, 3])
