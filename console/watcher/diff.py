@@ -118,10 +118,15 @@ def _topic(old: TopicState, new: TopicState) -> list[Change]:
                 details={"old": len(old.partitions), "new": len(new.partitions)},
             )
         )
-    before = {p.partition: p for p in old.partitions}
+    olds = old.partitions
+    before: dict[int, PartitionState] | None = None  # (by number: only when a place does not match)
     same_min = old.min_isr == new.min_isr
-    for p in new.partitions:
-        q = before.get(p.partition)
+    for i, p in enumerate(new.partitions):
+        q: PartitionState | None = olds[i] if i < len(olds) else None
+        if q is None or q.partition != p.partition:
+            if before is None:
+                before = {x.partition: x for x in olds}
+            q = before.get(p.partition)
         if q is None or (same_min and (q is p or (q.leader == p.leader and q.isr == p.isr and q.replicas == p.replicas))):
             continue  # nothing an event is made of changed (offsets and sizes make none)
         changes += _partition(new.name, q, p, old.min_isr, new.min_isr)

@@ -125,6 +125,33 @@ def test_a_broker_named_only_by_a_topic_carried_over_stays_listed_and_only_chang
     assert snap.brokers[7].up is False and snap.brokers[7].host == "?"  # found in the changed topic
 
 
+def test_of_a_changed_topic_only_the_partitions_built_anew_are_looked_through_for_never_seen_brokers():
+    """Of a topic that changed, a partition whose metadata is what the last build read keeps its
+    state and is not looked through (its brokers are listed already); one built anew is."""
+    reads: list[int] = []
+
+    class Counted(Partition):  # (counts who reads its replicas)
+        def __getattribute__(self, name: str):  # type: ignore[no-untyped-def]
+            if name == "replicas":
+                reads.append(object.__getattribute__(self, "partition"))
+            return object.__getattribute__(self, name)
+
+    kept = Counted(topic="orders", partition=0, leader=1, replicas=(1, 5), isr=(1, 5))
+    orders = Topic(name="orders", internal=False, partitions=(kept, Counted(topic="orders", partition=1, leader=1,
+                                                                              replicas=(1, 2, 3), isr=(1, 2, 3))))
+    first = build(metadata(orders, brokers=(1, 2, 3)))
+    assert set(reads) == {0, 1}
+    reads.clear()
+    moved = Counted(topic="orders", partition=1, leader=2, replicas=(2, 8), isr=(2, 8))  # now on a broker never seen
+    changed = Topic(name="orders", internal=False, partitions=(kept, moved))
+    fresh: dict[str, list[int]] = {}
+    snap = build_snapshot("main", first, metadata(changed, brokers=(1, 2, 3)), None, None, {}, {}, NOW,
+                          built_from={"orders": orders}, fresh=fresh)
+    assert fresh == {"orders": [1]} and snap.topics["orders"].partitions[0] is first.topics["orders"].partitions[0]
+    assert snap.brokers[5].host == "?" and snap.brokers[8].host == "?" and not snap.brokers[8].up
+    assert set(reads) == {1}  # only the partition built anew
+
+
 def test_quorum_voter_never_seen_as_a_broker_is_not_listed_as_a_dead_broker():
     # A dedicated controller is a voter but never a broker: it must not show up as a broker that is down.
     snap = build(metadata(brokers=(1, 2)), q=quorum(leader=1, voters=(replica(1, 10), replica(4, 10))))

@@ -492,3 +492,18 @@ def test_events_use_only_the_three_severities():
         old, new = changed(mutate, make_old())
         seen |= {c.severity for c in diff(old, new)}
     assert seen == {INFO, WARNING, CRITICAL}
+
+
+def test_partitions_are_matched_by_number_when_their_places_differ():
+    """Partitions are compared by number: in place when the lists agree, by number where they do not
+    (a list in another order, or with a partition missing), never by place alone."""
+    old = healthy()
+    new = deepcopy(old)
+    parts = new.topics["orders"].partitions
+    parts[1].leader = 3
+    new.topics["orders"].partitions = [parts[2], parts[0], parts[1]]
+    assert [(c.kind, c.partition) for c in diff(old, new)] == [("leader_change", 1)]
+    shorter = deepcopy(old)
+    shorter.topics["orders"].partitions = [shorter.topics["orders"].partitions[0], shorter.topics["orders"].partitions[2]]
+    shorter.topics["orders"].partitions[1].leader = 1
+    assert [(c.kind, c.partition, c.details) for c in diff(old, shorter)] == [("leader_change", 2, {"old": 3, "new": 1})]
