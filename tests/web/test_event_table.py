@@ -31,3 +31,22 @@ def test_rows_saved_in_batches_read_back_equal_with_their_ids() -> None:
         assert (stored.at, stored.partition, stored.broker, stored.details, stored.topic) == \
             (row.at, row.partition, row.broker, row.details, row.topic)
     assert EventTable().save([]) == []
+
+
+def test_a_cycles_events_are_saved_all_or_none() -> None:
+    """The batches of one save are one transaction: a batch refused leaves none of the others saved,
+    so the publisher's retry of the whole cycle's events (publisher.Publisher.record) saves each
+    once, not the batches before the refused one twice."""
+    from django.db import IntegrityError
+
+    at = datetime(2026, 11, 25, 10, 0, tzinfo=UTC)
+    rows = [EventRow(cluster="ev-atomic", at=at, kind="leader_change", severity="info", message=f"m{i}", topic="t",
+                     partition=i, broker=None, details={}) for i in range(1100)]
+    bad = rows[:]
+    bad[700] = EventRow(cluster="ev-atomic", at=at, kind="leader_change", severity="info", message=None,  # type: ignore[arg-type]
+                        topic="t", partition=700, broker=None, details={})
+    with pytest.raises(IntegrityError):
+        EventTable().save(bad)  # the second batch is refused (NOT NULL)
+    assert Event.objects.filter(cluster="ev-atomic").count() == 0  # the first batch is not left behind
+    assert len(EventTable().save(rows)) == 1100
+    assert Event.objects.filter(cluster="ev-atomic").count() == 1100
