@@ -16,7 +16,7 @@ the watcher's sampling passes in their own process, as `manage.py watch` runs th
 (`--in-process`: in a thread of the watcher's process instead).
 
 It ends by printing one JSON line: cycle_p50_seconds, cycle_max_seconds, cpu_fraction (CPU-seconds of
-the watcher per wall second: its two threads and its sampling process; the model's process is not
+the watcher per wall second: its three threads (cycle, sampling, events) and its sampling process; the model's process is not
 counted), max_rss_mb (the watcher's process and its sampling process, their peaks added;
 rss_at_end_mb what both held at the end),
 push_p50_seconds / push_max_seconds (from a leader move in the model to the published snapshot that
@@ -385,9 +385,10 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
     Event.objects.filter(cluster="sim").delete()
     remote = not args.in_process
     watcher = ClusterWatcher("sim", "simulator", gw=gw, remote=remote,  # type: ignore[arg-type]
-                             remote_gateway=RemoteModelFactory(address, args.failure_rate, 3) if remote else None)
+                             remote_gateway=RemoteModelFactory(address, args.failure_rate, 3) if remote else None,
+                             events_thread=True)  # (as manage.py watch runs it)
     stop = threading.Event()
-    cpu = {"cycle": 0.0, "sampling": 0.0}
+    cpu = {"cycle": 0.0, "sampling": 0.0, "events": 0.0}
     cycle_times: list[float] = []
     pushes: list[float] = []
     errors: list[str] = []
@@ -442,6 +443,8 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
         t.start()
     began = time.monotonic()
     child_cpu_before = watcher.remote.child_cpu_seconds if watcher.remote is not None else 0.0
+    watcher.publisher.flush()
+    events_cpu_before = watcher.publisher.writer_cpu_seconds
     seen_moves = len(gw.ask("moves_since", 0))
     pending: dict[tuple[str, int], tuple[float, int]] = {}  # a later move of a partition replaces the earlier
     while time.monotonic() - began < args.seconds:
@@ -476,7 +479,8 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
     child_rss = watcher.remote.child_rss_mb if watcher.remote is not None else 0.0
     end_rss = _current_rss_mb()
     child_end_rss = _current_rss_mb(watcher.remote.pid) if watcher.remote is not None and watcher.remote.pid else 0.0
-    watcher.close()
+    watcher.close()  # (the events still being written are written)
+    cpu["events"] = watcher.publisher.writer_cpu_seconds - events_cpu_before
     counts = gw.ask("counts")
     server.kill()
     kinds: dict[str, int] = {}
@@ -497,8 +501,9 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
         "cycle_max_seconds": round(ordered[-1], 4) if ordered else None,
         # CPU-seconds per wall second of the watcher: its metadata thread, its sampling thread (taking
         # the passes in), and the sampling process.
-        "cpu_fraction": round((cpu["cycle"] + cpu["sampling"] + child_cpu) / wall, 3),
+        "cpu_fraction": round((cpu["cycle"] + cpu["events"] + cpu["sampling"] + child_cpu) / wall, 3),
         "cpu_cycle_fraction": round(cpu["cycle"] / wall, 3),
+        "cpu_events_fraction": round(cpu["events"] / wall, 3),  # (the thread writing the events)
         "cpu_sampling_fraction": round((cpu["sampling"] + child_cpu) / wall, 3),
         "cpu_merge_fraction": round(cpu["sampling"] / wall, 3),  # (this process taking the passes in)
         # The watcher's memory: this process's and the sampling process's peaks, added.

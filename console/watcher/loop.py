@@ -235,12 +235,13 @@ def _same_online(before: list[PartitionState], after: list[PartitionState]) -> b
 
 class ClusterWatcher:
     def __init__(self, cluster: str, owner: str, gw: ClusterGateway | None = None, incremental: bool = True,
-                 remote: bool = False, remote_gateway: GatewayFactory | None = None) -> None:
+                 remote: bool = False, remote_gateway: GatewayFactory | None = None, events_thread: bool = False) -> None:
         """`gw`: what to ask Kafka through (default the cluster's gateway; the scale simulator
         passes one that answers for a synthetic cluster). `incremental=False` rebuilds every topic
         every cycle (what the incremental path must equal; the tests compare them). `remote`: the
         sampling passes run in a process of their own (sampling_process.py), asking Kafka through
-        what `remote_gateway` makes there (default the cluster's gateway)."""
+        what `remote_gateway` makes there (default the cluster's gateway). `events_thread`: each
+        cycle's events are written by a thread of their own (publisher.EventWriter), not in the cycle."""
         self.cluster = cluster
         self.owner = owner
         self.gateway: ClusterGateway = gw if gw is not None else gateway.for_cluster(cluster)
@@ -248,7 +249,7 @@ class ClusterWatcher:
         self.racks: dict[int, str | None] = {}
         self.next_configs = 0.0
         self.stats = CycleStats()
-        self.publisher = Publisher(cluster)
+        self.publisher = Publisher(cluster, background=events_thread)
         self._content: ContentParts | None = None
         self._offsets_lock = threading.Lock()
         self._starts: Mapping[tuple[str, int], int] = {}
@@ -562,6 +563,7 @@ class ClusterWatcher:
     def close(self) -> None:
         if self.remote is not None:
             self.remote.close()
+        self.publisher.close()
 
     def merge(self, sample: Sample) -> None:
         """Hand a sample to the metadata cycle: what it changed is marked, so the next cycle
@@ -653,7 +655,7 @@ class ClusterWatcher:
         self.published_at = time.time()
         self._content = content  # (what is published is the base of the next cycle, whatever the events do)
         self.previous = snap
-        self.publisher.announce(self.publisher.record(snap, changes))
+        self.publisher.record_later(snap, changes)
         self.cycles += 1
         self.cycles_reused += self.unchanged
         self._cycle_times.append(time.monotonic() - started)

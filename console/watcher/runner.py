@@ -92,7 +92,7 @@ def run_offsets(watcher: ClusterWatcher, stop: threading.Event, active: threadin
 def run_cluster(cluster: str, stop: threading.Event, lease_ttl: float = 10.0) -> None:
     # Under `manage.py watch` the supervising process's name: a watcher it restarts takes its lease back at once.
     owner = os.environ.get("WATCHER_OWNER") or f"{socket.gethostname()}:{os.getpid()}"
-    watcher = ClusterWatcher(cluster, owner, remote=settings.WATCHER_SAMPLER_PROCESS)
+    watcher = ClusterWatcher(cluster, owner, remote=settings.WATCHER_SAMPLER_PROCESS, events_thread=True)
     watcher.load_previous()
     active = tuned = False
     sampling = threading.Event()

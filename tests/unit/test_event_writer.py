@@ -1,0 +1,135 @@
+"""console.watcher.publisher: the thread that writes a watcher's events (Publisher with `background`).
+
+The event store and the Channels layer are stand-ins: what is checked is the writer's order, its
+batching, its keeping of refused rows, and its flush and close."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from console.watcher import publisher as publisher_module
+from console.watcher import registry
+from console.watcher.diff import Change
+from console.watcher.publisher import Publisher
+from console.watcher.snapshot import Snapshot
+
+
+class Store:
+    """Saves rows in memory, numbering them; can hold a save back, or refuse it."""
+
+    def __init__(self) -> None:
+        self.saves: list[list[str]] = []  # each save's messages
+        self.threads: list[str] = []
+        self.gate = threading.Event()
+        self.gate.set()
+        self.entered = threading.Event()
+        self.refuse = 0
+        self.ids = 0
+
+    def save(self, rows: list[Any]) -> list[dict[str, Any]]:
+        self.entered.set()
+        assert self.gate.wait(10)
+        self.threads.append(threading.current_thread().name)
+        if self.refuse:
+            self.refuse -= 1
+            raise RuntimeError("database is down")
+        self.saves.append([r.message for r in rows])
+        out = []
+        for r in rows:
+            self.ids += 1
+            out.append({"id": self.ids, "message": r.message})
+        return out
+
+
+class Layer:
+    def __init__(self) -> None:
+        self.sent: list[dict[str, Any]] = []
+
+    async def group_send(self, group: str, message: dict[str, Any]) -> None:
+        self.sent.append(message)
+
+
+@pytest.fixture
+def store(monkeypatch: pytest.MonkeyPatch) -> tuple[Store, Layer]:
+    saved, layer = Store(), Layer()
+    monkeypatch.setattr(registry, "_events", saved)
+    monkeypatch.setattr(publisher_module, "get_channel_layer", lambda: layer)
+    return saved, layer
+
+
+def changes(*messages: str) -> list[Change]:
+    return [Change("leader_change", "warning", m, topic="t", partition=0) for m in messages]
+
+
+SNAP = Snapshot(cluster="w", checked_at=1_800_000_000.0, reachable=True)
+
+
+def test_a_cycle_hands_its_events_over_and_the_writer_saves_then_announces_them_in_order(store: tuple[Store, Layer]) -> None:
+    saved, layer = store
+    p = Publisher("w", background=True)
+    saved.gate.clear()  # the database is slow
+    p.record_later(SNAP, changes("a", "b"))  # returns at once
+    assert saved.entered.wait(5)
+    assert not p.flush(0.2)  # still writing
+    assert layer.sent == []
+    saved.gate.set()
+    assert p.flush(5)
+    assert saved.saves == [["a", "b"]] and saved.threads == ["events-w"]
+    assert [m["type"] for m in layer.sent] == ["events.added"]
+    assert [e["message"] for e in layer.sent[0]["events"]] == ["a", "b"]
+    p.close()
+
+
+def test_events_that_piled_up_while_the_writer_wrote_go_in_one_save_in_their_order(store: tuple[Store, Layer]) -> None:
+    saved, _layer = store
+    p = Publisher("w", background=True)
+    saved.gate.clear()
+    p.record_later(SNAP, changes("1"))
+    assert saved.entered.wait(5)
+    p.record_later(SNAP, changes("2", "3"))
+    p.record_later(SNAP, [])  # (nothing to write: nothing handed over)
+    p.record_later(SNAP, changes("4"))
+    saved.gate.set()
+    assert p.flush(5)
+    assert saved.saves == [["1"], ["2", "3", "4"]]
+    p.close()
+
+
+def test_events_the_database_refuses_are_written_first_with_the_next(store: tuple[Store, Layer]) -> None:
+    saved, layer = store
+    p = Publisher("w", background=True)
+    saved.refuse = 1
+    p.record_later(SNAP, changes("lost?"))
+    assert p.flush(5)
+    assert saved.saves == [] and layer.sent == []
+    p.record_later(SNAP, changes("next"))
+    assert p.flush(5)
+    assert saved.saves == [["lost?", "next"]]
+    p.close()
+
+
+def test_close_writes_what_the_writer_still_holds_and_ends_it(store: tuple[Store, Layer]) -> None:
+    saved, _layer = store
+    p = Publisher("w", background=True)
+    saved.gate.clear()
+    p.record_later(SNAP, changes("x"))
+    assert saved.entered.wait(5)
+    p.record_later(SNAP, changes("y"))
+    threading.Timer(0.2, saved.gate.set).start()
+    p.close()
+    assert saved.saves == [["x"], ["y"]]
+    assert not any(t.name == "events-w" for t in threading.enumerate())
+    assert p.writer_cpu_seconds >= 0.0
+
+
+def test_without_the_writer_a_cycles_events_are_written_in_the_cycle(store: tuple[Store, Layer]) -> None:
+    saved, layer = store
+    p = Publisher("w")
+    p.record_later(SNAP, changes("now"))
+    assert saved.saves == [["now"]] and saved.threads == [threading.current_thread().name]
+    assert [m["type"] for m in layer.sent] == ["events.added"]
+    assert p.flush(0.01)
+    p.close()
