@@ -32,6 +32,7 @@ from console.watcher.registry import EventRow
 from console.watcher.sampler import Layout, Sample, Sampler
 from console.watcher.sampling_process import GatewayFactory, RemoteSampler
 from console.watcher.snapshot import (
+    GROUP_PART,
     BrokerState,
     ContentParts,
     GroupBytes,
@@ -265,6 +266,7 @@ class ClusterWatcher:
         self._group_parts: Mapping[str, bytes] | None = None
         self._remote_group_topics: Mapping[str, list[str]] = {}
         self._snapshot_group_parts: Mapping[str, bytes] | None = None
+        self._stored_parts_of: tuple[Any, dict[str, bytes]] = (None, {})  # those parts, keyed as stored
         self._topic_groups_of: tuple[Any, dict[str, list[str]]] = (None, {})
         self._group_topics: dict[str, tuple[GroupState, list[str]]] = {}  # the topics each group state reads
         self._partitions_of: tuple[dict[str, TopicState] | None, Layout] = (None, Layout([]))  # what to sample, per topics
@@ -627,11 +629,14 @@ class ClusterWatcher:
 
     def _stored_group_parts(self, snap: Snapshot) -> dict[str, bytes] | None:
         """The groups' JSON to store with `snap` when they come from a sampling process (an
-        unreachable cluster's snapshot keeps the last ones), else None: its own groups are serialised."""
+        unreachable cluster's snapshot keeps the last ones), else None: its own groups are serialised.
+        Keyed as stored ("g:<id>"), once per pass's parts (50,000 keys made every cycle before)."""
         parts = self._snapshot_group_parts
         if parts is None or snap.groups:
             return None
-        return parts if isinstance(parts, dict) else dict(parts)
+        if self._stored_parts_of[0] is not parts:
+            self._stored_parts_of = (parts, {GROUP_PART + gid: raw for gid, raw in parts.items()})
+        return self._stored_parts_of[1]
 
     def cycle(self) -> tuple[Snapshot, list[Change]]:
         now = time.time()

@@ -353,13 +353,13 @@ class Snapshot:
         each topic's and each group's JSON (what `content_bytes` holds, in parts, so a change
         rewrites only the topics and groups it touched). The caches keep each object's JSON while
         it is the same object. `group_parts`: the groups' JSON as made elsewhere (the sampling
-        process), used instead of `groups`."""
+        process), keyed as stored ("g:<id>"), used instead of `groups`."""
         blank = replace(self, version=0, taken_at=None, checked_at=None, offsets_at=None, groups_at=None, quorum=None,
                         quorum_error=None, topics={}, groups={})
         header = _with_format(orjson.dumps(blank, option=CONTENT_OPTIONS))
         parts = (topic_bytes if topic_bytes is not None else TopicBytes()).each(self.topics, TOPIC_PART)
         if group_parts is not None:
-            parts.update({GROUP_PART + gid: raw for gid, raw in group_parts.items()})
+            parts.update(group_parts)
         else:
             parts.update((group_bytes if group_bytes is not None else GroupBytes()).each(self.groups, GROUP_PART))
         return header, parts
