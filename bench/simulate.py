@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import random
 import resource
 import statistics
@@ -361,6 +362,7 @@ def main() -> None:
 def simulate(args: argparse.Namespace) -> dict[str, Any]:
     from bench.run import setup_django
 
+    os.environ["CONSOLE_PROCESS"] = "watcher"  # as manage.py watch sets it (no web server loaded)
     setup_django()
     from django.conf import settings
     from django.core.management import call_command
@@ -548,7 +550,7 @@ def append(args: argparse.Namespace, r: dict[str, Any]) -> None:
         "max RSS (watcher + sampling process) | RSS at the end | leader move to snapshot p50 / max | spurious events |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
         f"| {r['partitions']:,} | {r['groups']:,} | {r['change_rate']} | {r['failure_rate']} | {r['cycles']} | {r['cycle_p50_seconds']} s | "
-        f"{r['cycle_max_seconds']} s | {r['cpu_fraction']} (cycle {r['cpu_cycle_fraction']}, sampling {r['cpu_sampling_fraction']}) | "
+        f"{r['cycle_max_seconds']} s | {r['cpu_fraction']} (cycle {r['cpu_cycle_fraction']}, events {r['cpu_events_fraction']}, sampling {r['cpu_sampling_fraction']}) | "
         f"{r['max_rss_mb']} MB ({r['watcher_process_rss_mb']} + {r['sampler_process_rss_mb']}) | {r['rss_at_end_mb']} MB | "
         f"{r['push_p50_seconds']} s / {r['push_max_seconds']} s | {r['spurious_events']} |",
         "",

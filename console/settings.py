@@ -32,8 +32,11 @@ DEBUG = env_bool("CONSOLE_DEBUG", False)
 ALLOWED_HOSTS = env_list("CONSOLE_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CONSOLE_CSRF_TRUSTED_ORIGINS", [])
 
+# The watcher's processes (`manage.py watch`, its sampling process) serve no page: they do not load
+# daphne's web server (Twisted: 24 MB a process). CONSOLE_PROCESS=watcher is set for them.
+WATCHER_PROCESS = env_str("CONSOLE_PROCESS", "") == "watcher"
 INSTALLED_APPS = [
-    "daphne",
+    *([] if WATCHER_PROCESS else ["daphne"]),
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",

@@ -340,6 +340,14 @@ class RemoteSampler:
         self._process = None
 
 
+def start_django() -> None:
+    """Django, as a watcher's process loads it: it serves no page, so no web server (see settings)."""
+    os.environ["CONSOLE_PROCESS"] = "watcher"
+    import django
+
+    django.setup()
+
+
 def child_main(cluster: str, incremental: bool, factory: GatewayFactory | None, overrides: dict[str, Any], conn: Any) -> None:
     """The child: sample what the watcher last asked for, every WATCHER_OFFSETS_INTERVAL (at once
     when a change made through the console nudges it), and send each pass as a delta."""
@@ -349,9 +357,7 @@ def child_main(cluster: str, incremental: bool, factory: GatewayFactory | None, 
     with contextlib.suppress(OSError):
         os.nice(SAMPLER_NICENESS)
     parent = os.getppid()
-    import django
-
-    django.setup()
+    start_django()
     from django.conf import settings
 
     for name, value in overrides.items():
