@@ -177,8 +177,12 @@ class EventWriter:
 
     def put(self, rows: list[EventRow]) -> None:
         with self._cond:
-            self._queue.append(rows)
-            self._cond.notify_all()
+            if not self._closed:
+                self._queue.append(rows)
+                self._cond.notify_all()
+                return
+        # A cycle that ended after the writer was closed (a stop racing the last cycle): written here.
+        self.publisher.announce(self.publisher.save_rows(rows))
 
     def flush(self, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
