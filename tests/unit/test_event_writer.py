@@ -67,12 +67,18 @@ def changes(*messages: str) -> list[Change]:
 SNAP = Snapshot(cluster="w", checked_at=1_800_000_000.0, reachable=True)
 
 
+def writing(saved: Store, *first: str) -> Publisher:
+    """A publisher with its writer thread, held inside the save of `first` (the database is slow)."""
+    p = Publisher("w", background=True)
+    saved.gate.clear()
+    p.record_later(SNAP, changes(*first))  # returns at once
+    assert saved.entered.wait(5)
+    return p
+
+
 def test_a_cycle_hands_its_events_over_and_the_writer_saves_then_announces_them_in_order(store: tuple[Store, Layer]) -> None:
     saved, layer = store
-    p = Publisher("w", background=True)
-    saved.gate.clear()  # the database is slow
-    p.record_later(SNAP, changes("a", "b"))  # returns at once
-    assert saved.entered.wait(5)
+    p = writing(saved, "a", "b")
     assert not p.flush(0.2)  # still writing
     assert layer.sent == []
     saved.gate.set()
@@ -85,10 +91,7 @@ def test_a_cycle_hands_its_events_over_and_the_writer_saves_then_announces_them_
 
 def test_events_that_piled_up_while_the_writer_wrote_go_in_one_save_in_their_order(store: tuple[Store, Layer]) -> None:
     saved, _layer = store
-    p = Publisher("w", background=True)
-    saved.gate.clear()
-    p.record_later(SNAP, changes("1"))
-    assert saved.entered.wait(5)
+    p = writing(saved, "1")
     p.record_later(SNAP, changes("2", "3"))
     p.record_later(SNAP, [])  # (nothing to write: nothing handed over)
     p.record_later(SNAP, changes("4"))
@@ -113,10 +116,7 @@ def test_events_the_database_refuses_are_written_first_with_the_next(store: tupl
 
 def test_close_writes_what_the_writer_still_holds_and_ends_it(store: tuple[Store, Layer]) -> None:
     saved, _layer = store
-    p = Publisher("w", background=True)
-    saved.gate.clear()
-    p.record_later(SNAP, changes("x"))
-    assert saved.entered.wait(5)
+    p = writing(saved, "x")
     p.record_later(SNAP, changes("y"))
     threading.Timer(0.2, saved.gate.set).start()
     p.close()
