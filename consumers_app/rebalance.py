@@ -44,7 +44,7 @@ def is_settled(state: str) -> bool:
     return _norm(state) in SETTLED
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # (one per member of every group the watcher follows)
 class Member:
     client_id: str
     host: str
@@ -60,7 +60,7 @@ class Member:
             object.__setattr__(self, "assignment", canonical)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Observation:
     at: float  # seconds since the epoch
     state: str
@@ -163,7 +163,7 @@ class Rebalance:
         )
 
 
-@dataclass
+@dataclass(slots=True)  # (one per group)
 class RebalanceTracker:
     """Follows one group across describes."""
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 Point = tuple[float, int, float | None]  # (time, total lag, time lag)
 
 
-@dataclass
+@dataclass(slots=True)  # (one per group)
 class _Run:
     written: Point  # the last point stored
     skipped: Point | None = None  # the newest point of the run not stored

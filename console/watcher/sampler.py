@@ -36,6 +36,8 @@ TopicPartition = tuple[str, int]
 # Groups whose committed offsets are fetched and turned into states together (one OffsetFetch per
 # coordinator each): what a pass holds of Kafka's answers at once.
 GROUP_CHUNK = 2000
+TEXTS_MAX = 200_000  # client ids and hosts shared (PartitionNames.text): forgotten all at once beyond this
+_NONE: dict[Any, Any] = {}  # (a group's committed or share offsets when it has none: never changed)
 
 
 def produce_rates(before: Mapping[TopicPartition, int], after: Mapping[TopicPartition, int], seconds: float) -> dict[str, float]:
@@ -99,11 +101,12 @@ class PartitionNames:
     partitions, and the gateway's answers are new objects at every pass. Cleared when it holds far
     more partitions than are in use (deleted topics), so it never grows without bound."""
 
-    __slots__ = ("_key", "by_key")
+    __slots__ = ("_key", "_texts", "by_key")
 
     def __init__(self) -> None:
         self._key: dict[TopicPartition, str] = {}  # keyed by the shared tuple
         self.by_key: dict[str, TopicPartition] = {}  # each key's tuple (for the evaluation, which shares them)
+        self._texts: dict[str, str] = {}  # (see `text`)
 
     def __len__(self) -> int:
         return len(self._key)
@@ -125,6 +128,17 @@ class PartitionNames:
     def tps(self, tps: tuple[TopicPartition, ...]) -> tuple[TopicPartition, ...]:
         shared = self.shared
         return tuple([shared(tp) for tp in tps])
+
+    def text(self, value: str) -> str:
+        """One string for each value of a member's client id and host: a consumer's client id and
+        host recur across its groups and passes, and each answer brings new strings (200,000 of them
+        at 50,000 groups)."""
+        found = self._texts.get(value)
+        if found is None:
+            if len(self._texts) >= TEXTS_MAX:
+                self._texts = {}
+            found = self._texts[value] = value
+        return found
 
     def bound(self, in_use: int) -> None:
         if len(self._key) > 2 * in_use + 100_000:
@@ -333,8 +347,9 @@ class Sampler:
         described and committed as then."""
         names = self.names
         key, by_key = names.key, names.by_key
+        text = names.text
         for g in described:
-            mine, shares = committed.get(g.group_id, {}), share_offsets.get(g.group_id, {})
+            mine, shares = committed.get(g.group_id, _NONE), share_offsets.get(g.group_id, _NONE)
             last = self._group_cache.get(g.group_id)
             if (self.incremental and last is not None and _described_as(last[3], last[0], g)
                     and _same_commits(last[1], mine, last[3].offsets) and last[2] == shares):
@@ -345,8 +360,9 @@ class Sampler:
             else:
                 # What is kept names its partitions with the shared tuples and keys.
                 g = replace(g, members=tuple(
-                    replace(m, assignment=names.tps(m.assignment), target_assignment=None if m.target_assignment is None
-                            else names.tps(m.target_assignment)) for m in g.members))
+                    replace(m, client_id=text(m.client_id), host=text(m.host), assignment=names.tps(m.assignment),
+                            target_assignment=None if m.target_assignment is None else names.tps(m.target_assignment))
+                    for m in g.members))
                 ordered = [(key(tp), o) for tp, o in sorted(mine.items())]
                 # The next pass compares its answer with the state's offsets through this (the
                 # answer itself was kept for that: 58 MB of dicts at 50,000 groups).
@@ -362,7 +378,7 @@ class Sampler:
                     offsets=dict(ordered),
                     coordinator=g.coordinator,
                     generation=g.generation,
-                    broker_lag={key(tp): lag for tp, (_start, lag) in shares.items() if lag >= 0},
+                    broker_lag={key(tp): lag for tp, (_start, lag) in shares.items() if lag >= 0} if shares else _NONE,
                     error=g.error,
                 )
             out[g.group_id] = state

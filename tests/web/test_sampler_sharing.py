@@ -109,3 +109,53 @@ def test_offsets_and_sizes_are_keyed_by_the_shared_tuples(redis_server: str) -> 
         model.step(1.0, 1.0)
         again = sampler.take(partitions, [1, 2, 3])
         assert all({tp: tp for tp in again.ends}[tp] is ends[tp] for tp in partitions)
+
+
+def test_members_client_ids_and_hosts_are_shared_strings_across_groups(redis_server: str) -> None:
+    """Each answer brings new strings for every member's client id and host (200,000 at 50,000
+    groups), though a consumer's recur across its groups: the states keep one of each value."""
+    model = Model(partitions=40, groups=8, brokers=3, per_topic=10, seed=3)
+    gw = SimGateway(model, 0.0)
+    partitions = [(t.name, p.partition) for t in gw.metadata().topics for p in t.partitions]
+    with override_settings(ANALYTICS_SAMPLES=False):
+        sampler = Sampler("texts-test", gw, True, lambda rows: None)  # type: ignore[arg-type]
+        groups = sampler.take(partitions, [1, 2, 3]).groups
+        assert groups is not None
+        members = [m for g in groups.values() for m in g.members]
+        assert len(members) > 8 and len({m.host for m in members}) == 1  # (the model's: one host, "client-<i>")
+        first = {m.client_id: m.client_id for m in members}
+        assert all(first[m.client_id] is m.client_id for m in members)
+        assert all(m.host is members[0].host for m in members)
+        # A share-less group keeps no dict of its own for its broker lag.
+        assert all(g.broker_lag == {} for g in groups.values())
+        assert len({id(g.broker_lag) for g in groups.values()}) == 1
+
+
+def test_member_texts_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    import console.watcher.sampler as sampler_module
+
+    monkeypatch.setattr(sampler_module, "TEXTS_MAX", 3)
+    names = PartitionNames()
+    a = "".join(["client", "-1"])
+    assert names.text(a) is a and names.text("".join(["client", "-1"])) is a
+    for i in range(3):
+        names.text(f"other-{i}")
+    b = "".join(["client", "-1"])
+    assert names.text(b) is b  # forgotten once full: the next value starts afresh
+
+
+def test_states_kept_per_group_and_member_have_no_attribute_dicts() -> None:
+    """Slotted: 50,000 group states, 100,000 members and their rebalance trackers held an attribute
+    dict each (about 50 MB of the sampling process at that scale)."""
+    from console.watcher.history import LagHistoryFilter
+    from console.watcher.snapshot import GroupState, MemberState
+    from consumers_app.rebalance import Member, Observation, RebalanceTracker
+
+    made = [GroupState("g", "Stable", "consumer", "classic", "range", [], {}), MemberState("m", "c", "h", ()),
+            Member("c", "h", ()), Observation(0.0, "Stable", 1), RebalanceTracker()]
+    filt = LagHistoryFilter()
+    filt.select({"g": (1.0, 0, None)})
+    filt.stored({"g": [(1.0, 0, None)]}, set())
+    made.append(filt.runs["g"])
+    for obj in made:
+        assert not hasattr(obj, "__dict__"), type(obj).__name__
