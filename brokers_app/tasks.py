@@ -1,9 +1,11 @@
-"""Celery tasks of brokers_app: reassignment jobs, their watchdog, and the balance watch."""
+"""Celery tasks of brokers_app: reassignment jobs, their watchdog, the balance watch, and the
+timeline's retention."""
 
 from __future__ import annotations
 
 import logging
 import time
+from datetime import timedelta
 
 import orjson
 from celery import shared_task
@@ -13,6 +15,7 @@ from django.utils import timezone
 from brokers_app import balance, jobs, services
 from brokers_app.models import Event
 from console import gateway
+from console.retention import prune
 
 log = logging.getLogger(__name__)
 
@@ -77,3 +80,11 @@ def push_events(cluster: str, rows: list[Event]) -> None:
             cluster_group(cluster), {"type": "events.added", "events": [e.as_dict() for e in reversed(list(saved))], "at": time.time()})
     except Exception:  # noqa: BLE001 - the events page shows them on its next load
         log.debug("could not push balance events", exc_info=True)
+
+
+
+@shared_task(ignore_result=True)
+def prune_events() -> int:
+    """Beat, every few minutes: events older than TIMELINE_RETENTION_DAYS go, and each cluster keeps
+    at most its newest TIMELINE_MAX_ROWS (console/retention.py)."""
+    return prune(Event, "at", timezone.now() - timedelta(days=settings.TIMELINE_RETENTION_DAYS), settings.TIMELINE_MAX_ROWS)

@@ -148,6 +148,10 @@ CELERY_BEAT_SCHEDULE = {
     "reassignment-watchdog": {"task": "brokers_app.tasks.reassignment_watchdog", "schedule": 5.0},
     "analytics-due-reports": {"task": "analytics.tasks.due_reports", "schedule": 30.0},
     "balance-watch": {"task": "brokers_app.tasks.balance_watch", "schedule": env_float("BALANCE_WATCH_INTERVAL", 180.0, minimum=5.0)},
+    # The timeline's retention (TIMELINE_RETENTION_DAYS, TIMELINE_MAX_ROWS below).
+    "events-retention": {"task": "brokers_app.tasks.prune_events", "schedule": env_float("TIMELINE_PRUNE_INTERVAL", 600.0, minimum=5.0)},
+    "rebalances-retention": {"task": "consumers_app.tasks.prune_rebalances",
+                             "schedule": env_float("TIMELINE_PRUNE_INTERVAL", 600.0, minimum=5.0)},
 }
 
 REST_FRAMEWORK = {
@@ -218,6 +222,10 @@ REASSIGNMENT_MAX_MOVES_PER_BROKER = env_int("REASSIGNMENT_MAX_MOVES_PER_BROKER",
 # Balance watch: a broker holding under this share of the mean replica count is "nearly empty";
 # replica or leader counts further apart than this share of the mean are skew.
 BALANCE_SKEW_THRESHOLD = env_float("BALANCE_SKEW_THRESHOLD", 0.2, minimum=0.01)
+# Timeline retention (console/retention.py): events and rebalances older than this many days go, and
+# each cluster keeps at most this many events (and as many rebalances): the newest.
+TIMELINE_RETENTION_DAYS = env_float("TIMELINE_RETENTION_DAYS", 30.0, minimum=0.01)
+TIMELINE_MAX_ROWS = env_int("TIMELINE_MAX_ROWS", 5_000_000, minimum=1000)
 
 LOGGING = {
     "version": 1,
