@@ -129,9 +129,18 @@ class Model:
         with self.lock:
             return {t: [v[index] for v in parts] for t, parts in self.topics.items()}
 
-    def sizes(self) -> dict[str, list[tuple[Any, int]]]:
+    def sizes(self, brokers: list[int]) -> list[tuple[str, int, tuple[int, ...], int]]:
+        """(topic, partition, its replicas on `brokers`, size) of each partition with one there: what
+        those brokers' log dirs report."""
+        wanted = set(brokers)
+        out = []
         with self.lock:
-            return {t: [(v[1], v[4] * 100) for v in parts] for t, parts in self.topics.items()}
+            for t, parts in self.topics.items():
+                for p, v in enumerate(parts):
+                    on = tuple([r for r in v[1] if r in wanted])
+                    if on:
+                        out.append((t, p, on, v[4] * 100))
+        return out
 
     def group_list(self) -> list[tuple[str, str, int, int]]:
         with self.lock:
@@ -231,19 +240,20 @@ class SimGateway:
         return {(t, p): table[t][p] for t, p in partitions if t in table and p < len(table[t])}
 
     def log_dir_sizes(self, brokers: list[int]) -> dict[tuple[str, int], dict[int, int]]:
+        """The replicas on `brokers` (as DescribeLogDirs answers: each broker its own)."""
         self._maybe_fail("describe log dirs")
-        return {(t, p): dict.fromkeys(replicas, size) for t, parts in self.ask("sizes").items()
-                for p, (replicas, size) in enumerate(parts)}
+        return {(t, p): dict.fromkeys(on, size) for t, p, on, size in self.ask("sizes", sorted(set(brokers)))}
 
-    def consumer_groups(self) -> list[Any]:
+    def consumer_groups(self, partition: Any = None) -> list[Any]:
         from console.gateway.types import ConsumerGroup, GroupMember
 
         self._maybe_fail("list consumer groups")
+        named = partition if partition is not None else (lambda tp: tp)
         brokers = len(self._brokers_known())
         out = []
         for gid, topic, n_parts, members in self.ask("group_list"):
             parts = list(range(n_parts))
-            ms = tuple(GroupMember(f"{gid}-m{i}", f"client-{i}", "/10.0.0.1", tuple((topic, p) for p in parts[i::members]))
+            ms = tuple(GroupMember(f"{gid}-m{i}", f"client-{i}", "/10.0.0.1", tuple([named((topic, p)) for p in parts[i::members]]))
                        for i in range(members))
             out.append(ConsumerGroup(group_id=gid, state="Stable", protocol_type="consumer", group_type="classic",
                                      assignor="range", members=ms, coordinator=1 + hash(gid) % brokers))

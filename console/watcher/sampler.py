@@ -36,6 +36,7 @@ TopicPartition = tuple[str, int]
 # Groups whose committed offsets are fetched and turned into states together (one OffsetFetch per
 # coordinator each): what a pass holds of Kafka's answers at once.
 GROUP_CHUNK = 2000
+SIZE_BROKERS = 10  # brokers whose log dir sizes are read at a time (Sampler._read_sizes)
 TEXTS_MAX = 200_000  # client ids and hosts shared (PartitionNames.text): forgotten all at once beyond this
 _NONE: dict[Any, Any] = {}  # (a group's committed or share offsets when it has none: never changed)
 
@@ -215,8 +216,7 @@ class Sampler:
         sizes = None
         if now >= self._next_sizes:
             try:
-                self.requests += 1
-                sizes = self._sizes(self.gateway.log_dir_sizes(live_brokers), (last.sizes or {}) if last is not None else {})
+                sizes = self._sizes(self._read_sizes(live_brokers), (last.sizes or {}) if last is not None else {})
                 self._next_sizes = now + settings.WATCHER_SIZES_INTERVAL
             except GatewayError:
                 log.info("could not read log dir sizes of %s", self.cluster)
@@ -266,6 +266,23 @@ class Sampler:
         self.times.append(time.time() - started)
         return sample
 
+    def _read_sizes(self, brokers: list[int]) -> dict[TopicPartition, dict[int, int]]:
+        """Every replica's size, read SIZE_BROKERS brokers at a time (DescribeLogDirs is one request
+        per broker either way): each answer's keys are let go as it is taken in, and no answer
+        holds the whole cluster (118 MB at 300,000 partitions). Any read that fails fails them all."""
+        shared = self.names.shared
+        out: dict[TopicPartition, dict[int, int]] = {}
+        for i in range(0, len(brokers), SIZE_BROKERS):
+            self.requests += 1
+            for tp, replicas in self.gateway.log_dir_sizes(brokers[i:i + SIZE_BROKERS]).items():
+                key = shared(tp)
+                mine = out.get(key)
+                if mine is None:
+                    out[key] = dict(replicas)
+                else:
+                    mine.update(replicas)
+        return out
+
     def _sizes(self, answer: Mapping[TopicPartition, Mapping[int, int]],
                before: Mapping[TopicPartition, dict[str, int]]) -> dict[TopicPartition, dict[str, int]]:
         """The gateway's replica sizes as the snapshot keeps them, each partition's the last pass's
@@ -289,7 +306,7 @@ class Sampler:
         sent_before = self.gateway.kafka_python_requests.get("groups", 0)
         fetching = 0.0
         try:
-            described = self.gateway.consumer_groups()
+            described = self.gateway.consumer_groups(self.names.shared)
             shared = [g.group_id for g in described if g.group_type == "share"]
             share_offsets = self.gateway.share_group_offsets(shared)
             self.requests += 1 + bool(shared)

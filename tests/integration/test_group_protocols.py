@@ -101,6 +101,14 @@ def test_new_protocol_group_equals_kafka_consumer_groups(stack: Stack, topic: st
             return d if both_assigned and sum(len(m["assignment"]) for m in members.values()) == 4 else None
 
         wait_for(settled, 40, what="two members with the four partitions reconciled")
+        # The describe names the members' partitions with the tuples it is given (the watcher's shared ones).
+        from console import gateway
+        from tests.integration.test_groups import named_by
+
+        made: dict[tuple[str, int], tuple[str, int]] = {}
+        described = {g.group_id: g for g in gateway.for_cluster(gateway.cluster_configs()[0].name).consumer_groups(named_by(made))}
+        named = [tp for m in described[group].members for tp in (*m.assignment, *(m.target_assignment or ()))]
+        assert len(named) >= 4 and all(tp is made[tp] for tp in named)
 
         def agree() -> bool:
             d = detail(stack, group)

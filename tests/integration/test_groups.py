@@ -133,6 +133,25 @@ def test_offsets_lag_and_owners_equal_kafka_consumer_groups_describe(stack: Stac
     assert detail["members"] == 1 and detail["state"] == "Stable"
 
 
+
+def named_by(made: dict[tuple[str, int], tuple[str, int]]) -> Any:
+    """A `partition` argument for ClusterGateway.consumer_groups: one tuple of its own per partition."""
+    return lambda tp: made.setdefault(tp, (str(tp[0]), int(tp[1])))
+
+
+def test_the_describe_names_assigned_partitions_with_the_tuples_it_is_given(stack: Stack, topic: str,
+                                                                            member: tuple[str, ActiveMember]) -> None:
+    """The watcher's sampler hands the gateway its shared (topic, partition) tuples: the answer for
+    50,000 groups held 1.5 million tuples of its own otherwise."""
+    from console import gateway
+
+    group, _ = member
+    made: dict[tuple[str, int], tuple[str, int]] = {}
+    found = {g.group_id: g for g in gateway.for_cluster(gateway.cluster_configs()[0].name).consumer_groups(named_by(made))}
+    tps = [tp for m in found[group].members for tp in m.assignment]
+    assert sorted(tps) == [(topic, 0), (topic, 1), (topic, 2)]
+    assert all(tp is made[tp] for tp in tps)
+
 def test_groups_list_searches_and_sorts_by_lag(stack: Stack, topic: str) -> None:
     prefix = unique("grp-list")
     for name, count in (("a", 300), ("b", 30), ("c", 150)):

@@ -159,3 +159,41 @@ def test_states_kept_per_group_and_member_have_no_attribute_dicts() -> None:
     made.append(filt.runs["g"])
     for obj in made:
         assert not hasattr(obj, "__dict__"), type(obj).__name__
+
+
+def test_replica_sizes_are_read_a_few_brokers_at_a_time_and_merged(redis_server: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """DescribeLogDirs is one request per broker anyway: the sampler asks SIZE_BROKERS brokers at a
+    time, so no answer holds the whole cluster (118 MB at 300,000 partitions), and merges them."""
+    import console.watcher.sampler as sampler_module
+    from console.gateway.errors import ClusterUnavailable
+    from console.watcher.snapshot import replica_sizes
+
+    monkeypatch.setattr(sampler_module, "SIZE_BROKERS", 2)
+    model = Model(partitions=40, groups=2, brokers=5, per_topic=10, seed=3)
+    gw = SimGateway(model, 0.0)
+    partitions = [(t.name, p.partition) for t in gw.metadata().topics for p in t.partitions]
+    whole = {tp: replica_sizes(r) for tp, r in gw.log_dir_sizes([1, 2, 3, 4, 5]).items()}
+    asked: list[list[int]] = []
+    read = gw.log_dir_sizes
+
+    def counted(brokers: list[int]) -> dict[tuple[str, int], dict[int, int]]:
+        asked.append(list(brokers))
+        return read(brokers)
+
+    monkeypatch.setattr(gw, "log_dir_sizes", counted)
+    with override_settings(ANALYTICS_SAMPLES=False):
+        sampler = Sampler("sizes-test", gw, True, lambda rows: None)  # type: ignore[arg-type]
+        sample = sampler.take(partitions, [1, 2, 3, 4, 5])
+        assert asked == [[1, 2], [3, 4], [5]]
+        assert sample.sizes == whole and all(len(v) == 3 for v in whole.values())
+        # One broker's read failing fails the sizes of the pass (the last ones are kept).
+        sampler._next_sizes = 0.0
+
+        def failing(brokers: list[int]) -> dict[tuple[str, int], dict[int, int]]:
+            if 3 in brokers:
+                raise ClusterUnavailable("broker 3 is away")
+            return read(brokers)
+
+        monkeypatch.setattr(gw, "log_dir_sizes", failing)
+        again = sampler.take(partitions, [1, 2, 3, 4, 5])
+        assert again.sizes is sample.sizes
