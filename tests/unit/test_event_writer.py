@@ -142,3 +142,20 @@ def test_without_the_writer_a_cycles_events_are_written_in_the_cycle(store: tupl
     assert [m["type"] for m in layer.sent] == ["events.added"]
     assert p.flush(0.01)
     p.close()
+
+
+def test_the_writer_thread_runs_below_the_cycles_priority(store: tuple[Store, Layer]) -> None:
+    """Linux keeps a nice value per thread: the events thread's is WRITER_NICENESS above the
+    process's, so on a busy host the metadata cycle goes first (as with the sampling process)."""
+    import os
+
+    saved, _layer = store
+    p = writing(saved, "a")
+    writer = p._writer
+    assert writer is not None and writer.native_id is not None
+    mine = os.getpriority(os.PRIO_PROCESS, 0)
+    assert os.getpriority(os.PRIO_PROCESS, writer.native_id) == min(19, mine + publisher_module.WRITER_NICENESS)
+    assert os.getpriority(os.PRIO_PROCESS, 0) == mine  # (this thread's is unchanged)
+    saved.gate.set()
+    assert p.flush(5)
+    p.close()
