@@ -225,7 +225,7 @@ BALANCE_SKEW_THRESHOLD = env_float("BALANCE_SKEW_THRESHOLD", 0.2, minimum=0.01)
 # Timeline retention (console/retention.py): events and rebalances older than this many days go, and
 # each cluster keeps at most this many events (and as many rebalances): the newest.
 TIMELINE_RETENTION_DAYS = env_float("TIMELINE_RETENTION_DAYS", 30.0, minimum=0.01)
-TIMELINE_MAX_ROWS = env_int("TIMELINE_MAX_ROWS", 5_000_000, minimum=1000)
+TIMELINE_MAX_ROWS = env_int("TIMELINE_MAX_ROWS", 1_000_000, minimum=1000)
 
 LOGGING = {
     "version": 1,
