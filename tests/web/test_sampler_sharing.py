@@ -12,11 +12,16 @@ from console.watcher.sampler import PartitionNames, Sampler
 pytestmark = pytest.mark.django_db
 
 
-def test_groups_reading_the_same_topic_share_its_partition_tuples_and_keys(redis_server: str) -> None:
-    model = Model(partitions=40, groups=8, brokers=3, per_topic=10, seed=3)  # 4 topics, 2 groups on each
+def small_cluster(groups: int = 8, brokers: int = 3) -> tuple[Model, SimGateway, list[tuple[str, int]]]:
+    """A model of 4 topics of 10 partitions (two groups on each topic, at 8 groups), its gateway, and
+    its partitions to sample."""
+    model = Model(partitions=40, groups=groups, brokers=brokers, per_topic=10, seed=3)
     gw = SimGateway(model, 0.0)
-    meta = gw.metadata()
-    partitions = [(t.name, p.partition) for t in meta.topics for p in t.partitions]
+    return model, gw, [(t.name, p.partition) for t in gw.metadata().topics for p in t.partitions]
+
+
+def test_groups_reading_the_same_topic_share_its_partition_tuples_and_keys(redis_server: str) -> None:
+    model, gw, partitions = small_cluster()  # 4 topics, 2 groups on each
     with override_settings(ANALYTICS_SAMPLES=False):
         sampler = Sampler("share-test", gw, True, lambda rows: None)  # type: ignore[arg-type]
         groups = sampler.take(partitions, [1, 2, 3]).groups
@@ -73,9 +78,7 @@ def test_a_groups_commits_are_compared_with_its_states_offsets_not_a_kept_copy()
 
 
 def test_a_group_committed_as_before_keeps_its_state_and_a_new_commit_renews_it(redis_server: str) -> None:
-    model = Model(partitions=40, groups=8, brokers=3, per_topic=10, seed=3)
-    gw = SimGateway(model, 0.0)
-    partitions = [(t.name, p.partition) for t in gw.metadata().topics for p in t.partitions]
+    model, gw, partitions = small_cluster()
     with override_settings(ANALYTICS_SAMPLES=False):
         sampler = Sampler("same-test", gw, True, lambda rows: None)  # type: ignore[arg-type]
         first = sampler.take(partitions, [1, 2, 3]).groups
@@ -93,9 +96,7 @@ def test_a_group_committed_as_before_keeps_its_state_and_a_new_commit_renews_it(
 def test_offsets_and_sizes_are_keyed_by_the_shared_tuples(redis_server: str) -> None:
     """The end and start offsets and the sizes name each partition with the one tuple (and topic
     string) the group states use, whatever new tuples the gateway answers with."""
-    model = Model(partitions=40, groups=8, brokers=3, per_topic=10, seed=3)
-    gw = SimGateway(model, 0.0)
-    partitions = [(t.name, p.partition) for t in gw.metadata().topics for p in t.partitions]
+    model, gw, partitions = small_cluster()
     with override_settings(ANALYTICS_SAMPLES=False):
         sampler = Sampler("keys-test", gw, True, lambda rows: None)  # type: ignore[arg-type]
         sample = sampler.take(partitions, [1, 2, 3])
@@ -114,9 +115,7 @@ def test_offsets_and_sizes_are_keyed_by_the_shared_tuples(redis_server: str) -> 
 def test_members_client_ids_and_hosts_are_shared_strings_across_groups(redis_server: str) -> None:
     """Each answer brings new strings for every member's client id and host (200,000 at 50,000
     groups), though a consumer's recur across its groups: the states keep one of each value."""
-    model = Model(partitions=40, groups=8, brokers=3, per_topic=10, seed=3)
-    gw = SimGateway(model, 0.0)
-    partitions = [(t.name, p.partition) for t in gw.metadata().topics for p in t.partitions]
+    model, gw, partitions = small_cluster()
     with override_settings(ANALYTICS_SAMPLES=False):
         sampler = Sampler("texts-test", gw, True, lambda rows: None)  # type: ignore[arg-type]
         groups = sampler.take(partitions, [1, 2, 3]).groups
@@ -169,9 +168,7 @@ def test_replica_sizes_are_read_a_few_brokers_at_a_time_and_merged(redis_server:
     from console.watcher.snapshot import replica_sizes
 
     monkeypatch.setattr(sampler_module, "SIZE_BROKERS", 2)
-    model = Model(partitions=40, groups=2, brokers=5, per_topic=10, seed=3)
-    gw = SimGateway(model, 0.0)
-    partitions = [(t.name, p.partition) for t in gw.metadata().topics for p in t.partitions]
+    _model, gw, partitions = small_cluster(groups=2, brokers=5)
     whole = {tp: replica_sizes(r) for tp, r in gw.log_dir_sizes([1, 2, 3, 4, 5]).items()}
     asked: list[list[int]] = []
     read = gw.log_dir_sizes
