@@ -197,22 +197,36 @@ def _close(consumer: Consumer) -> None:
         log.debug("closing a browsing consumer failed", exc_info=True)
 
 
-def _topic_partitions(client: Consumer | Producer, gateway: ClusterGateway, topic: str) -> list[int]:
-    """The topic's partition ids; NotFound with a sentence when the topic does not exist."""
+# A topic the cluster's controller has just created can be unknown to a broker for a moment (KRaft
+# brokers learn it from the metadata log): asked again this often, up to this long, when the caller
+# knows the topic exists.
+_CATCH_UP_DELAYS = (0.05, 0.1, 0.2, 0.4, 0.8, 1.6)
+
+
+def _topic_partitions(client: Consumer | Producer, gateway: ClusterGateway, topic: str, exists: bool = False) -> list[int]:
+    """The topic's partition ids; NotFound with a sentence when the topic does not exist.
+    `exists`: the cluster just said it does (its id was read), so a broker that does not know it
+    yet is behind: it is asked again for a few seconds before the answer is NotFound."""
 
     def run() -> list[int]:
-        try:
-            md = client.list_topics(topic=topic, timeout=gateway.timeout)
-        except KafkaException:
-            client.poll(0)  # serve its error callbacks: the gateway names the cause from them
-            raise
-        tm = md.topics.get(topic)
-        error = None if tm is None else tm.error
-        if tm is None or (error is not None and error.code() in _GONE):
-            raise NotFound(f"Topic '{topic}' does not exist on cluster '{gateway.name}'.")
-        if error is not None and error.code() != 0:
-            raise KafkaException(error)
-        return sorted(tm.partitions)
+        delays = iter(_CATCH_UP_DELAYS if exists else ())
+        while True:
+            try:
+                md = client.list_topics(topic=topic, timeout=gateway.timeout)
+            except KafkaException:
+                client.poll(0)  # serve its error callbacks: the gateway names the cause from them
+                raise
+            tm = md.topics.get(topic)
+            error = None if tm is None else tm.error
+            if tm is None or (error is not None and error.code() in _GONE):
+                delay = next(delays, None)
+                if delay is None:
+                    raise NotFound(f"Topic '{topic}' does not exist on cluster '{gateway.name}'.")
+                time.sleep(delay)
+                continue
+            if error is not None and error.code() != 0:
+                raise KafkaException(error)
+            return sorted(tm.partitions)
 
     return gateway._call(f"read the partitions of topic '{topic}'", run)
 
@@ -716,8 +730,8 @@ def produce(gateway: ClusterGateway, topic: str, value: bytes | None, key: bytes
             headers: list[tuple[str, bytes]] | None = None, partition: int | None = None) -> Produced:
     """Write one message and wait for the cluster to confirm it (at most the gateway's timeout)."""
     action = f"produce to topic '{topic}'"
-    producer = _producer_for(gateway, topic)
-    available = _topic_partitions(producer, gateway, topic)
+    producer = _producer_for(gateway, topic)  # (NotFound when the cluster does not have the topic)
+    available = _topic_partitions(producer, gateway, topic, exists=True)
     if partition is not None:
         _choose(topic, available, [partition])
     outcome: list[tuple[KafkaError | None, Any]] = []
