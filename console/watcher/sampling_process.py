@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from console.lifecycle import die_with_parent, exit_reason
+from console.watcher.columns import ListColumns, OffsetColumns
 from console.watcher.sampler import Sample, TopicPartition
 from console.watcher.snapshot import GroupState, group_part
 
@@ -142,22 +143,22 @@ class DeltaMerger:
     before are never changed)."""
 
     def __init__(self) -> None:
-        self.ends: dict[TopicPartition, int] = {}
-        self.starts: dict[TopicPartition, int] = {}
-        self.sizes: dict[TopicPartition, dict[str, int]] | None = None
+        # (by topic: columns.py)
+        self.ends = OffsetColumns()
+        self.starts = OffsetColumns()
+        self.sizes: ListColumns[dict[str, int]] | None = None
         self.group_parts: dict[str, bytes] | None = None
         self.group_topics: dict[str, list[str]] = {}
         self.rates: Mapping[str, float] = {}
 
     def apply(self, d: SampleDelta) -> Sample:
         if d.full:
-            self.ends, self.starts, self.sizes, self.group_parts, self.group_topics = {}, {}, None, None, {}
-        if d.ends:
-            self.ends = {**self.ends, **d.ends}
-        if d.starts:
-            self.starts = {**self.starts, **d.starts}
+            self.ends, self.starts, self.sizes, self.group_parts, self.group_topics = \
+                OffsetColumns(), OffsetColumns(), None, None, {}
+        self.ends = self.ends.updated(d.ends)
+        self.starts = self.starts.updated(d.starts)
         if d.sizes is not None:
-            self.sizes = {**(self.sizes or {}), **d.sizes} if d.sizes or self.sizes is None else self.sizes
+            self.sizes = (self.sizes or ListColumns()).updated(d.sizes)
         if d.groups is not None and (d.groups or d.group_ids is not None or self.group_parts is None):
             parts, topics = self.group_parts or {}, self.group_topics
             if d.group_ids is not None:
