@@ -37,7 +37,9 @@ def build_records(cluster: str, time_s: float, ends: Mapping[tuple[str, int], in
     for t, offsets in sorted(per_topic.items()):
         size_list = None
         if sizes:
-            known = {p: max(v.values()) for p in offsets if (v := sizes.get((t, p)))}
+            largest = getattr(sizes, "largest", None)  # (columns.SizeColumns: without making each mapping)
+            known = {p: n for p in offsets if (n := largest((t, p))) is not None} if largest is not None else \
+                {p: max(v.values()) for p in offsets if (v := sizes.get((t, p)))}
             if known:
                 size_list = by_partition(known)
                 size_list += [None] * (len(by_partition(offsets)) - len(size_list))

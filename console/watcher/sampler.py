@@ -27,8 +27,9 @@ from console.gateway.client import ClusterGateway
 from console.gateway.errors import GatewayError
 from console.gateway.types import ConsumerGroup
 from console.watcher import registry
+from console.watcher.columns import SizeColumns
 from console.watcher.registry import EmitEvents, EventRow
-from console.watcher.snapshot import GroupState, MemberState, replica_sizes
+from console.watcher.snapshot import GroupState, MemberState
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +58,8 @@ class Sample:
     started: float  # when it was asked for: what it is stamped with (a change noted before it is in it)
     ends: Mapping[TopicPartition, int]  # every end offset known: this pass's over the last ones
     starts: Mapping[TopicPartition, int]
-    sizes: Mapping[TopicPartition, dict[str, int]] | None  # log-dir sizes per replica (snapshot.replica_sizes)
+    # log-dir sizes per replica (snapshot.replica_sizes): columns.SizeColumns from a Sampler
+    sizes: Mapping[TopicPartition, dict[str, int]] | None
     rates: Mapping[str, float]  # messages per second per topic
     groups: dict[str, GroupState] | None  # None when the groups could not be read
     groups_changed: bool  # the evaluation changed a group state it carried over
@@ -216,7 +218,7 @@ class Sampler:
         sizes = None
         if now >= self._next_sizes:
             try:
-                sizes = self._sizes(self._read_sizes(live_brokers), (last.sizes or {}) if last is not None else {})
+                sizes = self._read_sizes(live_brokers, last.sizes if last is not None else None)
                 self._next_sizes = now + settings.WATCHER_SIZES_INTERVAL
             except GatewayError:
                 log.info("could not read log dir sizes of %s", self.cluster)
@@ -250,7 +252,7 @@ class Sampler:
         changed = [tp for tp, v in ends.items() if last_ends.get(tp) != v]
         changed += [tp for tp, v in starts.items() if last_starts.get(tp) != v]
         if sizes is not None:
-            changed += [tp for tp, v in sizes.items() if last_sizes.get(tp) != v]
+            changed += list(sizes.changed_since(last_sizes))
         last_groups = last.groups if last is not None else None
         sample = Sample(
             started=started, ends=ends, starts=starts,
@@ -266,35 +268,19 @@ class Sampler:
         self.times.append(time.time() - started)
         return sample
 
-    def _read_sizes(self, brokers: list[int]) -> dict[TopicPartition, dict[int, int]]:
+    def _read_sizes(self, brokers: list[int], before: Mapping[TopicPartition, dict[str, int]] | None) -> SizeColumns:
         """Every replica's size, read SIZE_BROKERS brokers at a time (DescribeLogDirs is one request
-        per broker either way): each answer's keys are let go as it is taken in, and no answer
-        holds the whole cluster (118 MB at 300,000 partitions). Any read that fails fails them all."""
-        shared = self.names.shared
-        out: dict[TopicPartition, dict[int, int]] = {}
-        for i in range(0, len(brokers), SIZE_BROKERS):
-            self.requests += 1
-            for tp, replicas in self.gateway.log_dir_sizes(brokers[i:i + SIZE_BROKERS]).items():
-                key = shared(tp)
-                mine = out.get(key)
-                if mine is None:
-                    out[key] = dict(replicas)
-                else:
-                    mine.update(replicas)
-        return out
+        per broker either way) into per-topic arrays (columns.SizeColumns): no answer holds the
+        whole cluster (118 MB at 300,000 partitions), and what is kept is no dict per partition
+        (72 MB). A topic whose sizes did not change keeps the arrays before. Any read that fails
+        fails them all."""
 
-    def _sizes(self, answer: Mapping[TopicPartition, Mapping[int, int]],
-               before: Mapping[TopicPartition, dict[str, int]]) -> dict[TopicPartition, dict[str, int]]:
-        """The gateway's replica sizes as the snapshot keeps them, each partition's the last pass's
-        mapping when it is equal: most partitions' sizes do not change between two reads, and a new
-        mapping for every partition was 100 MB held next to the last ones at 300,000 partitions."""
-        shared = self.names.shared
-        out: dict[TopicPartition, dict[str, int]] = {}
-        for tp, replicas in answer.items():
-            made = replica_sizes(replicas)
-            kept = before.get(tp)
-            out[shared(tp)] = kept if kept is not None and kept == made else made
-        return out
+        def answers() -> Iterator[Mapping[TopicPartition, Mapping[int, int]]]:
+            for i in range(0, len(brokers), SIZE_BROKERS):
+                self.requests += 1
+                yield self.gateway.log_dir_sizes(brokers[i:i + SIZE_BROKERS])
+
+        return SizeColumns.read(answers(), before)
 
     def _poll_groups(self, brokers: int, partitions: int) -> dict[str, GroupState] | None:
         """Every group's state: described all at once, their committed offsets fetched and turned

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from console.lifecycle import die_with_parent, exit_reason
-from console.watcher.columns import ListColumns, OffsetColumns
+from console.watcher.columns import ListColumns, OffsetColumns, SizeColumns
 from console.watcher.sampler import Sample, TopicPartition
 from console.watcher.snapshot import GroupState, group_part
 
@@ -107,7 +107,9 @@ class DeltaMaker:
         starts = _changed(sample.starts, last.starts if last else {})
         sizes = None
         if sample.sizes is not None and (last is None or sample.sizes is not last.sizes):
-            sizes = _changed(sample.sizes, (last.sizes or {}) if last else {})
+            before = last.sizes if last else None
+            sizes = sample.sizes.changed_since(before) if isinstance(sample.sizes, SizeColumns) else \
+                _changed(sample.sizes, before or {})
         changed: list[str] | None = None
         group_ids = None
         states = sample.groups

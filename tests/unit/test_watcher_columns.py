@@ -7,11 +7,11 @@ from collections.abc import Mapping
 
 import pytest
 
-from console.watcher.columns import ListColumns, OffsetColumns
+from console.watcher.columns import ListColumns, OffsetColumns, SizeColumns
 
 
 def _check(columns: object, reference: Mapping[tuple[str, int], object]) -> None:
-    assert isinstance(columns, (OffsetColumns, ListColumns))
+    assert isinstance(columns, (OffsetColumns, ListColumns, SizeColumns))
     assert len(columns) == len(reference)
     assert dict(columns.items()) == reference
     assert columns == reference
@@ -85,3 +85,65 @@ def test_the_watchers_merger_keeps_offsets_and_sizes_by_topic_and_copies_only_th
     assert second.ends._topics["t1"] is not first.ends._topics["t1"]  # type: ignore[attr-defined]
     third = merger.apply(delta(True, {("t9", 0): 1}, None))
     assert dict(third.ends.items()) == {("t9", 0): 1} and third.sizes is None  # a whole delta starts again
+
+
+def _answer(rng: random.Random) -> dict[tuple[str, int], dict[int, int]]:
+    """Sizes as the gateway answers them: by (topic, partition), then broker id (any order, any count)."""
+    out = {}
+    for t in range(4):
+        for p in rng.sample(range(8), rng.randrange(1, 8)):
+            brokers = rng.sample([1, 2, 3, 5, 8, 13], rng.randrange(1, 4))
+            out[(f"t{t}", p)] = {b: rng.choice([0, 1, 7, 2**40]) for b in brokers}
+    return out
+
+
+def _split(answer: dict[tuple[str, int], dict[int, int]]) -> list[dict[tuple[str, int], dict[int, int]]]:
+    """The answer as reads of a few brokers each (each broker in one read)."""
+    reads: list[dict[tuple[str, int], dict[int, int]]] = [{}, {}, {}]
+    for tp, replicas in answer.items():
+        for b, n in replicas.items():
+            reads[b % 3].setdefault(tp, {})[b] = n
+    return reads
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_size_columns_equal_the_mappings_the_snapshot_keeps_and_say_what_changed(seed: int) -> None:
+    from console.watcher.snapshot import replica_sizes
+
+    rng = random.Random(seed)
+    before: SizeColumns | None = None
+    reference_before: dict[tuple[str, int], dict[str, int]] = {}
+    answer = _answer(rng)
+    for step in range(6):
+        if step and rng.random() < 0.5:
+            answer = _answer(rng)
+        elif step:  # a few partitions grow
+            answer = {tp: ({b: n + 1 for b, n in r.items()} if rng.random() < 0.2 else r) for tp, r in answer.items()}
+        columns = SizeColumns.read(iter(_split(answer)), before)
+        reference = {tp: replica_sizes(r) for tp, r in answer.items()}
+        _check(columns, reference)
+        for tp, mapping in reference.items():
+            assert list(columns[tp].items()) == list(mapping.items())  # (in broker order)
+            assert columns.largest(tp) == max(mapping.values())
+        assert columns.largest(("t0", 99)) is None
+        changed = {tp: v for tp, v in reference.items() if reference_before.get(tp) != v}
+        assert columns.changed_since(before) == changed
+        assert columns.changed_since(reference_before) == changed  # (against a plain mapping too)
+        if before is not None:
+            for name, arrays in columns._topics.items():
+                unchanged = not any(tp[0] == name for tp in changed) and \
+                    {tp for tp in reference if tp[0] == name} == {tp for tp in reference_before if tp[0] == name}
+                if unchanged:
+                    assert arrays is before._topics[name]  # equal sizes keep the arrays before
+        before, reference_before = columns, reference
+
+
+def test_analytics_takes_the_largest_replica_from_size_columns_as_from_mappings() -> None:
+    from analytics.sampling import build_records
+    from console.watcher.snapshot import replica_sizes
+
+    answer = {("a", 0): {1: 10, 2: 30}, ("a", 2): {3: 5}, ("b", 0): {1: 7}}
+    ends = {("a", 0): 100, ("a", 1): 50, ("a", 2): 9, ("b", 0): 1}
+    columns = SizeColumns.read([answer], None)
+    plain = {tp: replica_sizes(r) for tp, r in answer.items()}
+    assert build_records("c", 1.0, ends, columns, None) == build_records("c", 1.0, ends, plain, None)

@@ -13,6 +13,7 @@ from django.test import override_settings
 from bench.simulate import Model, SimGateway
 from console.gateway.errors import ClusterUnavailable
 from console.watcher import sampler as sampler_module
+from console.watcher.columns import SizeColumns
 from console.watcher.sampler import Sampler
 
 pytestmark = pytest.mark.django_db
@@ -94,18 +95,21 @@ def _small(name: str) -> tuple[Model, list[tuple[str, int]], Sampler]:
     return model, _partitions(gw), Sampler(name, gw, True, lambda rows: None)  # type: ignore[arg-type]
 
 
-def test_replica_sizes_equal_to_the_last_ones_are_the_last_ones_objects(redis_server: str) -> None:
+def test_replica_sizes_of_a_topic_equal_to_the_last_ones_are_the_last_ones_arrays(redis_server: str) -> None:
     with override_settings(ANALYTICS_SAMPLES=False):
         model, partitions, sampler = _small("sizes-test")
         first = sampler.take(partitions, [1, 2, 3]).sizes
         model.step(0.1, 1.0)  # 4 partitions take writes: their sizes grow
         sampler._next_sizes = 0.0  # (read the sizes again now, not after WATCHER_SIZES_INTERVAL)
         second = sampler.take(partitions, [1, 2, 3]).sizes
-    assert first is not None and second is not None and second is not first
+    assert isinstance(first, SizeColumns) and isinstance(second, SizeColumns) and second is not first
     grown = [tp for tp in partitions if second[tp] != first[tp]]
     assert 1 <= len(grown) <= 4
-    assert all(second[tp] is first[tp] for tp in partitions if tp not in grown)
-    assert all(second[tp] is not first[tp] and sum(second[tp].values()) > sum(first[tp].values()) for tp in grown)
+    assert all(sum(second[tp].values()) > sum(first[tp].values()) for tp in grown)
+    assert second.changed_since(first) == {tp: second[tp] for tp in grown}  # (what goes to the watcher)
+    for name in {tp[0] for tp in partitions}:
+        same = second._topics[name] is first._topics[name]
+        assert same == all(tp not in grown for tp in partitions if tp[0] == name)
 
 
 def test_the_time_tables_keep_the_shared_partition_tuples_not_the_gateways(redis_server: str) -> None:

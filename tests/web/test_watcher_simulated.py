@@ -17,6 +17,7 @@ from django.test import override_settings
 from bench.simulate import SPURIOUS_KINDS, Model, SimGateway
 from brokers_app.models import Event
 from console.watcher import store
+from console.watcher.columns import SizeColumns
 from console.watcher.loop import ClusterWatcher
 
 pytestmark = pytest.mark.django_db
@@ -203,9 +204,10 @@ def test_events_the_database_refuses_are_saved_with_the_next_cycle_and_the_versi
     assert topics == [first, second]
 
 
-def test_a_partitions_replica_sizes_are_the_samples_own_mapping(watcher: Any) -> None:
-    """Each partition's replica sizes, by broker key and in broker order, are the mapping the sample
-    brought (one per partition, not a copy next to it), and its size is its leader's."""
+def test_a_partitions_replica_sizes_are_by_broker_in_broker_order_and_its_size_its_leaders(watcher: Any) -> None:
+    """Each partition's replica sizes, by broker key and in broker order, are the sample's (which
+    keeps them as arrays, columns.SizeColumns: the snapshot holds the only mapping per partition),
+    and its size is its leader's."""
     w, model, gw = watcher
     taken: list[Any] = []
     merge = w.merge
@@ -219,12 +221,12 @@ def test_a_partitions_replica_sizes_are_the_samples_own_mapping(watcher: Any) ->
     w.sample_offsets()
     snap, _ = w.cycle()
     sample = taken[-1]
-    assert sample.sizes
+    assert isinstance(sample.sizes, SizeColumns) and sample.sizes
     answered = gw.log_dir_sizes([b.id for b in model.brokers])
     for t in snap.topics.values():
         for p in t.partitions:
             held = p.replica_sizes
-            assert held is sample.sizes[(t.name, p.partition)]
+            assert held == sample.sizes[(t.name, p.partition)]
             assert list(held.items()) == [(str(b), n) for b, n in sorted(answered[(t.name, p.partition)].items())]
             assert p.size == held.get(str(p.leader), max(held.values()))
 
