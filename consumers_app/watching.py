@@ -24,7 +24,7 @@ from django.db import close_old_connections
 from console.watcher import store
 from console.watcher.history import LagHistoryFilter
 from console.watcher.registry import EmitEvents, EventRow
-from console.watcher.snapshot import GroupState, MemberState
+from console.watcher.snapshot import Commits, GroupState, MemberState
 from consumers_app.lagcolumns import CODE_OK, GROUP_RANK, STATUS_NAMES, STATUS_OF_RANK, Rows, TimeColumns, WindowColumns
 from consumers_app.rebalance import Member as RbMember
 from consumers_app.rebalance import Observation, Rebalance, RebalanceTracker
@@ -71,13 +71,19 @@ class _Entries:
 
     __slots__ = ("committed", "committed_key", "getter", "keys", "offsets", "time_rows", "time_rows_of", "tps")
 
-    def __init__(self, offsets: dict[str, int], shared: Mapping[str, tuple[str, int]], tp_of: dict[str, tuple[str, int]]) -> None:
+    def __init__(self, offsets: Mapping[str, int], shared: Mapping[str, tuple[str, int]], tp_of: dict[str, tuple[str, int]]) -> None:
         self.offsets = offsets
-        self.keys = list(offsets)
-        self.tps = tuple([shared.get(key) or tp_of.get(key) or _partition_of(key, tp_of) for key in self.keys])
-        self.committed = tuple(offsets.values())
-        # The end offsets of its partitions in one C call, to compare with the committed ones.
-        self.getter = itemgetter(*self.tps) if self.tps else None
+        self.keys: Sequence[str]
+        if isinstance(offsets, Commits):
+            # The sampler's: its partitions' keys, tuples and getter are shared objects already.
+            self.keys, self.tps, self.committed = offsets.partitions.keys, offsets.partitions.tps, offsets.committed
+            self.getter = offsets.partitions.getter
+        else:
+            self.keys = list(offsets)
+            self.tps = tuple([shared.get(key) or tp_of.get(key) or _partition_of(key, tp_of) for key in self.keys])
+            self.committed = tuple(offsets.values())
+            # The end offsets of its partitions in one C call, to compare with the committed ones.
+            self.getter = itemgetter(*self.tps) if self.tps else None
         self.committed_key: Any = self.committed if len(self.committed) != 1 else self.committed[0]
         self.time_rows: list[int] | None = None  # each partition's row of the time tables, once all have one
         self.time_rows_of = -1  # ... as of this generation of the time tables
@@ -175,7 +181,7 @@ class GroupEvaluation:
         committing: list[bool] = []
         lengths: list[int] = []
         time_rows = array("q")  # the evaluated windows' partitions in the time tables
-        judged: list[tuple[GroupState, Any, list[str], Sequence[int], list[int]]] = []  # evaluated groups, in batch order
+        judged: list[tuple[GroupState, Any, Sequence[str], Sequence[int], list[int]]] = []  # evaluated groups, in batch order
         judged_rows = 0  # the evaluated groups' rows come first in the batch
         later: list[tuple[Rows, tuple[int, ...], bool]] = []  # the skipped groups' rows, recorded after
         for g in states:
@@ -198,7 +204,7 @@ class GroupEvaluation:
             looked_up = entries.ends(ends)
             if None in looked_up:  # partitions without an end offset are left out of this sample
                 present = [i for i, e in enumerate(looked_up) if e is not None]
-                keys = [entries.keys[i] for i in present]
+                keys: Sequence[str] = [entries.keys[i] for i in present]
                 mine: Sequence[int] = [entries.committed[i] for i in present]
                 group_rows = group_rows[present]
                 found = [e for e in looked_up if e is not None]

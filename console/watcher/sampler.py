@@ -18,7 +18,6 @@ from collections import deque
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from operator import itemgetter
 from typing import Any
 
 from django.conf import settings
@@ -29,7 +28,7 @@ from console.gateway.types import ConsumerGroup
 from console.watcher import registry
 from console.watcher.columns import SizeColumns
 from console.watcher.registry import EmitEvents, EventRow
-from console.watcher.snapshot import GroupState, MemberState
+from console.watcher.snapshot import Commits, GroupPartitions, GroupState, MemberState
 
 log = logging.getLogger(__name__)
 
@@ -193,6 +192,10 @@ class Sampler:
         # the description (20 MB at 50,000 groups)
         self._group_cache: dict[str, tuple[Any, Any, Any, GroupState]] = {}
         self.names = PartitionNames()
+        # Each set of partitions groups commit on, once (GroupPartitions), by its tuples: this pass's
+        # and (until the pass ends) the last one's.
+        self._sets: dict[tuple[TopicPartition, ...], GroupPartitions] = {}
+        self._sets_in_use: dict[tuple[TopicPartition, ...], GroupPartitions] = {}
 
     def take(self, partitions: Collection[TopicPartition], live_brokers: list[int],
              on_refused: Callable[[str], None] | None = None) -> Sample:
@@ -308,6 +311,9 @@ class Sampler:
         fetches = max(1, sum(1 for chunk in chunks if any(g.group_type != "share" for g in chunk)))
         out: dict[str, GroupState] = {}
         cache: dict[str, tuple[Any, Any, Any, GroupState]] = {}
+        # (the sets of partitions the last pass's states commit on, and this one's: those no state
+        # uses any more are let go)
+        self._sets, self._sets_in_use = {**self._sets, **self._sets_in_use}, {}
         names = self.names
         # (the group partitions of the last pass: this one's are known only at its end)
         names.bound(max(partitions, int(self.group_stats.get("group_partitions", 0))))
@@ -328,6 +334,7 @@ class Sampler:
             self._states(chunk, committed, share_offsets, out, cache)
             del chunk, committed
         self._group_cache = cache
+        self._sets = {}
         self.group_stats = {
             "groups_evaluate_seconds": self.group_stats.get("groups_evaluate_seconds", 0),
             "groups": count,
@@ -366,10 +373,12 @@ class Sampler:
                     replace(m, client_id=text(m.client_id), host=text(m.host), assignment=names.tps(m.assignment),
                             target_assignment=None if m.target_assignment is None else names.tps(m.target_assignment))
                     for m in g.members))
-                ordered = [(key(tp), o) for tp, o in sorted(mine.items())]
+                ordered = sorted(mine.items())
+                offsets = Commits(self._partitions_of(tuple([by_key[key(tp)] for tp, _o in ordered])),
+                                  tuple([o for _tp, o in ordered]))
                 # The next pass compares its answer with the state's offsets through this (the
                 # answer itself was kept for that: 58 MB of dicts at 50,000 groups).
-                getter = itemgetter(*[by_key[k] for k, _o in ordered]) if ordered else None
+                getter = offsets.partitions.getter
                 state = GroupState(
                     group_id=g.group_id,
                     state=g.state,
@@ -378,7 +387,7 @@ class Sampler:
                     assignor=g.assignor,
                     members=[MemberState(m.member_id, m.client_id, m.host, m.assignment, m.instance_id, m.epoch,
                                          m.target_assignment) for m in g.members],
-                    offsets=dict(ordered),
+                    offsets=offsets,
                     coordinator=g.coordinator,
                     generation=g.generation,
                     broker_lag={key(tp): lag for tp, (_start, lag) in shares.items() if lag >= 0} if shares else _NONE,
@@ -386,3 +395,14 @@ class Sampler:
                 )
             out[g.group_id] = state
             cache[g.group_id] = (g.assignment_epoch, getter, shares, state)
+            if isinstance(state.offsets, Commits):
+                self._sets_in_use[state.offsets.partitions.tps] = state.offsets.partitions
+
+    def _partitions_of(self, tps: tuple[TopicPartition, ...]) -> GroupPartitions:
+        """The one GroupPartitions of these partitions (the shared tuples, in order): the groups
+        that commit on the same partitions share it, and a state renewed keeps its group's."""
+        found = self._sets_in_use.get(tps) or self._sets.get(tps)
+        if found is None:
+            found = GroupPartitions(tuple([self.names.key(tp) for tp in tps]), tps)
+        self._sets_in_use[tps] = found
+        return found

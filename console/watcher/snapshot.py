@@ -8,9 +8,10 @@ from __future__ import annotations
 import gc
 import zlib
 from array import array
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields, replace
+from operator import itemgetter
 from typing import Any
 
 import orjson
@@ -138,6 +139,77 @@ class MemberState:
     target_assignment: Sequence[Sequence[Any]] | None = None  # the assignment the member is moving to (new protocol)
 
 
+class GroupPartitions:
+    """The partitions a group commits on, in order: their "topic:partition" keys, their (topic,
+    partition) tuples, and what reads their values from a mapping keyed by those tuples in one C
+    call. One object per set of partitions, shared by every group that commits on that set (and by
+    its state across passes): the sampling process kept these three, each of 30 entries, three and
+    four times over per group at 50,000 groups (Sampler.partitions_of)."""
+
+    __slots__ = ("_index", "getter", "keys", "tps")
+
+    def __init__(self, keys: tuple[str, ...], tps: tuple[tuple[str, int], ...]) -> None:
+        self.keys, self.tps = keys, tps
+        self.getter: Callable[[Mapping[tuple[str, int], Any]], Any] | None = itemgetter(*tps) if tps else None
+        self._index: dict[str, int] | None = None  # (made when a key is looked up: seldom)
+
+    def index(self, key: str) -> int | None:
+        if self._index is None:
+            self._index = {k: i for i, k in enumerate(self.keys)}
+        return self._index.get(key)
+
+
+class Commits(Mapping[str, int]):
+    """A group's committed offsets as the sampling process keeps them: "topic:partition" ->
+    offset, as its shared GroupPartitions and a tuple of the offsets in the same order. A dict of 30
+    entries per group was 830 bytes (42 MB at 50,000 groups), next to the same keys and offsets
+    again in the evaluation's entries. Serialised as the object of its items (`_encode`)."""
+
+    __slots__ = ("committed", "partitions")
+
+    def __init__(self, partitions: GroupPartitions, committed: tuple[int, ...]) -> None:
+        self.partitions, self.committed = partitions, committed
+
+    def __getitem__(self, key: str) -> int:
+        i = self.partitions.index(key)
+        if i is None:
+            raise KeyError(key)
+        return self.committed[i]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.partitions.keys)
+
+    def __len__(self) -> int:
+        return len(self.committed)
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self.partitions.index(key) is not None
+
+    def values(self) -> tuple[int, ...]:  # type: ignore[override]
+        return self.committed
+
+    def items(self) -> Iterator[tuple[str, int]]:  # type: ignore[override]
+        return zip(self.partitions.keys, self.committed, strict=True)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Commits):
+            return self.committed == other.committed and (self.partitions is other.partitions
+                                                          or self.partitions.keys == other.partitions.keys)
+        return Mapping.__eq__(self, other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Commits({dict(self.items())!r})"
+
+
+def _encode(obj: Any) -> Any:
+    """What orjson cannot write by itself: a group's Commits, as the object of its items."""
+    if isinstance(obj, Commits):
+        return dict(zip(obj.partitions.keys, obj.committed, strict=True))
+    raise TypeError(f"{type(obj).__name__} is not serialisable")
+
+
 @dataclass(slots=True)  # (50,000 of them in the sampling process)
 class GroupState:
     group_id: str
@@ -147,8 +219,8 @@ class GroupState:
     assignor: str
     members: list[MemberState]
     # "topic:partition" -> committed offset (':' cannot occur in a topic name); for a share group, the
-    # share-partition start offset, its equivalent
-    offsets: dict[str, int]
+    # share-partition start offset, its equivalent (a dict, or the sampling process's Commits)
+    offsets: Mapping[str, int]
     coordinator: int | None = None
     generation: int | None = None  # group epoch (new consumer protocol, share groups); None for classic
     broker_lag: dict[str, int] = field(default_factory=dict)  # "topic:partition" -> lag Kafka reports (share groups)
@@ -158,7 +230,7 @@ class GroupState:
     # The last evaluation of each partition, three lists in the same order (columns, not a dict per
     # partition: at 1.5 million group partitions that was a second of each sample and 300 MB):
     # "topic:partition", lag status (lagstatus.py), time lag in seconds (None when unknown).
-    lag_keys: list[str] = field(default_factory=list)
+    lag_keys: Sequence[str] = field(default_factory=list)  # (the sampling process's: its GroupPartitions' keys)
     lag_status: list[str] = field(default_factory=list)
     lag_seconds: list[float | None] = field(default_factory=list)
 
@@ -207,7 +279,7 @@ def group_part(g: GroupState) -> bytes:
     them: at 50,000 groups of 30 partitions their JSON was 150 MB in the watcher, twice over while a
     pass renewed them; compressed it is a quarter of that (about 25 us a group to make). Redis keeps
     them so too. `Snapshot.group_from_json` reads both forms (JSON starts with "{", zlib with "x")."""
-    return zlib.compress(orjson.dumps(g, option=CONTENT_OPTIONS), 1)
+    return zlib.compress(orjson.dumps(g, default=_encode, option=CONTENT_OPTIONS), 1)
 # (the content without its topics and groups, each topic's JSON under "t:<name>" and each group's under "g:<id>")
 ContentParts = tuple[bytes, dict[str, bytes]]
 TOPIC_PART, GROUP_PART = "t:", "g:"
@@ -345,7 +417,7 @@ class Snapshot:
                         quorum_error=None)
         if topic_bytes is not None:
             blank.topics = topic_bytes.fragments(self.topics)  # type: ignore[assignment]
-        return orjson.dumps(blank, option=CONTENT_OPTIONS)
+        return orjson.dumps(blank, default=_encode, option=CONTENT_OPTIONS)
 
     def content_parts(self, topic_bytes: TopicBytes | None = None, group_bytes: GroupBytes | None = None,
                       group_parts: dict[str, bytes] | None = None) -> ContentParts:
@@ -378,7 +450,7 @@ class Snapshot:
         self.quorum_error = stamp["quorum_error"]
 
     def to_json(self) -> str:
-        return orjson.dumps(self, option=orjson.OPT_NON_STR_KEYS).decode()
+        return orjson.dumps(self, default=_encode, option=orjson.OPT_NON_STR_KEYS).decode()
 
     def content_key(self) -> bytes:
         return self.content_bytes()

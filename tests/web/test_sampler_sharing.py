@@ -196,3 +196,47 @@ def test_replica_sizes_are_read_a_few_brokers_at_a_time_and_merged(redis_server:
         monkeypatch.setattr(gw, "log_dir_sizes", failing)
         again = sampler.take(partitions, [1, 2, 3, 4, 5])
         assert again.sizes is sample.sizes
+
+
+def test_groups_committing_on_the_same_partitions_share_one_group_partitions_and_the_evaluation_uses_it(
+        redis_server: str) -> None:
+    from console.watcher.snapshot import Commits
+
+    model, gw, partitions = small_cluster()  # 4 topics, 2 groups on each
+    with override_settings(ANALYTICS_SAMPLES=False):
+        sampler = Sampler("commits-test", gw, True, lambda rows: None)  # type: ignore[arg-type]
+        groups = sampler.take(partitions, [1, 2, 3]).groups
+        assert groups is not None
+        a, b, other = groups["sim.group-000000"], groups["sim.group-000004"], groups["sim.group-000001"]
+        assert isinstance(a.offsets, Commits) and isinstance(b.offsets, Commits) and isinstance(other.offsets, Commits)
+        assert a.offsets.partitions is b.offsets.partitions  # one set of keys, tuples and getter for both
+        assert a.offsets.partitions is not other.offsets.partitions
+        committed = {f"{model.groups['sim.group-000000'][0]}:{p}": o for p, o in model.groups["sim.group-000000"][1].items()}
+        assert dict(a.offsets.items()) == committed and a.offsets == committed
+        # The evaluation's entries are the shared objects, not copies.
+        entries = sampler.evaluator._entries_cache["sim.group-000000"]  # type: ignore[attr-defined]
+        assert entries.keys is a.offsets.partitions.keys and entries.tps is a.offsets.partitions.tps
+        assert entries.getter is a.offsets.partitions.getter and entries.committed is a.offsets.committed
+        assert a.lag_keys is a.offsets.partitions.keys
+        # Every group commits anew: new states, the same sets of partitions.
+        model.step(1.0, 1.0)
+        again = sampler.take(partitions, [1, 2, 3]).groups
+        assert again is not None
+        renewed = again["sim.group-000000"]
+        assert isinstance(renewed.offsets, Commits) and renewed.offsets.partitions is a.offsets.partitions
+        assert len(sampler._sets) == 0 and len(sampler._sets_in_use) == 4  # (one per topic, nothing else kept)
+
+
+def test_a_set_of_partitions_no_group_commits_on_any_more_is_let_go(redis_server: str) -> None:
+    model, gw, partitions = small_cluster()
+    with override_settings(ANALYTICS_SAMPLES=False):
+        sampler = Sampler("commits-gone", gw, True, lambda rows: None)  # type: ignore[arg-type]
+        groups = sampler.take(partitions, [1, 2, 3]).groups
+        assert groups is not None
+        first_topic = groups["sim.group-000000"].offsets.partitions  # type: ignore[attr-defined]
+        assert any(s is first_topic for s in sampler._sets_in_use.values())
+        for gid in ("sim.group-000000", "sim.group-000004"):  # both groups on the first topic go away
+            del model.groups[gid]
+        sampler.take(partitions, [1, 2, 3])
+        assert len(sampler._sets) == 0 and len(sampler._sets_in_use) == 3
+        assert not any(s is first_topic for s in sampler._sets_in_use.values())
