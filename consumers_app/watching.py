@@ -74,6 +74,7 @@ class _Entries:
     def __init__(self, offsets: Mapping[str, int], shared: Mapping[str, tuple[str, int]], tp_of: dict[str, tuple[str, int]]) -> None:
         self.offsets = offsets
         self.keys: Sequence[str]
+        self.committed: Sequence[int]  # (an array of the sampler's Commits, else a tuple)
         if isinstance(offsets, Commits):
             # The sampler's: its partitions' keys, tuples and getter are shared objects already.
             self.keys, self.tps, self.committed = offsets.partitions.keys, offsets.partitions.tps, offsets.committed
@@ -87,6 +88,15 @@ class _Entries:
         self.committed_key: Any = self.committed if len(self.committed) != 1 else self.committed[0]
         self.time_rows: list[int] | None = None  # each partition's row of the time tables, once all have one
         self.time_rows_of = -1  # ... as of this generation of the time tables
+
+    def at_end(self, ends: Mapping[tuple[str, int], int]) -> bool:
+        """Whether every partition's end offset in `ends` is its committed one (KeyError: one has none)."""
+        if self.getter is None:
+            return False
+        found = self.getter(ends)
+        if isinstance(self.offsets, Commits):
+            return self.offsets.same_as(found)
+        return bool(found == self.committed_key)
 
     def ends(self, ends: Mapping[tuple[str, int], int]) -> list[int | None]:
         if self.getter is None:
@@ -183,7 +193,7 @@ class GroupEvaluation:
         time_rows = array("q")  # the evaluated windows' partitions in the time tables
         judged: list[tuple[GroupState, Any, Sequence[str], Sequence[int], list[int]]] = []  # evaluated groups, in batch order
         judged_rows = 0  # the evaluated groups' rows come first in the batch
-        later: list[tuple[Rows, tuple[int, ...], bool]] = []  # the skipped groups' rows, recorded after
+        later: list[tuple[Rows, Sequence[int], bool]] = []  # the skipped groups' rows, recorded after
         for g in states:
             last = before.get(g.group_id)
             entries = self._entries_of(g)
@@ -308,7 +318,7 @@ class GroupEvaluation:
             return False
         entries = self._entries_of(g)
         try:
-            return entries.getter is not None and entries.getter(ends) == entries.committed_key
+            return entries.at_end(ends)
         except KeyError:
             return False  # a partition without an end offset
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
+from array import array
 from collections import deque
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, replace
@@ -171,6 +172,8 @@ def _same_commits(getter: Callable[[Mapping[TopicPartition, int]], Any] | None, 
         found = getter(answer)
     except KeyError:
         return False
+    if isinstance(offsets, Commits):
+        return offsets.same_as(found)
     return bool(found == (tuple(offsets.values()) if len(offsets) != 1 else next(iter(offsets.values()))))
 
 
@@ -375,7 +378,7 @@ class Sampler:
                     for m in g.members))
                 ordered = sorted(mine.items())
                 offsets = Commits(self._partitions_of(tuple([by_key[key(tp)] for tp, _o in ordered])),
-                                  tuple([o for _tp, o in ordered]))
+                                  array("q", [o for _tp, o in ordered]))
                 # The next pass compares its answer with the state's offsets through this (the
                 # answer itself was kept for that: 58 MB of dicts at 50,000 groups).
                 getter = offsets.partitions.getter

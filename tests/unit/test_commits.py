@@ -4,6 +4,7 @@ serialise, as the dict they stand for."""
 from __future__ import annotations
 
 import zlib
+from array import array
 
 import orjson
 import pytest
@@ -13,7 +14,7 @@ from console.watcher.snapshot import Commits, GroupPartitions, GroupState, Membe
 
 def _commits(offsets: dict[str, int]) -> Commits:
     tps = tuple((k.rpartition(":")[0], int(k.rpartition(":")[2])) for k in offsets)
-    return Commits(GroupPartitions(tuple(offsets), tps), tuple(offsets.values()))
+    return Commits(GroupPartitions(tuple(offsets), tps), array("q", offsets.values()))
 
 
 @pytest.mark.parametrize("offsets", [{}, {"a:0": 5}, {"a:0": 5, "a:1": 0, "b.c-d:12": 2**62}])
@@ -49,3 +50,13 @@ def test_a_group_with_commits_serialises_as_the_same_group_with_a_dict() -> None
     snap = Snapshot(cluster="c", groups={"g/%1": with_commits})
     assert orjson.loads(snap.to_json())["groups"]["g/%1"]["offsets"] == {"a:0": 3, "b:1": 7}
     assert snap.content_bytes() == Snapshot(cluster="c", groups={"g/%1": with_dict}).content_bytes()
+
+
+def test_commits_tell_whether_what_a_getter_read_holds_their_offsets() -> None:
+    two, one = _commits({"a:0": 5, "a:1": 7}), _commits({"a:0": 5})
+    ends = {("a", 0): 5, ("a", 1): 7}
+    assert two.partitions.getter is not None and two.same_as(two.partitions.getter(ends))
+    assert not two.same_as(two.partitions.getter({**ends, ("a", 1): 8}))
+    assert one.partitions.getter is not None and one.same_as(one.partitions.getter(ends)) and not one.same_as(6)
+    assert not two.same_as((5, None)) and not two.same_as((5, 2**70)) and not two.same_as((5,))
+    assert isinstance(two.committed, array) and two.committed.itemsize == 8  # (8 bytes an offset, no int objects)
