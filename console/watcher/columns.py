@@ -24,7 +24,7 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from console.watcher.snapshot import broker_key
+from console.watcher.snapshot import ReplicaSizes, broker_key, replica_sizes_of
 
 TopicPartition = tuple[str, int]
 V = TypeVar("V")
@@ -155,7 +155,7 @@ def _by_topic(changes: Mapping[TopicPartition, Any]) -> dict[str, list[int]]:
 _MISSING: Any = object()
 
 
-class SizeColumns(Mapping[TopicPartition, dict[str, int]]):
+class SizeColumns(Mapping[TopicPartition, Mapping[str, int]]):
     """(topic, partition) -> each replica's log size as the snapshot keeps it ({broker key: bytes}
     in broker order: snapshot.replica_sizes), held by the sampling process as two arrays per topic,
     a row per partition number: the replicas' brokers (int32, in order, -1 after the last) and their
@@ -175,7 +175,7 @@ class SizeColumns(Mapping[TopicPartition, dict[str, int]]):
 
     @classmethod
     def read(cls, answers: Iterable[Mapping[TopicPartition, Mapping[int, int]]],
-             before: Mapping[TopicPartition, dict[str, int]] | None) -> SizeColumns:
+             before: Mapping[TopicPartition, Mapping[str, int]] | None) -> SizeColumns:
         """The sizes the answers give (each broker's replicas in one answer only: they are read a
         few brokers at a time), each answer let go as it is taken in."""
         triples: dict[str, array[int]] = {}  # topic -> (partition, broker, size), flat
@@ -226,7 +226,7 @@ class SizeColumns(Mapping[TopicPartition, dict[str, int]]):
         row = self._row(key)
         return None if row is None else int(row[1][row[0] >= 0].max())
 
-    def __getitem__(self, key: TopicPartition) -> dict[str, int]:
+    def __getitem__(self, key: TopicPartition) -> ReplicaSizes:
         row = self._row(key)
         if row is None:
             raise KeyError(key)
@@ -243,11 +243,11 @@ class SizeColumns(Mapping[TopicPartition, dict[str, int]]):
     def __len__(self) -> int:
         return self._count
 
-    def changed_since(self, before: Mapping[TopicPartition, dict[str, int]] | None) -> dict[TopicPartition, dict[str, int]]:
+    def changed_since(self, before: Mapping[TopicPartition, Mapping[str, int]] | None) -> dict[TopicPartition, ReplicaSizes]:
         """The partitions whose sizes differ from `before`'s (or are not in it), with their mappings:
         a topic whose arrays are the ones before is passed over."""
         old = before._topics if isinstance(before, SizeColumns) else None
-        out: dict[TopicPartition, dict[str, int]] = {}
+        out: dict[TopicPartition, ReplicaSizes] = {}
         for name, (brokers, sizes) in self._topics.items():
             if old is not None:
                 kept = old.get(name)
@@ -279,5 +279,6 @@ def _wide(rows: npt.NDArray[Any], width: int, fill: int) -> npt.NDArray[Any]:
     return np.concatenate([rows, np.full((len(rows), width - rows.shape[1]), fill, rows.dtype)], axis=1)
 
 
-def _mapping(brokers: npt.NDArray[np.int32], sizes: npt.NDArray[np.int64]) -> dict[str, int]:
-    return {broker_key(b): s for b, s in zip(brokers.tolist(), sizes.tolist(), strict=True) if b >= 0}
+def _mapping(brokers: npt.NDArray[np.int32], sizes: npt.NDArray[np.int64]) -> ReplicaSizes:
+    n = int(np.count_nonzero(brokers >= 0))  # (the replicas come first in a row)
+    return replica_sizes_of(tuple([broker_key(b) for b in brokers[:n].tolist()]), sizes[:n].tolist())

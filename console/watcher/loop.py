@@ -256,7 +256,7 @@ class ClusterWatcher:
         self._starts: Mapping[tuple[str, int], int] = {}
         self._ends: Mapping[tuple[str, int], int] = {}
         self._offsets_at: float | None = None
-        self._sizes: Mapping[tuple[str, int], dict[str, int]] = {}  # as the snapshot keeps them (snapshot.replica_sizes)
+        self._sizes: Mapping[tuple[str, int], Mapping[str, int]] = {}  # as the snapshot keeps them (snapshot.replica_sizes)
         self._rates: Mapping[str, float] = {}
         self._min_isr: dict[str, int] = {}
         self._cycle_times: deque[float] = deque(maxlen=60)

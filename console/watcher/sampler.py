@@ -59,7 +59,7 @@ class Sample:
     ends: Mapping[TopicPartition, int]  # every end offset known: this pass's over the last ones
     starts: Mapping[TopicPartition, int]
     # log-dir sizes per replica (snapshot.replica_sizes): columns.SizeColumns from a Sampler
-    sizes: Mapping[TopicPartition, dict[str, int]] | None
+    sizes: Mapping[TopicPartition, Mapping[str, int]] | None
     rates: Mapping[str, float]  # messages per second per topic
     groups: dict[str, GroupState] | None  # None when the groups could not be read
     groups_changed: bool  # the evaluation changed a group state it carried over
@@ -274,7 +274,7 @@ class Sampler:
         self.times.append(time.time() - started)
         return sample
 
-    def _read_sizes(self, brokers: list[int], before: Mapping[TopicPartition, dict[str, int]] | None) -> SizeColumns:
+    def _read_sizes(self, brokers: list[int], before: Mapping[TopicPartition, Mapping[str, int]] | None) -> SizeColumns:
         """Every replica's size, read SIZE_BROKERS brokers at a time (DescribeLogDirs is one request
         per broker either way) into per-topic arrays (columns.SizeColumns): no answer holds the
         whole cluster (118 MB at 300,000 partitions), and what is kept is no dict per partition

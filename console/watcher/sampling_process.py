@@ -52,7 +52,7 @@ class SampleDelta:
     started: float
     ends: dict[TopicPartition, int]
     starts: dict[TopicPartition, int]
-    sizes: dict[TopicPartition, dict[str, int]] | None  # None: not read this pass
+    sizes: Mapping[TopicPartition, Mapping[str, int]] | None  # None: not read this pass
     rates: Mapping[str, float]
     groups: dict[str, tuple[bytes, list[str]]] | None  # of each group that changed: its JSON, the topics it reads;
     # None: the groups could not be read
@@ -148,7 +148,7 @@ class DeltaMerger:
         # (by topic: columns.py)
         self.ends = OffsetColumns()
         self.starts = OffsetColumns()
-        self.sizes: ListColumns[dict[str, int]] | None = None
+        self.sizes: ListColumns[Mapping[str, int]] | None = None
         self.group_parts: dict[str, bytes] | None = None
         self.group_topics: dict[str, list[str]] = {}
         self.rates: Mapping[str, float] = {}

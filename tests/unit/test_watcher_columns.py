@@ -8,6 +8,7 @@ from collections.abc import Mapping
 import pytest
 
 from console.watcher.columns import ListColumns, OffsetColumns, SizeColumns
+from console.watcher.snapshot import ReplicaSizes
 
 
 def _check(columns: object, reference: Mapping[tuple[str, int], object]) -> None:
@@ -124,6 +125,7 @@ def test_size_columns_equal_the_mappings_the_snapshot_keeps_and_say_what_changed
         _check(columns, reference)
         for tp, mapping in reference.items():
             assert list(columns[tp].items()) == list(mapping.items())  # (in broker order)
+            assert isinstance(columns[tp], ReplicaSizes)  # (what the watcher is sent and keeps: no dict)
             assert columns.largest(tp) == max(mapping.values())
         assert columns.largest(("t0", 99)) is None
         changed = {tp: v for tp, v in reference.items() if reference_before.get(tp) != v}

@@ -1,0 +1,59 @@
+"""A partition's replica sizes as the watcher's processes keep them (snapshot.ReplicaSizes) behave,
+pickle and serialise as the dict they stand for."""
+
+from __future__ import annotations
+
+import pickle
+
+import orjson
+import pytest
+
+from console.watcher.snapshot import (
+    PartitionState,
+    ReplicaSizes,
+    Snapshot,
+    TopicBytes,
+    TopicState,
+    replica_sizes,
+    replica_sizes_of,
+)
+
+
+@pytest.mark.parametrize("answer", [{1: 10}, {1: 0, 2: 2**40, 3: 7}, {10: 5, 2: 6}])
+def test_replica_sizes_are_the_mapping_replica_sizes_makes(answer: dict[int, int]) -> None:
+    plain = replica_sizes(answer)
+    compact = replica_sizes_of(tuple(plain), plain.values())
+    assert isinstance(compact, ReplicaSizes)
+    assert compact == plain and plain == compact and list(compact.items()) == list(plain.items())
+    assert list(compact) == list(plain) and len(compact) == len(plain) and max(compact.values()) == max(plain.values())
+    for k, v in plain.items():
+        assert compact[k] == v and compact.get(k) == v and k in compact
+    assert compact.get("999") is None and "999" not in compact
+    with pytest.raises(KeyError):
+        compact["999"]
+    assert compact != replica_sizes({**answer, 1: answer.get(1, 0) + 1})
+
+
+def test_replica_sizes_share_their_broker_keys_and_keep_sharing_them_through_a_pickle() -> None:
+    a, b = replica_sizes_of(("1", "2", "3"), [1, 2, 3]), replica_sizes_of(("1", "2", "3"), [4, 5, 6])
+    assert a.brokers is b.brokers
+    again = pickle.loads(pickle.dumps([a, b]))
+    assert again == [a, b] and again[0].brokers is a.brokers and again[1].brokers is a.brokers
+    assert a.sizes.itemsize == 8  # (8 bytes a size, no int objects)
+
+
+def test_a_partition_with_replica_sizes_serialises_as_with_the_dict() -> None:
+    plain = {"1": 100, "2": 90}
+
+    def topic(sizes: object) -> TopicState:
+        return TopicState(name="t<'x'>", internal=False, partitions=[
+            PartitionState(0, 1, [1, 2], [1, 2], [], 0, 5, 100, sizes)])  # type: ignore[arg-type]
+
+    compact, with_dict = topic(replica_sizes_of(("1", "2"), [100, 90])), topic(dict(plain))
+    assert TopicBytes().each({"t": compact}) == TopicBytes().each({"t": with_dict})
+    assert Snapshot(cluster="c", topics={"t": compact}).content_bytes() == \
+        Snapshot(cluster="c", topics={"t": with_dict}).content_bytes()
+    read = Snapshot.topic_from_json(TopicBytes().each({"t": compact})["t"])
+    assert read.partitions[0].replica_sizes == plain and isinstance(read.partitions[0].replica_sizes, dict)
+    assert orjson.loads(Snapshot(cluster="c", topics={"t": compact}).to_json())["topics"]["t"]["partitions"][0][
+        "replica_sizes"] == plain
