@@ -19,7 +19,7 @@ from __future__ import annotations
 import sys
 from array import array
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -246,8 +246,15 @@ class SizeColumns(Mapping[TopicPartition, Mapping[str, int]]):
     def changed_since(self, before: Mapping[TopicPartition, Mapping[str, int]] | None) -> dict[TopicPartition, ReplicaSizes]:
         """The partitions whose sizes differ from `before`'s (or are not in it), with their mappings:
         a topic whose arrays are the ones before is passed over."""
+        return cast(dict[TopicPartition, ReplicaSizes], self._changed(before, True))
+
+    def changed_keys(self, before: Mapping[TopicPartition, Mapping[str, int]] | None) -> list[TopicPartition]:
+        """The partitions `changed_since` gives, without making their mappings."""
+        return list(self._changed(before, False))
+
+    def _changed(self, before: Mapping[TopicPartition, Mapping[str, int]] | None, made: bool) -> dict[TopicPartition, Any]:
         old = before._topics if isinstance(before, SizeColumns) else None
-        out: dict[TopicPartition, ReplicaSizes] = {}
+        out: dict[TopicPartition, Any] = {}
         for name, (brokers, sizes) in self._topics.items():
             if old is not None:
                 kept = old.get(name)
@@ -265,10 +272,13 @@ class SizeColumns(Mapping[TopicPartition, Mapping[str, int]]):
                 numbers = np.flatnonzero(brokers[:, 0] >= 0).tolist()
             for number in numbers:
                 key = (name, number)
-                mapping = _mapping(brokers[number], sizes[number])
-                if old is None and before is not None and before.get(key) == mapping:
-                    continue
-                out[key] = mapping
+                if old is None and before:  # (a plain mapping: compared partition by partition)
+                    mapping = _mapping(brokers[number], sizes[number])
+                    if before.get(key) == mapping:
+                        continue
+                    out[key] = mapping if made else None
+                else:
+                    out[key] = _mapping(brokers[number], sizes[number]) if made else None
         return out
 
 

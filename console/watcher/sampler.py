@@ -258,7 +258,7 @@ class Sampler:
         changed = [tp for tp, v in ends.items() if last_ends.get(tp) != v]
         changed += [tp for tp, v in starts.items() if last_starts.get(tp) != v]
         if sizes is not None:
-            changed += list(sizes.changed_since(last_sizes))
+            changed += sizes.changed_keys(last_sizes)
         last_groups = last.groups if last is not None else None
         sample = Sample(
             started=started, ends=ends, starts=starts,

@@ -287,6 +287,9 @@ def _encode(obj: Any) -> Any:
         return dict(zip(obj.partitions.keys, obj.committed, strict=True))
     if isinstance(obj, ReplicaSizes):
         return dict(zip(obj.brokers, obj.sizes, strict=True))
+    json_value = getattr(type(obj), "json_value", None)  # (the apps' compact columns: consumers_app.watching)
+    if json_value is not None:
+        return json_value(obj)
     raise TypeError(f"{type(obj).__name__} is not serialisable")
 
 
@@ -311,8 +314,8 @@ class GroupState:
     # partition: at 1.5 million group partitions that was a second of each sample and 300 MB):
     # "topic:partition", lag status (lagstatus.py), time lag in seconds (None when unknown).
     lag_keys: Sequence[str] = field(default_factory=list)  # (the sampling process's: its GroupPartitions' keys)
-    lag_status: list[str] = field(default_factory=list)
-    lag_seconds: list[float | None] = field(default_factory=list)
+    lag_status: Sequence[str] = field(default_factory=list)  # (the sampling process's: compact, see `_encode`)
+    lag_seconds: Sequence[float | None] = field(default_factory=list)
 
     def lag_of(self) -> dict[str, dict[str, Any]]:
         """"topic:partition" -> {"status", "time_lag"} of the last evaluation."""

@@ -130,6 +130,8 @@ def test_size_columns_equal_the_mappings_the_snapshot_keeps_and_say_what_changed
         assert columns.largest(("t0", 99)) is None
         changed = {tp: v for tp, v in reference.items() if reference_before.get(tp) != v}
         assert columns.changed_since(before) == changed
+        assert sorted(columns.changed_keys(before)) == sorted(changed)
+        assert sorted(columns.changed_keys(reference_before)) == sorted(changed) == sorted(columns.changed_since(reference_before))
         assert columns.changed_since(reference_before) == changed  # (against a plain mapping too)
         if before is not None:
             for name, arrays in columns._topics.items():

@@ -240,3 +240,27 @@ def test_a_set_of_partitions_no_group_commits_on_any_more_is_let_go(redis_server
         sampler.take(partitions, [1, 2, 3])
         assert len(sampler._sets) == 0 and len(sampler._sets_in_use) == 3
         assert not any(s is first_topic for s in sampler._sets_in_use.values())
+
+
+def test_a_groups_lag_columns_are_compact_unless_uniform(redis_server: str) -> None:
+    from consumers_app.watching import LagSeconds, LagStatuses
+
+    model, gw, partitions = small_cluster()
+    with override_settings(ANALYTICS_SAMPLES=False):
+        sampler = Sampler("lag-columns", gw, True, lambda rows: None)  # type: ignore[arg-type]
+        sampler.take(partitions, [1, 2, 3])
+        for _ in range(12):  # writes land, and the groups fall behind and commit at their pace
+            model.step(1.0, 1.0)
+            groups = sampler.take(partitions, [1, 2, 3]).groups
+        assert groups is not None
+        behind = [g for g in groups.values() if any(s != 0.0 for s in g.lag_seconds)]
+        assert behind, "the model's groups fell behind"
+        for g in groups.values():
+            if any(s != 0.0 for s in g.lag_seconds):
+                assert isinstance(g.lag_seconds, LagSeconds)
+            else:
+                assert type(g.lag_seconds) is list  # (one shared list of zeros per length)
+            if all(s == "OK" for s in g.lag_status):
+                assert type(g.lag_status) is list
+            else:
+                assert isinstance(g.lag_status, LagStatuses)
