@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from console.lifecycle import die_with_parent, exit_reason
-from console.watcher.columns import ListColumns, OffsetColumns, SizeColumns
+from console.watcher.columns import ListColumns, OffsetColumns, SizeColumns, SizeRow, sized
 from console.watcher.sampler import Sample, TopicPartition
 from console.watcher.snapshot import GroupState, group_part
 
@@ -52,7 +52,7 @@ class SampleDelta:
     started: float
     ends: dict[TopicPartition, int]
     starts: dict[TopicPartition, int]
-    sizes: Mapping[TopicPartition, Mapping[str, int]] | None  # None: not read this pass
+    sizes: dict[TopicPartition, SizeRow] | None  # (columns.SizeRow) None: not read this pass
     rates: Mapping[str, float]
     groups: dict[str, tuple[bytes, list[str]]] | None  # of each group that changed: its JSON, the topics it reads;
     # None: the groups could not be read
@@ -108,8 +108,8 @@ class DeltaMaker:
         sizes = None
         if sample.sizes is not None and (last is None or sample.sizes is not last.sizes):
             before = last.sizes if last else None
-            sizes = sample.sizes.changed_since(before) if isinstance(sample.sizes, SizeColumns) else \
-                _changed(sample.sizes, before or {})
+            sizes = sample.sizes.changed_rows(before) if isinstance(sample.sizes, SizeColumns) else \
+                {tp: (tuple(v), *v.values()) for tp, v in _changed(sample.sizes, before or {}).items()}
         changed: list[str] | None = None
         group_ids = None
         states = sample.groups
@@ -160,7 +160,7 @@ class DeltaMerger:
         self.ends = self.ends.updated(d.ends)
         self.starts = self.starts.updated(d.starts)
         if d.sizes is not None:
-            self.sizes = (self.sizes or ListColumns()).updated(d.sizes)
+            self.sizes = (self.sizes or ListColumns()).updated({tp: sized(row) for tp, row in d.sizes.items()})
         if d.groups is not None and (d.groups or d.group_ids is not None or self.group_parts is None):
             parts, topics = self.group_parts or {}, self.group_topics
             if d.group_ids is not None:

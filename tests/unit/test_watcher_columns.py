@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping
+from typing import Any
 
 import pytest
 
-from console.watcher.columns import ListColumns, OffsetColumns, SizeColumns
+from console.watcher.columns import ListColumns, OffsetColumns, SizeColumns, sized
 from console.watcher.snapshot import ReplicaSizes
 
 
@@ -71,17 +72,19 @@ def test_a_negative_partition_is_refused() -> None:
 def test_the_watchers_merger_keeps_offsets_and_sizes_by_topic_and_copies_only_the_topics_a_pass_changed() -> None:
     from console.watcher.sampling_process import DeltaMerger, SampleDelta
 
-    def delta(full: bool, ends: dict[tuple[str, int], int], sizes: dict[tuple[str, int], dict[str, int]] | None) -> SampleDelta:
+    def delta(full: bool, ends: dict[tuple[str, int], int], sizes: dict[tuple[str, int], tuple[Any, ...]] | None) -> SampleDelta:
         return SampleDelta(full=full, started=1.0, ends=ends, starts={tp: 0 for tp in ends} if full else {}, sizes=sizes,
                            rates={}, groups=None, group_ids=None, groups_changed=False)
 
     merger = DeltaMerger()
     every = {(f"t{t}", p): 10 * t + p for t in range(3) for p in range(4)}
-    first = merger.apply(delta(True, every, {tp: {"1": 5} for tp in every}))
+    first = merger.apply(delta(True, every, {tp: (("1", "3"), 5, 6) for tp in every}))
     second = merger.apply(delta(False, {("t1", 2): 99}, None))
     assert isinstance(first.ends, OffsetColumns) and isinstance(first.sizes, ListColumns)
     assert dict(second.ends.items()) == {**every, ("t1", 2): 99} and dict(first.ends.items()) == every
     assert second.sizes is first.sizes and second.starts is first.starts  # (nothing new read: the same)
+    assert first.sizes is not None and first.sizes[("t1", 2)] == {"1": 5, "3": 6}
+    assert isinstance(first.sizes[("t1", 2)], ReplicaSizes)  # (what the snapshot keeps: no dict)
     assert second.ends._topics["t0"] is first.ends._topics["t0"]  # type: ignore[attr-defined]
     assert second.ends._topics["t1"] is not first.ends._topics["t1"]  # type: ignore[attr-defined]
     third = merger.apply(delta(True, {("t9", 0): 1}, None))
@@ -131,6 +134,8 @@ def test_size_columns_equal_the_mappings_the_snapshot_keeps_and_say_what_changed
         changed = {tp: v for tp, v in reference.items() if reference_before.get(tp) != v}
         assert columns.changed_since(before) == changed
         assert sorted(columns.changed_keys(before)) == sorted(changed)
+        rows = columns.changed_rows(before)  # (as a pass sends them: plain tuples)
+        assert all(type(row) is tuple for row in rows.values()) and {tp: sized(row) for tp, row in rows.items()} == changed
         assert sorted(columns.changed_keys(reference_before)) == sorted(changed) == sorted(columns.changed_since(reference_before))
         assert columns.changed_since(reference_before) == changed  # (against a plain mapping too)
         if before is not None:
