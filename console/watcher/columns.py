@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import sys
 from array import array
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any, Generic, TypeVar, cast
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -69,20 +69,27 @@ class OffsetColumns(Mapping[TopicPartition, int]):
 
     def updated(self, changes: Mapping[TopicPartition, int]) -> OffsetColumns:
         """These values over this one's (a new object; this one is unchanged)."""
-        if not changes:
+        return self.updated_packed(pack(changes))
+
+
+    def updated_packed(self, packed: PackedOffsets) -> OffsetColumns:
+        """`updated` with the changes packed by topic (`pack`)."""
+        if not packed:
             return self
         topics = dict(self._topics)
         count = self._count
-        for name, numbers in _by_topic(changes).items():
+        for name, (numbers, values) in packed.items():
+            index = np.frombuffer(numbers, np.int32).astype(np.int64)
+            if len(index) and index.min() < 0:
+                raise ValueError(f"partition {int(index.min())} of {name!r}")
             old = topics.get(name)
-            size = max(max(numbers) + 1, len(old) if old is not None else 0)
-            values = np.full(size, _ABSENT, np.int64)
+            size = max(int(index.max()) + 1 if len(index) else 0, len(old) if old is not None else 0)
+            held = np.full(size, _ABSENT, np.int64)
             if old is not None:
-                values[:len(old)] = old
-            index = np.fromiter(numbers, np.int64, len(numbers))
-            count += int(np.count_nonzero(values[index] == _ABSENT))
-            values[index] = np.fromiter((changes[(name, n)] for n in numbers), np.int64, len(numbers))
-            topics[name] = values
+                held[:len(old)] = old
+            count += int(np.count_nonzero(held[index] == _ABSENT))
+            held[index] = np.frombuffer(values, np.int64)
+            topics[name] = held
         return OffsetColumns(topics, count)
 
 
@@ -210,6 +217,11 @@ class SizeColumns(Mapping[TopicPartition, Mapping[str, int]]):
                 topics[name] = (brokers, sizes)
         return cls(topics, count)
 
+    @classmethod
+    def of(cls, sizes: Mapping[TopicPartition, Mapping[str, int]]) -> SizeColumns:
+        """The columns of sizes kept as mappings (broker key -> bytes)."""
+        return cls.read([{tp: {int(b): n for b, n in replicas.items()} for tp, replicas in sizes.items()}], None)
+
     def _row(self, key: TopicPartition) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int64]] | None:
         found = self._topics.get(key[0])
         number = key[1]
@@ -246,22 +258,24 @@ class SizeColumns(Mapping[TopicPartition, Mapping[str, int]]):
     def changed_since(self, before: Mapping[TopicPartition, Mapping[str, int]] | None) -> dict[TopicPartition, ReplicaSizes]:
         """The partitions whose sizes differ from `before`'s (or are not in it), with their mappings:
         a topic whose arrays are the ones before is passed over."""
-        return cast(dict[TopicPartition, ReplicaSizes], self._changed(before, _mapping))
+        return {(name, n): _mapping(brokers[n], sizes[n]) for name, (brokers, sizes, numbers) in self._changed(before)
+                for n in numbers}
 
     def changed_keys(self, before: Mapping[TopicPartition, Mapping[str, int]] | None) -> list[TopicPartition]:
         """The partitions `changed_since` gives, without making their mappings."""
-        return list(self._changed(before, None))
+        return [(name, n) for name, (_b, _s, numbers) in self._changed(before) for n in numbers]
 
-    def changed_rows(self, before: Mapping[TopicPartition, Mapping[str, int]] | None) -> dict[TopicPartition, SizeRow]:
-        """What `changed_since` gives, each mapping as a plain tuple (`sized`): what a pass sends the
-        watcher. (A pickle keeps each object it wrote until its end, and with them what each
-        ReplicaSizes's reduction makes: 60 MB more of the first pass's peak at 300,000 partitions.)"""
-        return cast(dict[TopicPartition, SizeRow], self._changed(before, _row))
+    def changed_packed(self, before: Mapping[TopicPartition, Mapping[str, int]] | None) -> PackedSizes:
+        """What `changed_since` gives, by topic as arrays (`unpack_sizes`): what a pass sends the
+        watcher. (A pickle keeps every object it wrote until its end: as a mapping or a tuple per
+        partition, the first pass's 300,000 were 60 to 120 MB of that process's peak.)"""
+        return {name: (np.array(numbers, np.int32), brokers[numbers], sizes[numbers])
+                for name, (brokers, sizes, numbers) in self._changed(before)}
 
-    def _changed(self, before: Mapping[TopicPartition, Mapping[str, int]] | None,
-                 made: Callable[[npt.NDArray[np.int32], npt.NDArray[np.int64]], Any] | None) -> dict[TopicPartition, Any]:
+    def _changed(self, before: Mapping[TopicPartition, Mapping[str, int]] | None) -> Iterator[
+            tuple[str, tuple[npt.NDArray[np.int32], npt.NDArray[np.int64], list[int]]]]:
+        """Each topic with changed partitions: its arrays and the numbers of those partitions."""
         old = before._topics if isinstance(before, SizeColumns) else None
-        out: dict[TopicPartition, Any] = {}
         for name, (brokers, sizes) in self._topics.items():
             if old is not None:
                 kept = old.get(name)
@@ -277,12 +291,10 @@ class SizeColumns(Mapping[TopicPartition, Mapping[str, int]]):
                 numbers = np.flatnonzero(present).tolist()
             else:
                 numbers = np.flatnonzero(brokers[:, 0] >= 0).tolist()
-            for number in numbers:
-                key = (name, number)
-                if old is None and before and before.get(key) == _mapping(brokers[number], sizes[number]):
-                    continue  # (a plain mapping: compared partition by partition)
-                out[key] = made(brokers[number], sizes[number]) if made is not None else None
-        return out
+                if before:  # (a plain mapping: compared partition by partition)
+                    numbers = [n for n in numbers if before.get((name, n)) != _mapping(brokers[n], sizes[n])]
+            if numbers:
+                yield name, (brokers, sizes, numbers)
 
 
 def _wide(rows: npt.NDArray[Any], width: int, fill: int) -> npt.NDArray[Any]:
@@ -292,18 +304,49 @@ def _wide(rows: npt.NDArray[Any], width: int, fill: int) -> npt.NDArray[Any]:
     return np.concatenate([rows, np.full((len(rows), width - rows.shape[1]), fill, rows.dtype)], axis=1)
 
 
-# One partition's replica sizes as a pass sends them: the broker keys' tuple, then each one's size.
-SizeRow = tuple[Any, ...]
+# Changed partitions as a pass sends them, by topic: their numbers and values (offsets), or their
+# numbers and rows of SizeColumns (sizes). A few arrays per topic, not an object per partition.
+PackedOffsets = dict[str, tuple["array[int]", "array[int]"]]
+PackedSizes = dict[str, tuple[npt.NDArray[np.int32], npt.NDArray[np.int32], npt.NDArray[np.int64]]]
 
 
-def sized(row: SizeRow) -> ReplicaSizes:
-    """The ReplicaSizes a SizeRow stands for."""
-    return replica_sizes_of(row[0], row[1:])
+def pack(new: Mapping[TopicPartition, int], old: Mapping[TopicPartition, int] | None = None) -> PackedOffsets:
+    """The values of `new` that `old` does not have (all of them without `old`), packed by topic."""
+    out: PackedOffsets = {}
+    get = old.get if old else None
+    for (name, number), value in new.items():
+        if get is not None and get((name, number), _MISSING) == value:
+            continue
+        found = out.get(name)
+        if found is None:
+            found = out[name] = (array("i"), array("q"))
+        found[0].append(number)
+        found[1].append(value)
+    return out
 
 
-def _row(brokers: npt.NDArray[np.int32], sizes: npt.NDArray[np.int64]) -> SizeRow:
-    n = int(np.count_nonzero(brokers >= 0))
-    return (tuple([broker_key(b) for b in brokers[:n].tolist()]), *sizes[:n].tolist())
+def unpack(packed: PackedOffsets) -> dict[TopicPartition, int]:
+    return {(name, n): v for name, (numbers, values) in packed.items() for n, v in zip(numbers, values, strict=True)}
+
+
+def unpack_sizes(packed: PackedSizes) -> dict[TopicPartition, ReplicaSizes]:
+    """Each partition's ReplicaSizes from packed rows (the broker keys' tuple made once per replica set of a topic)."""
+    out: dict[TopicPartition, ReplicaSizes] = {}
+    for name, (numbers, brokers, sizes) in packed.items():
+        keys: dict[tuple[int, ...], tuple[str, ...]] = {}
+        for number, row, values in zip(numbers.tolist(), brokers.tolist(), sizes.tolist(), strict=True):
+            n = len(row) - row.count(-1)
+            ids = tuple(row[:n])
+            found = keys.get(ids)
+            if found is None:
+                found = keys[ids] = tuple([broker_key(b) for b in ids])
+            out[(name, number)] = replica_sizes_of(found, values[:n])
+    return out
+
+
+def packed_count(packed: Mapping[str, tuple[Any, ...]]) -> int:
+    """How many partitions packed values are of."""
+    return sum(len(parts[0]) for parts in packed.values())
 
 
 def _mapping(brokers: npt.NDArray[np.int32], sizes: npt.NDArray[np.int64]) -> ReplicaSizes:

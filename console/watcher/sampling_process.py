@@ -29,7 +29,15 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from console.lifecycle import die_with_parent, exit_reason
-from console.watcher.columns import ListColumns, OffsetColumns, SizeColumns, SizeRow, sized
+from console.watcher.columns import (
+    ListColumns,
+    OffsetColumns,
+    PackedOffsets,
+    PackedSizes,
+    SizeColumns,
+    pack,
+    unpack_sizes,
+)
 from console.watcher.sampler import Sample, TopicPartition
 from console.watcher.snapshot import GroupState, group_part
 
@@ -50,9 +58,11 @@ class SampleDelta:
 
     full: bool
     started: float
-    ends: dict[TopicPartition, int]
-    starts: dict[TopicPartition, int]
-    sizes: dict[TopicPartition, SizeRow] | None  # (columns.SizeRow) None: not read this pass
+    # What changed, packed by topic (columns.pack, SizeColumns.changed_packed): a few arrays per
+    # topic, not an object per partition to pickle.
+    ends: PackedOffsets
+    starts: PackedOffsets
+    sizes: PackedSizes | None  # None: not read this pass
     rates: Mapping[str, float]
     groups: dict[str, tuple[bytes, list[str]]] | None  # of each group that changed: its JSON, the topics it reads;
     # None: the groups could not be read
@@ -62,13 +72,6 @@ class SampleDelta:
     stats: dict[str, Any] = field(default_factory=dict)
 
 
-def _changed(new: Mapping[Any, Any], old: Mapping[Any, Any]) -> dict[Any, Any]:
-    if not old:
-        return dict(new)
-    return {k: v for k, v in new.items() if old.get(k, _MISSING) != v}
-
-
-_MISSING = object()
 
 
 def _marks(g: GroupState) -> tuple[Any, ...]:
@@ -103,13 +106,13 @@ class DeltaMaker:
         size = GROUP_PIECE if piece is None else piece
         last = self._last
         full = last is None
-        ends = _changed(sample.ends, last.ends if last else {})
-        starts = _changed(sample.starts, last.starts if last else {})
+        ends = pack(sample.ends, last.ends if last else None)
+        starts = pack(sample.starts, last.starts if last else None)
         sizes = None
         if sample.sizes is not None and (last is None or sample.sizes is not last.sizes):
             before = last.sizes if last else None
-            sizes = sample.sizes.changed_rows(before) if isinstance(sample.sizes, SizeColumns) else \
-                {tp: (tuple(v), *v.values()) for tp, v in _changed(sample.sizes, before or {}).items()}
+            sizes = (sample.sizes if isinstance(sample.sizes, SizeColumns) else SizeColumns.of(sample.sizes)) \
+                .changed_packed(before)
         changed: list[str] | None = None
         group_ids = None
         states = sample.groups
@@ -157,10 +160,11 @@ class DeltaMerger:
         if d.full:
             self.ends, self.starts, self.sizes, self.group_parts, self.group_topics = \
                 OffsetColumns(), OffsetColumns(), None, None, {}
-        self.ends = self.ends.updated(d.ends)
-        self.starts = self.starts.updated(d.starts)
-        if d.sizes is not None:
-            self.sizes = (self.sizes or ListColumns()).updated({tp: sized(row) for tp, row in d.sizes.items()})
+        self.ends = self.ends.updated_packed(d.ends)
+        self.starts = self.starts.updated_packed(d.starts)
+        sizes = unpack_sizes(d.sizes) if d.sizes is not None else None
+        if sizes is not None:
+            self.sizes = (self.sizes or ListColumns()).updated(sizes)
         if d.groups is not None and (d.groups or d.group_ids is not None or self.group_parts is None):
             parts, topics = self.group_parts or {}, self.group_topics
             if d.group_ids is not None:
@@ -170,7 +174,8 @@ class DeltaMerger:
                 self.group_parts = {**parts, **{gid: raw for gid, (raw, _t) in d.groups.items()}}
                 self.group_topics = {**topics, **{gid: t for gid, (_raw, t) in d.groups.items()}}
         self.rates = d.rates
-        changed = set(d.ends) | set(d.starts) | set(d.sizes or ())
+        changed = {(name, n) for packed in (d.ends, d.starts, d.sizes or {}) for name, parts in packed.items()
+                   for n in parts[0].tolist()}
         return Sample(started=d.started, ends=self.ends, starts=self.starts, sizes=self.sizes, rates=d.rates,
                       groups=None, groups_changed=d.groups_changed and d.groups is not None, changed=tuple(changed),
                       group_parts=self.group_parts if d.groups is not None else None,

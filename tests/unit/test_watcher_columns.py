@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping
-from typing import Any
 
 import pytest
 
-from console.watcher.columns import ListColumns, OffsetColumns, SizeColumns, sized
+from console.watcher.columns import ListColumns, OffsetColumns, SizeColumns, pack, packed_count, unpack, unpack_sizes
 from console.watcher.snapshot import ReplicaSizes
 
 
@@ -72,13 +71,15 @@ def test_a_negative_partition_is_refused() -> None:
 def test_the_watchers_merger_keeps_offsets_and_sizes_by_topic_and_copies_only_the_topics_a_pass_changed() -> None:
     from console.watcher.sampling_process import DeltaMerger, SampleDelta
 
-    def delta(full: bool, ends: dict[tuple[str, int], int], sizes: dict[tuple[str, int], tuple[Any, ...]] | None) -> SampleDelta:
-        return SampleDelta(full=full, started=1.0, ends=ends, starts={tp: 0 for tp in ends} if full else {}, sizes=sizes,
+    def delta(full: bool, ends: dict[tuple[str, int], int], sizes: dict[tuple[str, int], dict[int, int]] | None) -> SampleDelta:
+        return SampleDelta(full=full, started=1.0, ends=pack(ends), starts=pack({tp: 0 for tp in ends} if full else {}),
+                           sizes=SizeColumns.read([sizes], None).changed_packed(None) if sizes is not None else None,
                            rates={}, groups=None, group_ids=None, groups_changed=False)
 
     merger = DeltaMerger()
     every = {(f"t{t}", p): 10 * t + p for t in range(3) for p in range(4)}
-    first = merger.apply(delta(True, every, {tp: (("1", "3"), 5, 6) for tp in every}))
+    first = merger.apply(delta(True, every, {tp: {3: 6, 1: 5} for tp in every}))
+    assert set(first.changed) == set(every)
     second = merger.apply(delta(False, {("t1", 2): 99}, None))
     assert isinstance(first.ends, OffsetColumns) and isinstance(first.sizes, ListColumns)
     assert dict(second.ends.items()) == {**every, ("t1", 2): 99} and dict(first.ends.items()) == every
@@ -134,8 +135,9 @@ def test_size_columns_equal_the_mappings_the_snapshot_keeps_and_say_what_changed
         changed = {tp: v for tp, v in reference.items() if reference_before.get(tp) != v}
         assert columns.changed_since(before) == changed
         assert sorted(columns.changed_keys(before)) == sorted(changed)
-        rows = columns.changed_rows(before)  # (as a pass sends them: plain tuples)
-        assert all(type(row) is tuple for row in rows.values()) and {tp: sized(row) for tp, row in rows.items()} == changed
+        packed = columns.changed_packed(before)  # (as a pass sends them: arrays by topic)
+        assert unpack_sizes(packed) == changed and packed_count(packed) == len(changed)
+        assert all(isinstance(v, ReplicaSizes) for v in unpack_sizes(packed).values())
         assert sorted(columns.changed_keys(reference_before)) == sorted(changed) == sorted(columns.changed_since(reference_before))
         assert columns.changed_since(reference_before) == changed  # (against a plain mapping too)
         if before is not None:
@@ -156,3 +158,13 @@ def test_analytics_takes_the_largest_replica_from_size_columns_as_from_mappings(
     columns = SizeColumns.read([answer], None)
     plain = {tp: replica_sizes(r) for tp, r in answer.items()}
     assert build_records("c", 1.0, ends, columns, None) == build_records("c", 1.0, ends, plain, None)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_offsets_packed_by_topic_are_the_changes(seed: int) -> None:
+    rng = random.Random(seed)
+    old = {(f"t{rng.randrange(5)}", rng.randrange(9)): rng.randrange(2**40) for _ in range(30)}
+    new = {**old, **{(f"t{rng.randrange(7)}", rng.randrange(9)): rng.randrange(2**40) for _ in range(10)}}
+    assert unpack(pack(new)) == new and packed_count(pack(new)) == len(new)
+    assert unpack(pack(new, old)) == {tp: v for tp, v in new.items() if old.get(tp) != v}
+    assert pack(old, old) == {}
