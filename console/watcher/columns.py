@@ -32,40 +32,54 @@ V = TypeVar("V")
 _ABSENT = np.iinfo(np.int64).min  # (an offset never read: Kafka's are never negative)
 
 
-class OffsetColumns(Mapping[TopicPartition, int]):
-    """(topic, partition) -> offset, as one int64 array per topic. Immutable: `updated` makes a
-    new one that shares the arrays of the topics it does not change."""
+class _ByTopic(Mapping[TopicPartition, V], Generic[V]):
+    """(topic, partition) -> a value, held per topic in a sequence indexed by partition number."""
 
     __slots__ = ("_count", "_topics")
 
-    def __init__(self, topics: dict[str, npt.NDArray[np.int64]] | None = None, count: int = 0) -> None:
-        self._topics: dict[str, npt.NDArray[np.int64]] = topics if topics is not None else {}
+    def __init__(self, topics: dict[str, Any] | None = None, count: int = 0) -> None:
+        self._topics: dict[str, Any] = topics if topics is not None else {}
         self._count = count
+
+    def _at(self, values: Any, number: int) -> Any:
+        """The value at `number` of a topic's sequence, or _MISSING."""
+        raise NotImplementedError
 
     def get(self, key: TopicPartition, default: Any = None) -> Any:  # type: ignore[override]
         values = self._topics.get(key[0])
         number = key[1]
         if values is None or not 0 <= number < len(values):
             return default
-        value = values[number]
-        return default if value == _ABSENT else int(value)
+        found = self._at(values, number)
+        return default if found is _MISSING else found
 
-    def __getitem__(self, key: TopicPartition) -> int:
+    def __getitem__(self, key: TopicPartition) -> V:
         value = self.get(key, _MISSING)
         if value is _MISSING:
             raise KeyError(key)
-        return int(value)
+        return value  # type: ignore[no-any-return]
 
     def __contains__(self, key: object) -> bool:
         return isinstance(key, tuple) and len(key) == 2 and self.get(key, _MISSING) is not _MISSING  # type: ignore[arg-type]
+
+    def __len__(self) -> int:
+        return self._count
+
+
+class OffsetColumns(_ByTopic[int]):
+    """(topic, partition) -> offset, as one int64 array per topic. Immutable: `updated` makes a
+    new one that shares the arrays of the topics it does not change."""
+
+    __slots__ = ()
+
+    def _at(self, values: npt.NDArray[np.int64], number: int) -> Any:
+        value = values[number]
+        return _MISSING if value == _ABSENT else int(value)
 
     def __iter__(self) -> Iterator[TopicPartition]:
         for name, values in self._topics.items():
             for number in np.flatnonzero(values != _ABSENT).tolist():
                 yield (name, number)
-
-    def __len__(self) -> int:
-        return self._count
 
     def updated(self, changes: Mapping[TopicPartition, int]) -> OffsetColumns:
         """These values over this one's (a new object; this one is unchanged)."""
@@ -93,41 +107,21 @@ class OffsetColumns(Mapping[TopicPartition, int]):
         return OffsetColumns(topics, count)
 
 
-class ListColumns(Mapping[TopicPartition, V], Generic[V]):
+class ListColumns(_ByTopic[V]):
     """(topic, partition) -> a value (each partition's replica sizes: the mapping the snapshot's
     partition keeps), as one list per topic. Immutable, as OffsetColumns."""
 
-    __slots__ = ("_count", "_topics")
+    __slots__ = ()
 
-    def __init__(self, topics: dict[str, list[V | None]] | None = None, count: int = 0) -> None:
-        self._topics: dict[str, list[V | None]] = topics if topics is not None else {}
-        self._count = count
-
-    def get(self, key: TopicPartition, default: Any = None) -> Any:  # type: ignore[override]
-        values = self._topics.get(key[0])
-        number = key[1]
-        if values is None or not 0 <= number < len(values):
-            return default
+    def _at(self, values: list[V | None], number: int) -> Any:
         value = values[number]
-        return default if value is None else value
-
-    def __getitem__(self, key: TopicPartition) -> V:
-        value = self.get(key, _MISSING)
-        if value is _MISSING:
-            raise KeyError(key)
-        return value  # type: ignore[no-any-return]
-
-    def __contains__(self, key: object) -> bool:
-        return isinstance(key, tuple) and len(key) == 2 and self.get(key, _MISSING) is not _MISSING  # type: ignore[arg-type]
+        return _MISSING if value is None else value
 
     def __iter__(self) -> Iterator[TopicPartition]:
         for name, values in self._topics.items():
             for number, value in enumerate(values):
                 if value is not None:
                     yield (name, number)
-
-    def __len__(self) -> int:
-        return self._count
 
     def updated(self, changes: Mapping[TopicPartition, V]) -> ListColumns[V]:
         if not changes:
