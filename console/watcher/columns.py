@@ -211,11 +211,6 @@ class SizeColumns(Mapping[TopicPartition, Mapping[str, int]]):
                 topics[name] = (brokers, sizes)
         return cls(topics, count)
 
-    @classmethod
-    def of(cls, sizes: Mapping[TopicPartition, Mapping[str, int]]) -> SizeColumns:
-        """The columns of sizes kept as mappings (broker key -> bytes)."""
-        return cls.read([{tp: {int(b): n for b, n in replicas.items()} for tp, replicas in sizes.items()}], None)
-
     def _row(self, key: TopicPartition) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int64]] | None:
         found = self._topics.get(key[0])
         number = key[1]
@@ -317,10 +312,6 @@ def pack(new: Mapping[TopicPartition, int], old: Mapping[TopicPartition, int] | 
         found[0].append(number)
         found[1].append(value)
     return out
-
-
-def unpack(packed: PackedOffsets) -> dict[TopicPartition, int]:
-    return {(name, n): v for name, (numbers, values) in packed.items() for n, v in zip(numbers, values, strict=True)}
 
 
 def unpack_sizes(packed: PackedSizes) -> dict[TopicPartition, ReplicaSizes]:

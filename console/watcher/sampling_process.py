@@ -72,8 +72,6 @@ class SampleDelta:
     stats: dict[str, Any] = field(default_factory=dict)
 
 
-
-
 def _marks(g: GroupState) -> tuple[Any, ...]:
     # The evaluation renews these (new lists when it judges a group); nothing else of a state changes.
     return (g, g.status, g.time_lag, g.lag_keys, g.lag_status, g.lag_seconds)
@@ -110,9 +108,8 @@ class DeltaMaker:
         starts = pack(sample.starts, last.starts if last else None)
         sizes = None
         if sample.sizes is not None and (last is None or sample.sizes is not last.sizes):
-            before = last.sizes if last else None
-            sizes = (sample.sizes if isinstance(sample.sizes, SizeColumns) else SizeColumns.of(sample.sizes)) \
-                .changed_packed(before)
+            assert isinstance(sample.sizes, SizeColumns)  # (what Sampler.take reads)
+            sizes = sample.sizes.changed_packed(last.sizes if last else None)
         changed: list[str] | None = None
         group_ids = None
         states = sample.groups

@@ -344,8 +344,8 @@ def broker_key(broker: int) -> str:
 
 def replica_sizes(sizes: Mapping[int, int]) -> dict[str, int]:
     """One partition's log size per replica (as the gateway gives it, by broker id) as a
-    PartitionState keeps it: by broker key, in broker order. The sampler makes them so, and the
-    snapshot keeps the sample's own mapping: one per partition, not a copy next to it."""
+    PartitionState's JSON holds it: by broker key, in broker order. (The watcher's processes keep
+    the same as a ReplicaSizes, made by columns.SizeColumns; this plain form is what they equal.)"""
     return {broker_key(b): n for b, n in sorted(sizes.items())}
 
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 import pytest
 
-from console.watcher.columns import ListColumns, OffsetColumns, SizeColumns, pack, packed_count, unpack, unpack_sizes
+from console.watcher.columns import ListColumns, OffsetColumns, PackedOffsets, SizeColumns, pack, packed_count, unpack_sizes
 from console.watcher.snapshot import ReplicaSizes
 
 
@@ -158,6 +158,10 @@ def test_analytics_takes_the_largest_replica_from_size_columns_as_from_mappings(
     columns = SizeColumns.read([answer], None)
     plain = {tp: replica_sizes(r) for tp, r in answer.items()}
     assert build_records("c", 1.0, ends, columns, None) == build_records("c", 1.0, ends, plain, None)
+
+
+def unpack(packed: PackedOffsets) -> dict[tuple[str, int], int]:
+    return {(name, n): v for name, (numbers, values) in packed.items() for n, v in zip(numbers, values, strict=True)}
 
 
 @pytest.mark.parametrize("seed", range(10))
