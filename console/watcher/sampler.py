@@ -133,9 +133,9 @@ class PartitionNames:
         return tuple([shared(tp) for tp in tps])
 
     def text(self, value: str) -> str:
-        """One string for each value of a member's client id and host: a consumer's client id and
-        host recur across its groups and passes, and each answer brings new strings (200,000 of them
-        at 50,000 groups)."""
+        """One string for each value of a member's client id and host, and of a group's state,
+        protocol type, group type and assignor: they recur across groups and passes, and each answer
+        brings new strings (400,000 of them at 50,000 groups)."""
         found = self._texts.get(value)
         if found is None:
             if len(self._texts) >= TEXTS_MAX:
@@ -384,10 +384,11 @@ class Sampler:
                 getter = offsets.partitions.getter
                 state = GroupState(
                     group_id=g.group_id,
-                    state=g.state,
-                    protocol_type=g.protocol_type,
-                    group_type=g.group_type,
-                    assignor=g.assignor,
+                    # (a handful of values across all groups: one string each, not four per group)
+                    state=text(g.state),
+                    protocol_type=text(g.protocol_type),
+                    group_type=text(g.group_type),
+                    assignor=text(g.assignor),
                     members=[MemberState(m.member_id, m.client_id, m.host, m.assignment, m.instance_id, m.epoch,
                                          m.target_assignment) for m in g.members],
                     offsets=offsets,

@@ -132,6 +132,28 @@ def test_members_client_ids_and_hosts_are_shared_strings_across_groups(redis_ser
         assert len({id(g.broker_lag) for g in groups.values()}) == 1
 
 
+def test_a_groups_state_protocol_type_group_type_and_assignor_are_shared_strings(redis_server: str) -> None:
+    """A handful of values across all groups, but each answer brings four new strings per group
+    (a real gateway's are made from each response): the states keep one of each value."""
+    from dataclasses import replace
+
+    model, gw, partitions = small_cluster()
+    fields = ("state", "protocol_type", "group_type", "assignor")
+    described = gw.consumer_groups
+
+    def fresh(*args: object, **kwargs: object) -> list[object]:  # (new string objects, as a decoded answer has)
+        return [replace(g, **{f: "".join(list(getattr(g, f))) for f in fields}) for g in described(*args, **kwargs)]
+
+    gw.consumer_groups = fresh  # type: ignore[method-assign]
+    with override_settings(ANALYTICS_SAMPLES=False):
+        sampler = Sampler("fields-test", gw, True, lambda rows: None)  # type: ignore[arg-type]
+        groups = list((sampler.take(partitions, [1, 2, 3]).groups or {}).values())
+        assert len(groups) == 8
+        for f in fields:
+            assert len({getattr(g, f) for g in groups}) == 1  # (the model's: one value each)
+            assert all(getattr(g, f) is getattr(groups[0], f) for g in groups), f
+
+
 def test_member_texts_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     import console.watcher.sampler as sampler_module
 
