@@ -194,7 +194,7 @@ class SimGateway:
         return self._brokers
 
     def metadata(self) -> Any:
-        from console.gateway.types import ClusterMetadata, Partition, Topic
+        from console.gateway.types import ClusterMetadata, Partition, Topic, shared_ids
 
         self._maybe_fail("read the cluster metadata")
         version, names, changed = self.ask("metadata_since", self._version)
@@ -205,7 +205,8 @@ class SimGateway:
             was = before.partitions if before is not None else ()
             self._topics[name] = Topic(name=name, internal=False, partitions=tuple(
                 was[p] if p < len(was) and (was[p].leader, was[p].replicas, was[p].isr) == v else
-                Partition(topic=name, partition=p, leader=v[0], replicas=v[1], isr=v[2]) for p, v in enumerate(layout)))
+                Partition(topic=name, partition=p, leader=v[0], replicas=shared_ids(v[1]), isr=shared_ids(v[2]))
+                for p, v in enumerate(layout)))
         if len(self._topics) != len(names):
             self._topics = {n: self._topics[n] for n in names if n in self._topics}
         if self.failure_rate and self.rng.random() < self.failure_rate:

@@ -65,6 +65,7 @@ from console.gateway.types import (
     Quorum,
     QuorumReplica,
     Topic,
+    shared_ids,
 )
 
 log = logging.getLogger(__name__)
@@ -433,6 +434,9 @@ class ClusterGateway:
                     fresh[name] = known
                     topics.append(known[1])
                     continue
+                # (kept until the topic changes: its broker lists as the shared tuples, as its Partitions')
+                raw = (raw[0], tuple([(i, leader, shared_ids(replicas), shared_ids(isr), code)
+                                      for i, leader, replicas, isr, code in raw[1]]))
                 parts = tuple(
                     sorted(
                         (
@@ -440,8 +444,8 @@ class ClusterGateway:
                                 topic=name,
                                 partition=pm.id,
                                 leader=pm.leader,
-                                replicas=tuple(pm.replicas),
-                                isr=tuple(pm.isrs),
+                                replicas=shared_ids(pm.replicas),
+                                isr=shared_ids(pm.isrs),
                                 error=pm.error.str() if pm.error is not None and pm.error.code() != 0 else None,
                             )
                             for pm in tm.partitions.values()
@@ -470,8 +474,8 @@ class ClusterGateway:
                 raise NotFound(f"Topic '{name}' does not exist on cluster '{self.name}'.")
             if tm.error is not None and tm.error.code() != 0:
                 raise KafkaException(tm.error)
-            parts = tuple(sorted((Partition(topic=name, partition=pm.id, leader=pm.leader, replicas=tuple(pm.replicas),
-                                            isr=tuple(pm.isrs), error=None) for pm in tm.partitions.values()),
+            parts = tuple(sorted((Partition(topic=name, partition=pm.id, leader=pm.leader, replicas=shared_ids(pm.replicas),
+                                            isr=shared_ids(pm.isrs), error=None) for pm in tm.partitions.values()),
                                  key=lambda p: p.partition))
             return Topic(name=name, internal=name in INTERNAL_TOPICS, partitions=parts, error=None)
 
@@ -579,7 +583,7 @@ class ClusterGateway:
                     for p in d.partitions:
                         out[(name, p.id)] = Partition(
                             name, p.id, p.leader.id if p.leader is not None else -1,
-                            tuple(r.id for r in p.replicas), tuple(r.id for r in p.isr),
+                            shared_ids(r.id for r in p.replicas), shared_ids(r.id for r in p.isr),
                         )
             return out
 

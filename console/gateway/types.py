@@ -2,9 +2,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 TopicPartition = tuple[str, int]
+
+IDS_MAX = 100_000  # distinct lists of broker ids kept by `shared_ids` (then it starts afresh)
+_ids: dict[tuple[int, ...], tuple[int, ...]] = {}
+
+
+def shared_ids(ids: Iterable[int]) -> tuple[int, ...]:
+    """The one tuple of these broker ids, in this order (a partition's replicas or ISR). A cluster's
+    partitions share a few thousand replica sets, but each metadata answer brings new lists per
+    partition: at 300,000 partitions the watcher held 340,000 tuples (23 MB) where a few hundred do."""
+    t = tuple(ids)
+    found = _ids.get(t)
+    if found is None:
+        if len(_ids) >= IDS_MAX:
+            _ids.clear()
+        found = _ids.setdefault(t, t)
+    return found
 
 # Kafka marks these topics internal; the metadata librdkafka returns has no flag for it.
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})

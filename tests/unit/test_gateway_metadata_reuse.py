@@ -37,3 +37,32 @@ def test_an_unchanged_topic_is_the_same_object_and_a_changed_one_is_rebuilt() ->
     del admin.leaders["logs"]
     third = {t.name: t for t in gw.metadata().topics}
     assert list(third) == ["orders"] and third["orders"] is second["orders"]
+
+
+def test_partitions_on_the_same_brokers_share_one_tuple_of_them() -> None:
+    """librdkafka hands back new lists per partition at every call; the gateway keeps one tuple per
+    list of broker ids (its Partitions and the raw fields it compares), whatever topic they are of."""
+    gw = ClusterGateway(ClusterConfig(name="x", bootstrap_servers="127.0.0.1:9"), timeout=1.0)
+    admin = Admin()
+    setattr(gw, "_admin_client", lambda: admin)  # noqa: B010 - a stand-in for the real client
+    parts = [p for t in gw.metadata().topics for p in t.partitions]
+    assert len(parts) == 4 and all(p.replicas == (1, 2) for p in parts)
+    assert all(p.replicas is parts[0].replicas and p.isr is parts[0].replicas for p in parts)
+    admin.leaders["orders"] = 2  # (a changed topic: built again, on the same tuples)
+    again = [p for t in gw.metadata().topics for p in t.partitions]
+    assert all(p.replicas is parts[0].replicas for p in again)
+    kept = [raw for raw, _topic in gw._topic_cache.values()]
+    assert all(fields[2] is parts[0].replicas and fields[3] is parts[0].replicas for raw in kept for fields in raw[1])
+
+
+def test_shared_ids_are_bounded(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from console.gateway import types
+
+    monkeypatch.setattr(types, "IDS_MAX", 3)
+    monkeypatch.setattr(types, "_ids", {})
+    first = types.shared_ids([1, 2])
+    assert types.shared_ids((1, 2)) is first
+    for i in range(5):
+        types.shared_ids([i, 9])
+    assert len(types._ids) <= 3
+    assert types.shared_ids([1, 2]) == (1, 2)
