@@ -66,3 +66,19 @@ def test_shared_ids_are_bounded(monkeypatch) -> None:  # type: ignore[no-untyped
         types.shared_ids([i, 9])
     assert len(types._ids) <= 3
     assert types.shared_ids([1, 2]) == (1, 2)
+
+
+def test_the_answers_held_per_partition_group_and_member_carry_no_attribute_dict() -> None:
+    """The watcher holds a Partition per partition (300,000) and the sampling process a
+    ConsumerGroup per group and a GroupMember per member at each pass: slots, no dict each."""
+    import pickle
+
+    from console.gateway.types import ConsumerGroup, GroupMember, Partition
+
+    p = Partition(topic="t", partition=0, leader=1, replicas=(1, 2), isr=(1, 2))
+    m = GroupMember(member_id="m", client_id="c", host="/h", assignment=(("t", 0),))
+    g = ConsumerGroup(group_id="g", state="Stable", protocol_type="consumer", group_type="classic", assignor="range",
+                      members=(m,))
+    for obj in (p, m, g):
+        assert not hasattr(obj, "__dict__")
+        assert pickle.loads(pickle.dumps(obj)) == obj  # (the sampling process gets them pickled from tools and tests)
