@@ -266,7 +266,9 @@ class ClusterWatcher:
         self.next_configs = 0.0
         self.stats = CycleStats()
         self.publisher = Publisher(cluster, background=events_thread)
-        self._content: ContentParts | None = None
+        # The header and the parts' digests (store.digests_of) of the last content: whether the next
+        # one changed is told from these, not from the last content's JSON held through the cycle.
+        self._content_key: tuple[bytes, dict[str, int]] | None = None
         self._offsets_lock = threading.Lock()
         self._starts: Mapping[tuple[str, int], int] = {}
         self._ends: Mapping[tuple[str, int], int] = {}
@@ -316,7 +318,8 @@ class ClusterWatcher:
             self.previous = store.load(self.cluster)
         except store.StoreUnavailable:
             self.previous = None
-        self._content = self.previous.content_parts(self._topic_bytes, self._group_bytes) if self.previous else None
+        content = self.previous.content_parts(self._topic_bytes, self._group_bytes) if self.previous else None
+        self._content_key = (content[0], store.digests_of(content[1])) if content is not None else None
         self.publisher.restart(saved=self.previous is not None)
 
     def poll(self, now: float) -> Snapshot:
@@ -658,22 +661,29 @@ class ClusterWatcher:
         started = time.monotonic()
         with no_gc():
             snap = self.poll(now)
-        if self.unchanged and self._content is not None:
+        content: ContentParts | None = None
+        if self.unchanged and self._content_key is not None:
             changes: list[Change] = []
-            content = self._content
+            changed, key = False, self._content_key
+            if not self.publisher.saved_once:  # (Redis lost it: the same content again, from the caches)
+                content = snap.content_parts(self._topic_bytes, self._group_bytes, self._stored_group_parts(snap))
+                key = (content[0], store.digests_of(content[1]))  # (what is written, exactly)
         else:
             changes = diff(self.previous, snap)
             content = snap.content_parts(self._topic_bytes, self._group_bytes, self._stored_group_parts(snap))
-        changed = content != self._content
+            key = (content[0], store.digests_of(content[1]))
+            changed = key != self._content_key
         if changed:
             snap.version = (self.previous.version if self.previous else 0) + 1
         self.stats.seconds = time.monotonic() - started
         # The snapshot first: pages see a change without waiting for its events to be written (at
         # 300,000 partitions a cycle can bring thousands, 0.4 s of database work); the events follow
         # in a message of their own.
-        self.publisher.publish(snap, self.previous, [], changed, content if changed or not self.publisher.saved_once else None)
+        self.publisher.publish(snap, self.previous, [], changed, content if changed or not self.publisher.saved_once else None,
+                               key[1])
         self.published_at = time.time()
-        self._content = content  # (what is published is the base of the next cycle, whatever the events do)
+        self._content_key = key  # (what is published is the base of the next cycle, whatever the events do)
+        del content
         self.previous = snap
         self.publisher.record_later(snap, changes)
         self.cycles += 1

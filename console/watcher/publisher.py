@@ -129,11 +129,12 @@ class Publisher:
             log.warning("broadcast of events to %s failed", self.cluster, exc_info=True)
 
     def publish(self, snap: Snapshot, previous: Snapshot | None, events: list[dict[str, Any]], changed: bool,
-                content: ContentParts | None) -> bool:
-        """Store the snapshot (`content` None: only its stamp changed) and broadcast the update;
-        False when Redis could not take it (the next publish writes the whole content again)."""
+                content: ContentParts | None, digests: dict[str, int] | None = None) -> bool:
+        """Store the snapshot (`content` None: only its stamp changed; `digests`: its parts',
+        store.digests_of) and broadcast the update; False when Redis could not take it (the next
+        publish writes the whole content again)."""
         try:
-            self._stored = store.save(snap, content, self._stored)
+            self._stored = store.save(snap, content, self._stored, digests)
             if not self.redis_ok:
                 log.warning("Redis is reachable again")
             self.redis_ok = True

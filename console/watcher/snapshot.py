@@ -430,7 +430,9 @@ class TopicBytes:
         for name, t in objects.items():
             hit = cache.get(name)
             if hit is None or hit[0] is not t or not _same_marks(hit[2], marks(t)):
-                hit = self._entry(t, hit)
+                # (the last JSON let go of as the new one is made: a cycle that changes every topic
+                # does not hold both; an exception on the way only costs those topics a new one)
+                hit = self._entry(t, cache.pop(name, None))
                 fresh += 1
             kept[name] = hit
             out[prefix + name if prefix else name] = hit[1]
