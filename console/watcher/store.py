@@ -70,17 +70,17 @@ def _changes_record_key(cluster: str) -> str:
     return f"console:snapshot:{cluster}:changed"
 
 
-def digests_of(parts: Mapping[str, bytes]) -> dict[str, int]:
-    """Each part's digest (`digest`)."""
-    return {name: hash(raw) for name, raw in parts.items()}
-
-
 # What tells a part's JSON from the one stored before, without holding that: Python's hash of the
 # bytes (SipHash, 64 bits, keyed per process; cached in the bytes object, so a part that is the same
 # object as last time costs a lookup). Holding the last JSON instead kept every changed topic's and
 # group's JSON twice while a cycle built the new (at 300,000 partitions, 60 MB of topics when a size
 # read changes them all). Two different JSONs of one part share a digest with a chance of 2**-64.
 digest = hash
+
+
+def digests_of(parts: Mapping[str, bytes]) -> dict[str, int]:
+    """Each part's digest (`digest`)."""
+    return {name: digest(raw) for name, raw in parts.items()}
 
 
 def save(snapshot: Snapshot, content: bytes | ContentParts | None, stored: StoredContent | None = None,
