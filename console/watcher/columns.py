@@ -81,13 +81,8 @@ class OffsetColumns(_ByTopic[int]):
             for number in np.flatnonzero(values != _ABSENT).tolist():
                 yield (name, number)
 
-    def updated(self, changes: Mapping[TopicPartition, int]) -> OffsetColumns:
-        """These values over this one's (a new object; this one is unchanged)."""
-        return self.updated_packed(pack(changes))
-
-
     def updated_packed(self, packed: PackedOffsets) -> OffsetColumns:
-        """`updated` with the changes packed by topic (`pack`)."""
+        """The values packed by topic (`pack`) over this one's (a new object; this one is unchanged)."""
         if not packed:
             return self
         topics = dict(self._topics)
@@ -162,10 +157,10 @@ class SizeColumns(Mapping[TopicPartition, Mapping[str, int]]):
     a row per partition number: the replicas' brokers (int32, in order, -1 after the last) and their
     sizes (int64). As a dict per partition they were 72 MB of that process at 300,000 partitions;
     here about 13. A partition's mapping is made when asked for (`get`), and a pass sends the
-    watcher only those that changed (`changed_since`).
+    watcher only those that changed (`changed_packed`).
 
     `read` builds one from the gateway's answers; a topic whose sizes equal the ones before keeps
-    their arrays (so `changed_since` passes over it by identity). Immutable."""
+    their arrays (so `changed_packed` passes over it by identity). Immutable."""
 
     __slots__ = ("_count", "_topics")
 
@@ -244,19 +239,14 @@ class SizeColumns(Mapping[TopicPartition, Mapping[str, int]]):
     def __len__(self) -> int:
         return self._count
 
-    def changed_since(self, before: Mapping[TopicPartition, Mapping[str, int]] | None) -> dict[TopicPartition, ReplicaSizes]:
-        """The partitions whose sizes differ from `before`'s (or are not in it), with their mappings:
-        a topic whose arrays are the ones before is passed over."""
-        return {(name, n): _mapping(brokers[n], sizes[n]) for name, (brokers, sizes, numbers) in self._changed(before)
-                for n in numbers}
-
     def changed_keys(self, before: Mapping[TopicPartition, Mapping[str, int]] | None) -> list[TopicPartition]:
-        """The partitions `changed_since` gives, without making their mappings."""
+        """The partitions whose sizes differ from `before`'s (or are not in it): a topic whose arrays
+        are the ones before is passed over."""
         return [(name, n) for name, (_b, _s, numbers) in self._changed(before) for n in numbers]
 
     def changed_packed(self, before: Mapping[TopicPartition, Mapping[str, int]] | None) -> PackedSizes:
-        """What `changed_since` gives, by topic as arrays (`unpack_sizes`): what a pass sends the
-        watcher. (A pickle keeps every object it wrote until its end: as a mapping or a tuple per
+        """The sizes of the partitions `changed_keys` gives, by topic as arrays (`unpack_sizes`):
+        what a pass sends the watcher. (A pickle keeps every object it wrote until its end: as a mapping or a tuple per
         partition, the first pass's 300,000 were 60 to 120 MB of that process's peak.)"""
         return {name: (np.array(numbers, np.int32), brokers[numbers], sizes[numbers])
                 for name, (brokers, sizes, numbers) in self._changed(before)}
@@ -327,11 +317,6 @@ def unpack_sizes(packed: PackedSizes) -> dict[TopicPartition, ReplicaSizes]:
                 found = keys[ids] = tuple([broker_key(b) for b in ids])
             out[(name, number)] = replica_sizes_of(found, values[:n])
     return out
-
-
-def packed_count(packed: Mapping[str, tuple[Any, ...]]) -> int:
-    """How many partitions packed values are of."""
-    return sum(len(parts[0]) for parts in packed.values())
 
 
 def _mapping(brokers: npt.NDArray[np.int32], sizes: npt.NDArray[np.int64]) -> ReplicaSizes:

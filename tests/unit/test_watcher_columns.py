@@ -7,8 +7,24 @@ from collections.abc import Mapping
 
 import pytest
 
-from console.watcher.columns import ListColumns, OffsetColumns, PackedOffsets, SizeColumns, pack, packed_count, unpack_sizes
+from console.watcher.columns import ListColumns, OffsetColumns, PackedOffsets, PackedSizes, SizeColumns, pack, unpack_sizes
 from console.watcher.snapshot import ReplicaSizes
+
+
+def updated(columns: OffsetColumns, changes: Mapping[tuple[str, int], int]) -> OffsetColumns:
+    """These values over the columns' (as the watcher's merger applies a pass's packed ones)."""
+    return columns.updated_packed(pack(changes))
+
+
+def changed_since(columns: SizeColumns, before: Mapping[tuple[str, int], Mapping[str, int]] | None) -> dict[
+        tuple[str, int], ReplicaSizes]:
+    """The changed partitions' sizes as mappings, as the watcher makes them from what a pass sends."""
+    return unpack_sizes(columns.changed_packed(before))
+
+
+def packed_count(packed: PackedOffsets | PackedSizes) -> int:
+    """How many partitions packed values are of."""
+    return sum(len(parts[0]) for parts in packed.values())
 
 
 def _check(columns: object, reference: Mapping[tuple[str, int], object]) -> None:
@@ -34,7 +50,7 @@ def test_offset_columns_are_the_dict_of_every_change_so_far_and_never_change_onc
         changes = {(f"t{rng.randrange(6)}", rng.randrange(12)): rng.choice([0, 1, rng.randrange(2**62)])
                    for _ in range(rng.randrange(0, 15))}
         before = columns
-        columns = columns.updated(changes)
+        columns = updated(columns, changes)
         reference = {**reference, **changes}
         _check(columns, reference)
         if not changes:
@@ -65,7 +81,7 @@ def test_list_columns_are_the_dict_of_every_change_so_far_and_share_unchanged_to
 
 def test_a_negative_partition_is_refused() -> None:
     with pytest.raises(ValueError):
-        OffsetColumns().updated({("t", -1): 3})
+        updated(OffsetColumns(), {("t", -1): 3})
 
 
 def test_the_watchers_merger_keeps_offsets_and_sizes_by_topic_and_copies_only_the_topics_a_pass_changed() -> None:
@@ -133,13 +149,13 @@ def test_size_columns_equal_the_mappings_the_snapshot_keeps_and_say_what_changed
             assert columns.largest(tp) == max(mapping.values())
         assert columns.largest(("t0", 99)) is None
         changed = {tp: v for tp, v in reference.items() if reference_before.get(tp) != v}
-        assert columns.changed_since(before) == changed
+        assert changed_since(columns, before) == changed
         assert sorted(columns.changed_keys(before)) == sorted(changed)
         packed = columns.changed_packed(before)  # (as a pass sends them: arrays by topic)
         assert unpack_sizes(packed) == changed and packed_count(packed) == len(changed)
         assert all(isinstance(v, ReplicaSizes) for v in unpack_sizes(packed).values())
-        assert sorted(columns.changed_keys(reference_before)) == sorted(changed) == sorted(columns.changed_since(reference_before))
-        assert columns.changed_since(reference_before) == changed  # (against a plain mapping too)
+        assert sorted(columns.changed_keys(reference_before)) == sorted(changed) == sorted(changed_since(columns, reference_before))
+        assert changed_since(columns, reference_before) == changed  # (against a plain mapping too)
         if before is not None:
             for name, arrays in columns._topics.items():
                 unchanged = not any(tp[0] == name for tp in changed) and \
