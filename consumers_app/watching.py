@@ -136,7 +136,9 @@ class _Entries:
             # The end offsets of its partitions in one C call, to compare with the committed ones.
             self.getter = itemgetter(*self.tps) if self.tps else None
         self.committed_key: Any = self.committed if len(self.committed) != 1 else self.committed[0]
-        self.time_rows: list[int] | None = None  # each partition's row of the time tables, once all have one
+        # Each partition's row of the time tables, once all have one: one array for all the groups
+        # that commit on the same partitions (GroupEvaluation._time_rows_of).
+        self.time_rows: array[int] | None = None
         self.time_rows_of = -1  # ... as of this generation of the time tables
 
     def at_end(self, ends: Mapping[tuple[str, int], int]) -> bool:
@@ -175,6 +177,11 @@ class GroupEvaluation:
         # member mapping and the committed offsets with their partitions.
         self._members_cache: dict[str, tuple[list[MemberState], dict[str, RbMember]]] = {}
         self._entries_cache: dict[str, _Entries] = {}
+        # The time tables' rows of each set of partitions groups commit on (the set's tuple), for the
+        # time tables' `generation` they were read in: one array for the groups that share the set
+        # (50,000 lists of 30 rows, 15 MB, were 10,000 sets' worth).
+        self._time_rows: dict[tuple[tuple[str, int], ...], array[int]] = {}
+        self._time_rows_generation = -1
         # One (topic, partition) tuple per "topic:partition" key, shared by the groups that commit on
         # it: the caller's (`partitions`), else parsed from the keys here.
         self._tp_of: dict[str, tuple[str, int]] = {}
@@ -272,8 +279,7 @@ class GroupEvaluation:
             else:
                 keys, mine, found = entries.keys, entries.committed, cast(list[int], looked_up)
                 if entries.time_rows is None or entries.time_rows_of != self._time_tables.generation:
-                    # (every partition has an end offset, so a table)
-                    entries.time_rows = cast(list[int], self._time_tables.rows(entries.tps))
+                    entries.time_rows = self._time_rows_of(entries.tps)
                     entries.time_rows_of = self._time_tables.generation
                 time_rows.extend(entries.time_rows)
             rows.append(group_rows)
@@ -354,6 +360,17 @@ class GroupEvaluation:
                 (a[0], int(a[1])) for a in m.assignment)) for m in g.members}
             self._members_cache[g.group_id] = (g.members, members)
         ended += [(g.group_id, r) for r in tracker.observe(Observation(now, g.state, g.generation, members))]
+
+    def _time_rows_of(self, tps: tuple[tuple[str, int], ...]) -> array[int]:
+        """The time tables' rows of `tps` (each has a table: every one has an end offset), shared by
+        the groups that commit on an equal tuple, as of the tables' current generation."""
+        generation = self._time_tables.generation
+        if generation != self._time_rows_generation or len(self._time_rows) > 2 * len(self._entries_cache) + 1000:
+            self._time_rows, self._time_rows_generation = {}, generation
+        found = self._time_rows.get(tps)
+        if found is None:
+            found = self._time_rows[tps] = array("q", cast(list[int], self._time_tables.rows(tps)))
+        return found
 
     def _entries_of(self, g: GroupState) -> _Entries:
         cached = self._entries_cache.get(g.group_id)

@@ -160,3 +160,37 @@ def replay(seed: int, monkeypatch: pytest.MonkeyPatch) -> int:
     assert not any(m.get("share") for m in model.values()) or any(g.broker_lag for g in states.values())
     assert skipped > 0  # the skipping path was taken, and gave the same answers
     return evaluation._time_tables.generation
+
+
+def test_groups_on_the_same_partitions_share_one_array_of_time_table_rows(monkeypatch):
+    """The time tables' rows of a group's partitions are read once per set of partitions and
+    generation of the tables, and shared by the groups that commit on that set (50,000 lists of 30
+    rows were 15 MB at 50,000 groups); a generation that handed rows on reads them again."""
+    monkeypatch.setattr(store, "append_lag_history", lambda *args, **kwargs: True)
+    evaluation = GroupEvaluation("c", incremental=False, emit=lambda rows: None)
+    monkeypatch.setattr(evaluation, "_record_rebalances", lambda ended: None)
+    evaluation._time_tables = TimeColumns(forget_after=5.0)
+
+    def group(gid: str, topic: str, committed: int) -> GroupState:
+        return GroupState(gid, "Stable", "consumer", "classic", "range", [MemberState(f"{gid}-m", "c", "/h", [])],
+                          {f"{topic}:{p}": committed for p in range(3)})
+
+    ends = {(t, p): 100 for t in ("a", "b") for p in range(3)}
+    groups = {"g1": group("g1", "a", 50), "g2": group("g2", "a", 60), "g3": group("g3", "b", 70)}
+    evaluation.evaluate(groups, None, ends, 1000.0)
+    rows = {gid: evaluation._entries_cache[gid].time_rows for gid in groups}
+    tables = evaluation._time_tables
+    assert rows["g1"] is rows["g2"] and rows["g1"] is not rows["g3"]
+    assert list(rows["g1"]) == [tables.row(("a", p)) for p in range(3)]
+    assert list(rows["g3"]) == [tables.row(("b", p)) for p in range(3)]
+    # Topic "a" is left out of two samples long enough to lose its tables: its rows go to "c"'s
+    # partitions, and when "a" is back its groups read their new rows.
+    only_b = {tp: e for tp, e in ends.items() if tp[0] == "b"}
+    evaluation.evaluate({"g3": groups["g3"]}, None, only_b, 1003.0)
+    evaluation.evaluate({"g3": groups["g3"]}, None, {**only_b, **{("c", p): 5 for p in range(3)}}, 1010.0)
+    assert tables.generation > 0 and tables.row(("a", 0)) is None
+    again = {gid: group(gid, "a", 80) for gid in ("g1", "g2")}
+    evaluation.evaluate(again, None, {**ends, **{("c", p): 5 for p in range(3)}}, 1013.0)
+    fresh = evaluation._entries_cache["g1"].time_rows
+    assert fresh is evaluation._entries_cache["g2"].time_rows and fresh is not rows["g1"]
+    assert list(fresh) == [tables.row(("a", p)) for p in range(3)]

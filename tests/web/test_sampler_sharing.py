@@ -286,3 +286,46 @@ def test_a_groups_lag_columns_are_compact_unless_uniform(redis_server: str) -> N
                 assert type(g.lag_status) is list
             else:
                 assert isinstance(g.lag_status, LagStatuses)
+
+
+def test_members_with_equal_assignments_share_one_tuple_across_groups(redis_server: str) -> None:
+    """The groups that read a topic with the same members' count and assignor are given the same
+    lists of partitions: each is one tuple in the states kept (100,000 members' tuples were 18 MB at
+    50,000 groups), whatever new tuples each answer brings."""
+    model, gw, partitions = small_cluster(groups=24)  # 4 topics, 6 groups on each, of 1 + i % 3 members
+    with override_settings(ANALYTICS_SAMPLES=False):
+        sampler = Sampler("assign-test", gw, True, lambda rows: None)  # type: ignore[arg-type]
+        groups = sampler.take(partitions, [1, 2, 3]).groups
+        assert groups is not None
+        a, b = groups["sim.group-000001"], groups["sim.group-000013"]  # both on the second topic, 2 members each
+        assert [m.assignment for m in a.members] == [m.assignment for m in b.members]
+        assert len(a.members) == 2 and all(len(m.assignment) > 1 for m in a.members)
+        assert all(x.assignment is y.assignment for x, y in zip(a.members, b.members, strict=True))
+        # Different lists stay different tuples, and each names the shared partition tuples.
+        assert a.members[0].assignment is not a.members[1].assignment
+        assert all(tp is sampler.names.shared(tp) for m in a.members for tp in m.assignment)
+        # A renewed state (every group committed anew) still gets the same tuple.
+        model.step(1.0, 1.0)
+        again = sampler.take(partitions, [1, 2, 3]).groups
+        assert again is not None
+        renewed = again["sim.group-000001"]
+        assert renewed is not a
+        assert all(x.assignment is y.assignment for x, y in zip(renewed.members, a.members, strict=True))
+
+
+def test_shared_assignments_are_bounded_and_forgotten_with_the_partition_tuples(monkeypatch: pytest.MonkeyPatch) -> None:
+    import console.watcher.sampler as sampler_module
+
+    monkeypatch.setattr(sampler_module, "TEXTS_MAX", 3)
+    names = PartitionNames()
+    first = names.tps((("t", 0), ("t", 1)))
+    assert names.tps((("t", 0), ("t", 1))) is first and first == (("t", 0), ("t", 1))
+    for i in range(3):
+        names.tps((("u", i),))
+    fresh = names.tps((("t", 0), ("t", 1)))
+    assert fresh == first and fresh is not first  # forgotten once full: started afresh
+    for i in range(200_000):
+        names.key(("x", i))
+    names.bound(in_use=10)  # the partition tuples start afresh: so do the lists of them
+    again = names.tps((("t", 0), ("t", 1)))
+    assert again is not fresh and all(tp is names.shared(tp) for tp in again)
