@@ -303,7 +303,7 @@ def test_members_with_equal_assignments_share_one_tuple_across_groups(redis_serv
         assert all(x.assignment is y.assignment for x, y in zip(a.members, b.members, strict=True))
         # Different lists stay different tuples, and each names the shared partition tuples.
         assert a.members[0].assignment is not a.members[1].assignment
-        assert all(tp is sampler.names.shared(tp) for m in a.members for tp in m.assignment)
+        assert all(tp is sampler.names.shared((tp[0], tp[1])) for m in a.members for tp in m.assignment)
         # A renewed state (every group committed anew) still gets the same tuple.
         model.step(1.0, 1.0)
         again = sampler.take(partitions, [1, 2, 3]).groups
