@@ -22,6 +22,7 @@ import logging
 import multiprocessing
 import os
 import resource
+import sys
 import time
 from collections import deque
 from collections.abc import Callable, Collection, Iterator, Mapping
@@ -48,6 +49,7 @@ SAMPLER_NICENESS = 10
 # whole in both processes next to what it carried; ahead of the delta, the changed groups go in
 # pieces of this many, and the delta carries the last one.
 GROUP_PIECE = 2000
+TOPIC_LISTS_MAX = 100_000  # distinct lists of topics the merger shares (DeltaMerger._topics): forgotten all at once beyond
 RESTART_STABLE_SECONDS = 30.0  # a process that ran this long is started again at once when it ends
 GatewayFactory = Callable[[], Any]  # picklable; called in the child (None: the cluster's own gateway)
 
@@ -152,6 +154,18 @@ class DeltaMerger:
         self.group_parts: dict[str, bytes] | None = None
         self.group_topics: dict[str, list[str]] = {}
         self.rates: Mapping[str, float] = {}
+        # One list of topic names for the groups that read the same topics (each delta brings new
+        # lists and strings: 50,000 of each at 50,000 groups, 7 MB); never changed once handed out.
+        self._topic_lists: dict[tuple[str, ...], list[str]] = {}
+
+    def _topics(self, names: list[str]) -> list[str]:
+        key = tuple(names)
+        found = self._topic_lists.get(key)
+        if found is None:
+            if len(self._topic_lists) >= TOPIC_LISTS_MAX:
+                self._topic_lists = {}
+            found = self._topic_lists[key] = [sys.intern(n) for n in names]
+        return found
 
     def apply(self, d: SampleDelta) -> Sample:
         if d.full:
@@ -166,10 +180,11 @@ class DeltaMerger:
             parts, topics = self.group_parts or {}, self.group_topics
             if d.group_ids is not None:
                 self.group_parts = {gid: d.groups[gid][0] if gid in d.groups else parts[gid] for gid in d.group_ids}
-                self.group_topics = {gid: d.groups[gid][1] if gid in d.groups else topics[gid] for gid in d.group_ids}
+                self.group_topics = {gid: self._topics(d.groups[gid][1]) if gid in d.groups else topics[gid]
+                                     for gid in d.group_ids}
             else:
                 self.group_parts = {**parts, **{gid: raw for gid, (raw, _t) in d.groups.items()}}
-                self.group_topics = {**topics, **{gid: t for gid, (_raw, t) in d.groups.items()}}
+                self.group_topics = {**topics, **{gid: self._topics(t) for gid, (_raw, t) in d.groups.items()}}
         self.rates = d.rates
         changed = {(name, n) for packed in (d.ends, d.starts, d.sizes or {}) for name, parts in packed.items()
                    for n in parts[0].tolist()}

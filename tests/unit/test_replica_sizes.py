@@ -39,7 +39,17 @@ def test_replica_sizes_share_their_broker_keys_and_keep_sharing_them_through_a_p
     assert a.brokers is b.brokers
     again = pickle.loads(pickle.dumps([a, b]))
     assert again == [a, b] and again[0].brokers is a.brokers and again[1].brokers is a.brokers
-    assert a.sizes.itemsize == 8  # (8 bytes a size, no int objects)
+    # 8 bytes a size in one bytes object: no int objects, no array (about 30 bytes less a partition)
+    assert type(a.sizes) is bytes and len(a.sizes) == 24 and again[1].sizes == b.sizes
+    assert list(b.values()) == [4, 5, 6] and b["3"] == 6
+
+
+def test_replica_sizes_hold_any_int64_and_refuse_a_count_that_is_not_the_brokers() -> None:
+    big = replica_sizes_of(("1", "2"), [2**63 - 1, 0])
+    assert big["1"] == 2**63 - 1 and dict(big.items()) == {"1": 2**63 - 1, "2": 0}
+    assert replica_sizes_of(("1", "2"), big.sizes) == big
+    with pytest.raises(ValueError, match="2 brokers but 3 sizes"):
+        replica_sizes_of(("1", "2"), [1, 2, 3])
 
 
 def test_a_partition_with_replica_sizes_serialises_as_with_the_dict() -> None:

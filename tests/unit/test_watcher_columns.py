@@ -188,3 +188,29 @@ def test_offsets_packed_by_topic_are_the_changes(seed: int) -> None:
     assert unpack(pack(new)) == new and packed_count(pack(new)) == len(new)
     assert unpack(pack(new, old)) == {tp: v for tp, v in new.items() if old.get(tp) != v}
     assert pack(old, old) == {}
+
+
+def test_the_merger_keeps_one_list_of_topics_for_the_groups_that_read_the_same_topics(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each delta brings a new list and new strings per changed group (unpickled): the merger keeps
+    one list per distinct list of topics, with one string per name."""
+    import pickle
+
+    import console.watcher.sampling_process as sp
+
+    def delta(groups: dict[str, tuple[bytes, list[str]]], ids: list[str] | None) -> sp.SampleDelta:
+        made = sp.SampleDelta(full=False, started=1.0, ends={}, starts={}, sizes=None, rates={}, groups=groups,
+                              group_ids=ids, groups_changed=True)
+        return pickle.loads(pickle.dumps(made))  # (as it arrives: new objects)
+
+    merger = sp.DeltaMerger()
+    one = merger.apply(delta({f"g{i}": (b"{}", ["orders", "pay<ments>"]) for i in range(3)} | {"h": (b"{}", ["logs"])},
+                             ["g0", "g1", "g2", "h"])).group_topics
+    assert one is not None and one["g0"] == ["orders", "pay<ments>"] and one["h"] == ["logs"]
+    assert one["g0"] is one["g1"] is one["g2"] and one["h"] is not one["g0"]
+    two = merger.apply(delta({"g1": (b'{"x":1}', ["orders", "pay<ments>"]), "g9": (b"{}", ["orders"])}, None)).group_topics
+    assert two is not None and two["g1"] is one["g0"] and two["g0"] is one["g0"] and two["g9"] == ["orders"]
+    assert two["g9"][0] is one["g0"][0]  # (one string per name)
+    monkeypatch.setattr(sp, "TOPIC_LISTS_MAX", 1)  # bounded: forgotten all at once when a new list finds it full
+    merger.apply(delta({"g5": (b"{}", ["x"])}, None))
+    three = merger.apply(delta({"g2": (b"{}", ["orders", "pay<ments>"])}, None)).group_topics
+    assert three is not None and three["g2"] == ["orders", "pay<ments>"] and three["g2"] is not one["g0"]
