@@ -207,6 +207,26 @@ class _KafkaPythonSlot:
     busy_since: float | None = None
 
 
+def _error_text(error: Any) -> str | None:
+    """A librdkafka error of a topic or partition as the gateway's types keep it (None: no error)."""
+    return error.str() if error is not None and error.code() != 0 else None
+
+
+def _says(tm: Any, topic: Topic) -> bool:
+    """Whether librdkafka's metadata of a topic says what `topic` (built from an earlier answer)
+    says: its error, and each partition's leader, replicas, ISR and error."""
+    if _error_text(tm.error) != topic.error or len(tm.partitions) != len(topic.partitions):
+        return False
+    answered = tm.partitions
+    for p in topic.partitions:
+        pm = answered.get(p.partition)
+        if pm is None or pm.leader != p.leader or tuple(pm.replicas) != p.replicas or tuple(pm.isrs) != p.isr:
+            return False
+        if (pm.error is not None or p.error is not None) and _error_text(pm.error) != p.error:
+            return False
+    return True
+
+
 class ClusterGateway:
     """All Kafka calls for one cluster. Thread-safe; one instance per cluster per process."""
 
@@ -223,7 +243,7 @@ class ClusterGateway:
         # dropped in renew_admin) crashed the watcher ("double free or corruption") or hung it.
         self._retired: list[tuple[float, AdminClient]] = []
         self._kp_slots: dict[str, _KafkaPythonSlot] = {}
-        self._topic_cache: dict[str, tuple[Any, Topic]] = {}  # topic -> (librdkafka's raw fields, the Topic built from them)
+        self._topic_cache: dict[str, Topic] = {}  # topic -> the Topic built from its last answer (`_says`)
         # How often a client was replaced after a retriable error, and the retries that followed
         # (bench/leadermove.py reads them).
         self.renewals = 0
@@ -421,22 +441,17 @@ class ClusterGateway:
             )
             topics = []
             cache = self._topic_cache
-            fresh: dict[str, tuple[Any, Topic]] = {}
+            fresh: dict[str, Topic] = {}
             for name, tm in md.topics.items():
-                # librdkafka hands back new objects every time; comparing their raw fields is cheaper
-                # than building a Topic of Partitions, and an unchanged topic then comes back as the
-                # same object, which lets the watcher skip it by identity.
-                raw = (tm.error.code() if tm.error is not None else 0,
-                       tuple((pm.id, pm.leader, tuple(pm.replicas), tuple(pm.isrs),
-                              pm.error.code() if pm.error is not None else 0) for pm in tm.partitions.values()))
+                # librdkafka hands back new objects every time; comparing their fields with the
+                # Topic built last time is cheaper than building a Topic of Partitions, and an
+                # unchanged topic then comes back as the same object, which lets the watcher skip it
+                # by identity. (Nothing else is kept: a copy of the raw fields was 30 MB at 300,000.)
                 known = cache.get(name)
-                if known is not None and known[0] == raw:
+                if known is not None and _says(tm, known):
                     fresh[name] = known
-                    topics.append(known[1])
+                    topics.append(known)
                     continue
-                # (kept until the topic changes: its broker lists as the shared tuples, as its Partitions')
-                raw = (raw[0], tuple([(i, leader, shared_ids(replicas), shared_ids(isr), code)
-                                      for i, leader, replicas, isr, code in raw[1]]))
                 parts = tuple(
                     sorted(
                         (
@@ -446,16 +461,15 @@ class ClusterGateway:
                                 leader=pm.leader,
                                 replicas=shared_ids(pm.replicas),
                                 isr=shared_ids(pm.isrs),
-                                error=pm.error.str() if pm.error is not None and pm.error.code() != 0 else None,
+                                error=_error_text(pm.error),
                             )
                             for pm in tm.partitions.values()
                         ),
                         key=lambda p: p.partition,
                     )
                 )
-                error = tm.error.str() if tm.error is not None and tm.error.code() != 0 else None
-                topic = Topic(name=name, internal=name in INTERNAL_TOPICS, partitions=parts, error=error)
-                fresh[name] = (raw, topic)
+                topic = Topic(name=name, internal=name in INTERNAL_TOPICS, partitions=parts, error=_error_text(tm.error))
+                fresh[name] = topic
                 topics.append(topic)
             self._topic_cache = fresh
             topics.sort(key=lambda t: t.name)

@@ -6,8 +6,11 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
+
 from console.gateway.client import ClusterGateway
 from console.gateway.config import ClusterConfig
+from console.gateway.types import Topic
 
 
 class Admin:
@@ -51,8 +54,92 @@ def test_partitions_on_the_same_brokers_share_one_tuple_of_them() -> None:
     admin.leaders["orders"] = 2  # (a changed topic: built again, on the same tuples)
     again = [p for t in gw.metadata().topics for p in t.partitions]
     assert all(p.replicas is parts[0].replicas for p in again)
-    kept = [raw for raw, _topic in gw._topic_cache.values()]
-    assert all(fields[2] is parts[0].replicas and fields[3] is parts[0].replicas for raw in kept for fields in raw[1])
+    # What the gateway keeps to compare the next answer with is the Topics themselves, nothing else.
+    assert all(type(t) is Topic for t in gw._topic_cache.values())
+    def by_place(p: Any) -> tuple[str, int]:
+        return (p.topic, p.partition)
+
+    assert sorted((p for t in gw._topic_cache.values() for p in t.partitions), key=by_place) == sorted(again, key=by_place)
+
+
+class Error:
+    def __init__(self, code: int, text: str) -> None:
+        self._code, self._text = code, text
+
+    def code(self) -> int:
+        return self._code
+
+    def str(self) -> str:
+        return self._text
+
+
+class Answers:
+    """A stand-in for librdkafka's admin client whose answer is set field by field (new objects at each call)."""
+
+    def __init__(self) -> None:
+        # topic -> (its error, {partition: [leader, replicas, isr, error]})
+        self.topics: dict[str, tuple[Error | None, dict[int, list[Any]]]] = {
+            "orders": (None, {0: [1, [1, 2, 3], [1, 2, 3], None], 1: [2, [2, 3, 1], [2, 3], None]}),
+            "pay<ments>/é": (None, {0: [3, [3, 1], [3, 1], Error(0, "Success")]}),
+        }
+
+    def list_topics(self, timeout: float) -> Any:
+        def part(pid: int, fields: list[Any]) -> Any:
+            return SimpleNamespace(id=pid, leader=fields[0], replicas=list(fields[1]), isrs=list(fields[2]), error=fields[3])
+
+        topics = {name: SimpleNamespace(error=error, partitions={pid: part(pid, f) for pid, f in reversed(parts.items())})
+                  for name, (error, parts) in self.topics.items()}
+        brokers = {b: SimpleNamespace(id=b, host="h", port=9092, rack=None) for b in (1, 2, 3)}
+        return SimpleNamespace(cluster_id="c1", brokers=brokers, topics=topics)
+
+
+@pytest.mark.parametrize("change", [
+    "leader", "replicas", "replica order", "isr", "partition error", "partition error text", "error cleared",
+    "topic error", "partition added", "partition removed",
+])
+def test_every_change_of_a_topics_metadata_rebuilds_it_and_nothing_else(change: str) -> None:
+    gw = ClusterGateway(ClusterConfig(name="x", bootstrap_servers="127.0.0.1:9"), timeout=1.0)
+    admin = Answers()
+    setattr(gw, "_admin_client", lambda: admin)  # noqa: B010 - a stand-in for the real client
+    first = {t.name: t for t in gw.metadata().topics}
+    assert {t.name: t for t in gw.metadata().topics} == first
+    assert all(again is first[again.name] for again in gw.metadata().topics)  # the same answer: the same objects
+    assert first["pay<ments>/é"].partitions[0].error is None  # (code 0 is no error)
+    parts = admin.topics["orders"][1]
+    if change == "leader":
+        parts[0][0] = 2
+    elif change == "replicas":
+        parts[1][1] = [2, 3, 4]
+    elif change == "replica order":
+        parts[0][1] = [2, 1, 3]
+    elif change == "isr":
+        parts[1][2] = [2, 3, 1]
+    elif change == "partition error":
+        parts[0][3] = Error(9, "Replica not available")
+    elif change == "partition error text":
+        parts[0][3] = Error(9, "Replica not available")
+        gw.metadata()
+        parts[0][3] = Error(9, "Replica not available (broker 3)")
+    elif change == "error cleared":
+        parts[0][3] = Error(9, "Replica not available")
+        gw.metadata()
+        parts[0][3] = Error(0, "Success")
+    elif change == "topic error":
+        admin.topics["orders"] = (Error(3, "Unknown topic or partition"), parts)
+    elif change == "partition added":
+        parts[2] = [3, [3, 1, 2], [3, 1, 2], None]
+    elif change == "partition removed":
+        del parts[1]
+    second = {t.name: t for t in gw.metadata().topics}
+    assert second["pay<ments>/é"] is first["pay<ments>/é"]
+    orders = second["orders"]
+    assert orders is not first["orders"]
+    # What it says is the answer, field by field.
+    topic_error, answered = admin.topics["orders"]
+    assert orders.error == (topic_error.str() if topic_error is not None and topic_error.code() else None)
+    assert [(p.partition, p.leader, list(p.replicas), list(p.isr), p.error) for p in orders.partitions] == [
+        (pid, f[0], f[1], f[2], f[3].str() if f[3] is not None and f[3].code() else None) for pid, f in sorted(answered.items())]
+    assert {t.name: t for t in gw.metadata().topics}["orders"] is orders  # and kept from then on
 
 
 def test_shared_ids_are_bounded(monkeypatch) -> None:  # type: ignore[no-untyped-def]
