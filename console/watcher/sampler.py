@@ -19,7 +19,7 @@ from collections import deque
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from django.conf import settings
 
@@ -39,6 +39,7 @@ TopicPartition = tuple[str, int]
 GROUP_CHUNK = 2000
 SIZE_BROKERS = 10  # brokers whose log dir sizes are read at a time (Sampler._read_sizes)
 TEXTS_MAX = 200_000  # strings and assignments shared (PartitionNames.text, .tps): forgotten all at once beyond this
+_T = TypeVar("_T")
 _NONE: dict[Any, Any] = {}  # (a group's committed or share offsets when it has none: never changed)
 
 
@@ -98,6 +99,17 @@ class Layout(Collection[TopicPartition]):
     __hash__ = None  # type: ignore[assignment]  # (compared, never a key)
 
 
+def _interned(table: dict[_T, _T], value: _T) -> _T:
+    """The one object equal to `value` in `table`, which holds at most TEXTS_MAX (cleared all at
+    once when a new value finds it full)."""
+    found = table.get(value)
+    if found is None:
+        if len(table) >= TEXTS_MAX:
+            table.clear()
+        found = table[value] = value
+    return found
+
+
 class PartitionNames:
     """One (topic, partition) tuple and one "topic:partition" string per partition, shared by every
     group state that names it: 50,000 groups commit on 1.5 million group partitions of 300,000
@@ -134,24 +146,13 @@ class PartitionNames:
         groups that read a topic with the same number of members and the same assignor are given
         the same lists (100,000 members' tuples at 50,000 groups were 18 MB)."""
         shared = self.shared
-        t = tuple([shared(tp) for tp in tps])
-        found = self._sets.get(t)
-        if found is None:
-            if len(self._sets) >= TEXTS_MAX:
-                self._sets = {}
-            found = self._sets[t] = t
-        return found
+        return _interned(self._sets, tuple([shared(tp) for tp in tps]))
 
     def text(self, value: str) -> str:
         """One string for each value of a member's client id and host, and of a group's state,
         protocol type, group type and assignor: they recur across groups and passes, and each answer
         brings new strings (400,000 of them at 50,000 groups)."""
-        found = self._texts.get(value)
-        if found is None:
-            if len(self._texts) >= TEXTS_MAX:
-                self._texts = {}
-            found = self._texts[value] = value
-        return found
+        return _interned(self._texts, value)
 
     def bound(self, in_use: int) -> None:
         if len(self._key) > 2 * in_use + 100_000:
