@@ -309,16 +309,17 @@ def unpack_sizes(packed: PackedSizes) -> dict[TopicPartition, ReplicaSizes]:
     out: dict[TopicPartition, ReplicaSizes] = {}
     for name, (numbers, brokers, sizes) in packed.items():
         keys: dict[tuple[int, ...], tuple[str, ...]] = {}
-        for number, row, values in zip(numbers.tolist(), brokers.tolist(), sizes.tolist(), strict=True):
+        held = np.ascontiguousarray(sizes, np.int64)  # (each row's first n sizes are the bytes a ReplicaSizes keeps)
+        for i, (number, row) in enumerate(zip(numbers.tolist(), brokers.tolist(), strict=True)):
             n = len(row) - row.count(-1)
             ids = tuple(row[:n])
             found = keys.get(ids)
             if found is None:
                 found = keys[ids] = tuple([broker_key(b) for b in ids])
-            out[(name, number)] = replica_sizes_of(found, values[:n])
+            out[(name, number)] = replica_sizes_of(found, held[i, :n].tobytes())
     return out
 
 
 def _mapping(brokers: npt.NDArray[np.int32], sizes: npt.NDArray[np.int64]) -> ReplicaSizes:
     n = int(np.count_nonzero(brokers >= 0))  # (the replicas come first in a row)
-    return replica_sizes_of(tuple([broker_key(b) for b in brokers[:n].tolist()]), sizes[:n].tolist())
+    return replica_sizes_of(tuple([broker_key(b) for b in brokers[:n].tolist()]), sizes[:n].astype(np.int64).tobytes())
