@@ -18,7 +18,8 @@ the watcher's sampling passes in their own process, as `manage.py watch` runs th
 It ends by printing one JSON line: cycle_p50_seconds, cycle_max_seconds, cpu_fraction (CPU-seconds of
 the watcher per wall second: its three threads (cycle, sampling, events) and its sampling process; the model's process is not
 counted), max_rss_mb (the watcher's process and its sampling process, their peaks added;
-rss_at_end_mb what both held at the end),
+rss_together_max_mb the most both held at once, read together every 50 ms over the run, and
+rss_together_warmup_max_mb over the warm-up before it; rss_at_end_mb what both held at the end),
 push_p50_seconds / push_max_seconds (from a leader move in the model to the published snapshot that
 shows it), spurious_events (topic created/deleted and broker events the
 model never made), cycles, and what else was seen. `--append` adds the figures to docs/benchmarks.md.
@@ -401,6 +402,7 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
     watcher = ClusterWatcher("sim", "simulator", gw=gw, remote=remote,  # type: ignore[arg-type]
                              remote_gateway=RemoteModelFactory(address, args.failure_rate, 3) if remote else None,
                              events_thread=True)  # (as manage.py watch runs it)
+    rss_watch = RssWatch(lambda: [None] + ([watcher.remote.pid] if watcher.remote is not None and watcher.remote.pid else []))
     stop = threading.Event()
     cpu = {"cycle": 0.0, "sampling": 0.0, "events": 0.0}
     cycle_times: list[float] = []
@@ -455,6 +457,7 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
     threads = [threading.Thread(target=sampling, daemon=True)]
     for t in threads:
         t.start()
+    rss_watch.phase = "run"
     began = time.monotonic()
     child_cpu_before = watcher.remote.child_cpu_seconds if watcher.remote is not None else 0.0
     watcher.publisher.flush()
@@ -490,6 +493,7 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
     for t in threads:
         t.join(30)
     child_cpu = (watcher.remote.child_cpu_seconds - child_cpu_before) if watcher.remote is not None else 0.0
+    rss_watch.stop()
     child_rss = watcher.remote.child_rss_mb if watcher.remote is not None else 0.0
     end_rss = _current_rss_mb()
     child_end_rss = _current_rss_mb(watcher.remote.pid) if watcher.remote is not None and watcher.remote.pid else 0.0
@@ -524,6 +528,11 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
         "max_rss_mb": round(own_rss + child_rss, 1),
         "watcher_process_rss_mb": own_rss,
         "sampler_process_rss_mb": child_rss,
+        # The most both held at once, read together every 50 ms: over the run, and over the warm-up
+        # before it (the first cycle and the first full passes).
+        "rss_together_max_mb": rss_watch.peaks.get("run", (None,))[0],
+        "rss_together_at_max_mb": list(rss_watch.peaks.get("run", (None, None, None))[1:]),
+        "rss_together_warmup_max_mb": rss_watch.peaks.get("warm-up", (None,))[0],
         "rss_before_watcher_mb": before_rss,
         "rss_at_end_mb": round(end_rss + child_end_rss, 1),  # (both processes, resident at the end: the peaks are the first full passes)
         # Python's cyclic garbage collector in this process.
@@ -540,6 +549,37 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
         "injected_failures": gw.failures,
         "errors": errors[:5],
     }
+
+
+class RssWatch:
+    """The most the watcher's two processes held at once: their resident sizes read together every
+    `every` seconds, in a thread (their peaks added, `max_rss_mb`, are an upper bound: the two
+    processes peak at different moments). `phase` names the part of the run being watched."""
+
+    def __init__(self, pids: Any, every: float = 0.05) -> None:
+        self.pids, self.every = pids, every
+        self.peaks: dict[str, tuple[float, float, float]] = {}  # phase -> (both, this process, the other) at the most
+        self.phase = "warm-up"
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every):
+            sizes = []
+            for pid in self.pids():
+                try:
+                    sizes.append(_current_rss_mb(pid))
+                except OSError:  # (the sampling process restarting)
+                    sizes.append(0.0)
+            both = round(sum(sizes), 1)
+            if both > self.peaks.get(self.phase, (0.0, 0.0, 0.0))[0]:
+                mine, other = (sizes + [0.0, 0.0])[:2]
+                self.peaks[self.phase] = (both, mine, other)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
 
 
 def _current_rss_mb(pid: int | None = None) -> float:
@@ -559,11 +599,12 @@ def append(args: argparse.Namespace, r: dict[str, Any]) -> None:
         f"Command: `{command}` (no Kafka: the real watcher against bench/simulate.py's model, served from a process "
         f"of its own; sampling passes in {'a thread' if args.in_process else 'the sampling process'}; Redis and SQLite real).\n",
         "| partitions | groups | change rate | failure rate | cycles | cycle p50 | cycle max | CPU (watcher, both processes) | "
-        "max RSS (watcher + sampling process) | RSS at the end | leader move to snapshot p50 / max | spurious events |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "max RSS (watcher + sampling process) | most held at once (run / warm-up) | RSS at the end | leader move to snapshot p50 / max | spurious events |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         f"| {r['partitions']:,} | {r['groups']:,} | {r['change_rate']} | {r['failure_rate']} | {r['cycles']} | {r['cycle_p50_seconds']} s | "
         f"{r['cycle_max_seconds']} s | {r['cpu_fraction']} (cycle {r['cpu_cycle_fraction']}, events {r['cpu_events_fraction']}, sampling {r['cpu_sampling_fraction']}) | "
-        f"{r['max_rss_mb']} MB ({r['watcher_process_rss_mb']} + {r['sampler_process_rss_mb']}) | {r['rss_at_end_mb']} MB | "
+        f"{r['max_rss_mb']} MB ({r['watcher_process_rss_mb']} + {r['sampler_process_rss_mb']}) | "
+        f"{r['rss_together_max_mb']} MB / {r['rss_together_warmup_max_mb']} MB | {r['rss_at_end_mb']} MB | "
         f"{r['push_p50_seconds']} s / {r['push_max_seconds']} s | {r['spurious_events']} |",
         "",
     ])
