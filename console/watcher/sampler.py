@@ -44,12 +44,29 @@ _NONE: dict[Any, Any] = {}  # (a group's committed or share offsets when it has 
 
 
 def produce_rates(before: Mapping[TopicPartition, int], after: Mapping[TopicPartition, int], seconds: float) -> dict[str, float]:
-    """Messages per second per topic between two samples of end offsets (partitions in both)."""
-    totals = dict.fromkeys({key[0] for key in after.keys() & before.keys()}, 0)
-    # Only the partitions that moved add anything (most of a large cluster's do not).
-    for topic, n in [(key[0], end - before[key]) for key, end in after.items() if key in before and before[key] != end]:
-        totals[topic] += max(0, n)
+    """Messages per second per topic between two samples of end offsets (partitions in both).
+    One walk of `after`, nothing per partition kept: the set of the partitions in both was 12 MB at
+    300,000, made at the very end of a pass, when the sampling process holds the most."""
+    totals: dict[str, int] = {}
+    was_of = before.get
+    for key, end in after.items():
+        was = was_of(key)
+        if was is None:
+            continue
+        if was == end:  # (most partitions of a large cluster)
+            totals.setdefault(key[0], 0)
+        else:
+            totals[key[0]] = totals.get(key[0], 0) + max(0, end - was)
     return {topic: round(n / seconds, 2) for topic, n in totals.items()}
+
+
+def merged(last: Mapping[TopicPartition, int], answer: dict[TopicPartition, int]) -> Mapping[TopicPartition, int]:
+    """`answer` over `last`: every partition's latest value, those the answer left out as they were.
+    An answer that holds every partition of `last` (the usual one) is the result itself: a copy of
+    it was another 10 MB at 300,000 partitions, twice a pass (end and start offsets)."""
+    if len(answer) >= len(last) and last.keys() <= answer.keys():
+        return answer
+    return {**last, **answer}
 
 
 @dataclass(frozen=True)
@@ -229,7 +246,7 @@ class Sampler:
                 results[which] = {}
         # (the start offsets merged at once: their answer is not held through the groups' reading)
         last_starts = last.starts if last is not None else {}
-        starts = {**last_starts, **results.pop("earliest")}  # (both keyed by the shared tuples)
+        starts = merged(last_starts, results.pop("earliest"))  # (both keyed by the shared tuples)
         groups = self._poll_groups(len(live_brokers), len(partitions))
         now = time.time()
         sizes = None
@@ -260,7 +277,7 @@ class Sampler:
                                     message=refused)])
         except Exception:  # noqa: BLE001 - analytics must never stop the live console
             log.exception("writing analytics samples of %s failed", self.cluster)
-        ends = {**last_ends, **results["latest"]}
+        ends = merged(last_ends, results["latest"])
         rates = last.rates if last is not None else {}
         if last is not None and started > last.started:
             rates = produce_rates(last_ends, results["latest"], started - last.started)

@@ -178,3 +178,43 @@ def test_a_groups_next_description_is_compared_with_its_state_not_a_kept_copy() 
     ]
     assert not any(_described_as(state, 7, c) for c in changed)
     assert not _described_as(state, 6, g)  # the assignment epoch moved
+
+
+def test_an_offsets_answer_for_every_partition_is_the_samples_mapping_not_a_copy_of_it(redis_server: str) -> None:
+    with override_settings(ANALYTICS_SAMPLES=False):
+        model, partitions, sampler = _small("ends-test")
+        handed: list[Any] = []
+        evaluate = sampler.evaluator.evaluate
+
+        def watched(groups: Any, before: Any, ends: Any, *args: Any) -> None:
+            handed.append(ends)
+            evaluate(groups, before, ends, *args)
+
+        sampler.evaluator.evaluate = watched  # type: ignore[method-assign,assignment]
+        sampler.take(partitions, [1, 2, 3])
+        model.step(0.1, 1.0)
+        sample = sampler.take(partitions, [1, 2, 3])
+    # The second pass's answer held every partition: its ends are that answer (what the evaluation
+    # was handed), and they equal the model's.
+    assert sample.ends is handed[-1]
+    assert dict(sample.ends) == {tp: model.topics[tp[0]][tp[1]][4] for tp in partitions}
+
+
+def test_partitions_an_offsets_answer_leaves_out_keep_their_last_end_offset(redis_server: str) -> None:
+    with override_settings(ANALYTICS_SAMPLES=False):
+        model, partitions, sampler = _small("ends-missing-test")
+        first = sampler.take(partitions, [1, 2, 3])
+        left_out = partitions[3]
+        answer = sampler.gateway.list_offsets
+
+        def partial(tps: Any, which: str) -> dict[tuple[str, int], int]:
+            return {tp: v for tp, v in answer(tps, which).items() if tp != left_out}
+
+        sampler.gateway.list_offsets = partial  # type: ignore[method-assign,assignment]
+        model.topics[left_out[0]][left_out[1]][4] += 1000  # (it takes writes: its answer would differ)
+        model.step(1.0, 1.0)  # (and about two thirds of the others)
+        second = sampler.take(partitions, [1, 2, 3])
+    assert second.ends[left_out] == first.ends[left_out]
+    assert {tp: second.ends[tp] for tp in partitions if tp != left_out} == {
+        tp: model.topics[tp[0]][tp[1]][4] for tp in partitions if tp != left_out}
+    assert len(second.ends) == len(partitions) and second.starts.keys() == first.starts.keys()
