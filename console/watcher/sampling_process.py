@@ -24,6 +24,7 @@ import os
 import resource
 import sys
 import time
+from array import array
 from collections import deque
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -76,7 +77,21 @@ class SampleDelta:
 
 def _marks(g: GroupState) -> tuple[Any, ...]:
     # The evaluation renews these (new lists when it judges a group); nothing else of a state changes.
-    return (g, g.status, g.time_lag, g.lag_keys, g.lag_status, g.lag_seconds)
+    return (g, g.status, g.time_lag, _mark(g.lag_keys), _mark(g.lag_status), _mark(g.lag_seconds))
+
+
+def _mark(value: Any) -> Any:
+    """What tells an evaluation's figure from the next one's (`_same`): the figure itself, but a
+    packed one (the evaluation's per-partition time lags and statuses, an array or bytes of their
+    own per group) by its type and a hash of its bytes. Holding those kept every group's figures
+    from the pass before alive through the next pass, up to its end, where the sampling process
+    holds the most: 15 MB of time lags at 50,000 groups. (Two different figures of one group share a
+    hash with a chance of 2**-64, as the store's digests do.)"""
+    if isinstance(value, array):
+        return (type(value), hash(value.tobytes()))
+    if isinstance(value, bytes):
+        return (type(value), hash(bytes(value)))
+    return value
 
 
 def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:

@@ -12,9 +12,9 @@ import os
 import random
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from django.test import override_settings
@@ -270,3 +270,42 @@ def test_a_passs_groups_are_serialised_piece_by_piece_as_they_are_sent(redis_ser
     assert first[0] == "groups" and len(first[1]) == 7 and made == list(first[1])
     rest = list(messages)
     assert len(made) == 40 and len(rest) == 5 and len(rest[-1].groups) == 5  # 5 pieces of 7, then the delta with 5
+
+
+def test_the_delta_maker_keeps_no_groups_time_lags_or_statuses_from_the_pass_before_yet_sends_each_change() -> None:
+    """What a pass's delta compares each group with: its packed figures by value, not the objects
+    (they kept the whole previous pass's time lags alive through the next pass, to its peak)."""
+    from console.watcher.sampler import Sample
+    from console.watcher.snapshot import GroupState
+    from consumers_app.watching import LagSeconds, LagStatuses
+
+    def statuses(codes: list[int]) -> Sequence[str]:
+        return cast(Sequence[str], LagStatuses(codes))  # (as the evaluation hands them out)
+
+    def state(gid: str) -> GroupState:
+        return GroupState(group_id=gid, state="Stable", protocol_type="consumer", group_type="classic", assignor="range",
+                          members=[], offsets={"t:0": 5, "t:1": 7}, status="WARN", time_lag=4.5,
+                          lag_keys=("t:0", "t:1"), lag_status=statuses([1, 0]), lag_seconds=LagSeconds([4.5, None]))
+
+    def sample(groups: dict[str, GroupState], at: float) -> Sample:
+        return Sample(started=at, ends={("t", 0): 9, ("t", 1): 7}, starts={("t", 0): 0, ("t", 1): 0}, sizes=None, rates={},
+                      groups=groups, groups_changed=True, changed=())
+
+    groups = {gid: state(gid) for gid in ("same", "seconds", "status", "pay<ments>/é")}
+    maker = DeltaMaker()
+    first = maker.make(sample(groups, 1.0), [], {})
+    assert first.groups is not None and set(first.groups) == set(groups)
+    # The next pass judges every group again (new objects, as the evaluation makes them): equal
+    # figures for two, a time lag and a status changed for the others.
+    groups["same"].lag_seconds, groups["same"].lag_status = LagSeconds([4.5, None]), statuses([1, 0])
+    groups["pay<ments>/é"].lag_seconds = LagSeconds([4.5, None])
+    groups["seconds"].lag_seconds = LagSeconds([7.25, None])
+    groups["status"].lag_status = statuses([2, 0])
+    second = maker.make(sample(groups, 2.0), [], {})
+    assert second.groups is not None and set(second.groups) == {"seconds", "status"}
+    held = [x for marks in maker._sent.values() for x in marks]
+    assert not any(isinstance(x, (LagSeconds, LagStatuses)) for x in held)
+    # (a time lag turning unknown is a change too)
+    groups["same"].lag_seconds = LagSeconds([None, None])
+    third = maker.make(sample(groups, 3.0), [], {})
+    assert third.groups is not None and set(third.groups) == {"same"}
