@@ -66,6 +66,8 @@ def merged(last: Mapping[TopicPartition, int], answer: dict[TopicPartition, int]
     it was another 10 MB at 300,000 partitions, twice a pass (end and start offsets)."""
     if len(answer) >= len(last) and last.keys() <= answer.keys():
         return answer
+    if not answer:  # (the read failed: the last mapping, which is never changed, as it is)
+        return last
     return {**last, **answer}
 
 

@@ -47,6 +47,7 @@ def test_an_answer_holding_every_partition_is_the_merged_mapping_itself() -> Non
     answer = {("a", 0): 5, ("a", 1): 2, ("b", 0): 7}
     assert merged(last, answer) is answer
     assert merged({}, answer) is answer
+    assert merged(last, {}) is last  # (an answer that failed: the last values, as they were)
 
 
 def test_partitions_an_answer_left_out_keep_their_last_value_and_neither_mapping_changes() -> None:
