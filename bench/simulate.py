@@ -534,7 +534,7 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
         "rss_together_at_max_mb": list(rss_watch.peaks.get("run", (None, None, None))[1:]),
         "rss_together_warmup_max_mb": rss_watch.peaks.get("warm-up", (None,))[0],
         "rss_before_watcher_mb": before_rss,
-        "rss_at_end_mb": round(end_rss + child_end_rss, 1),  # (both processes, resident at the end: the peaks are the first full passes)
+        "rss_at_end_mb": round(end_rss + child_end_rss, 1),  # (both processes, resident at the end)
         # Python's cyclic garbage collector in this process.
         "gc_fraction": round(gc_time["seconds"] / wall, 3),
         "gc_collections": gc_time["collections"],

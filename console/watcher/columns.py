@@ -291,6 +291,8 @@ PackedSizes = dict[str, tuple[npt.NDArray[np.int32], npt.NDArray[np.int32], npt.
 
 def pack(new: Mapping[TopicPartition, int], old: Mapping[TopicPartition, int] | None = None) -> PackedOffsets:
     """The values of `new` that `old` does not have (all of them without `old`), packed by topic."""
+    if new is old:  # (a pass whose read failed keeps the last mapping: nothing to walk)
+        return {}
     out: PackedOffsets = {}
     get = old.get if old else None
     for (name, number), value in new.items():

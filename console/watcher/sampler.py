@@ -73,7 +73,8 @@ def merged(last: Mapping[TopicPartition, int], answer: dict[TopicPartition, int]
 
 @dataclass(frozen=True)
 class Sample:
-    """One sampling pass. The mappings are new objects each pass and never changed afterwards."""
+    """One sampling pass. Its mappings are never changed once handed out (a pass whose read of them
+    failed hands out the last pass's again: `merged`)."""
 
     started: float  # when it was asked for: what it is stamped with (a change noted before it is in it)
     ends: Mapping[TopicPartition, int]  # every end offset known: this pass's over the last ones

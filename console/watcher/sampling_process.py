@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from console.lifecycle import die_with_parent, exit_reason
+from console.watcher import store
 from console.watcher.columns import (
     ListColumns,
     OffsetColumns,
@@ -83,14 +84,13 @@ def _marks(g: GroupState) -> tuple[Any, ...]:
 def _mark(value: Any) -> Any:
     """What tells an evaluation's figure from the next one's (`_same`): the figure itself, but a
     packed one (the evaluation's per-partition time lags and statuses, an array or bytes of their
-    own per group) by its type and a hash of its bytes. Holding those kept every group's figures
-    from the pass before alive through the next pass, up to its end, where the sampling process
-    holds the most: 15 MB of time lags at 50,000 groups. (Two different figures of one group share a
-    hash with a chance of 2**-64, as the store's digests do.)"""
+    own per group) by its type and the store's digest of its bytes (`store.digest`). Holding those
+    kept every group's figures from the pass before alive through the next pass, up to its end,
+    where the sampling process holds the most: 15 MB of time lags at 50,000 groups."""
     if isinstance(value, array):
-        return (type(value), hash(value.tobytes()))
+        return (type(value), store.digest(value.tobytes()))
     if isinstance(value, bytes):
-        return (type(value), hash(bytes(value)))
+        return (type(value), store.digest(bytes(value)))
     return value
 
 
@@ -398,7 +398,7 @@ def child_main(cluster: str, incremental: bool, factory: GatewayFactory | None, 
     for name, value in overrides.items():
         setattr(settings, name, value)
     from console import gateway
-    from console.watcher import registry, store
+    from console.watcher import registry
     from console.watcher.registry import EventRow
     from console.watcher.runner import settle_gc, tune_gc
     from console.watcher.sampler import Sampler
