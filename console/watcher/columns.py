@@ -101,6 +101,104 @@ class OffsetColumns(_ByTopic[int]):
             topics[name] = held
         return OffsetColumns(topics, count)
 
+    @classmethod
+    def merged(cls, last: Mapping[TopicPartition, int] | None, answer: Mapping[TopicPartition, int]) -> OffsetColumns:
+        """`answer` over `last` (a pass's offsets answer over the last pass's offsets), as arrays: the
+        way a sampling pass keeps its end and start offsets. As the answer's dict they were a dict
+        entry and an int object per partition (about 20 MB at 300,000 partitions), and the pass
+        that renewed them held the last pass's and its own at once, at its end, where the sampling
+        process holds the most.
+
+        An answer that holds every partition of `last` (the usual one) replaces it: partitions no
+        longer listed (a deleted topic's) go. One that left some out (a broker that did not answer)
+        keeps their last values; an empty one (the read failed) gives `last` itself. A topic whose
+        values are last's keeps last's array, the same object: `pack`, `changed_keys` and
+        `produce_rates` pass over it by identity."""
+        if last is not None and not isinstance(last, OffsetColumns):
+            last = cls.merged(None, last)  # (a plain mapping: its columns first)
+        if not answer:
+            return last if last is not None else cls()
+        by_topic: dict[str, tuple[list[int], list[int]]] = {}
+        for (name, number), value in answer.items():
+            found = by_topic.get(name)
+            if found is None:
+                found = by_topic[name] = ([], [])
+            found[0].append(number)
+            found[1].append(value)
+        fresh: dict[str, npt.NDArray[np.int64]] = {}
+        for name, (numbers, values) in by_topic.items():
+            index = np.array(numbers, np.int64)
+            if index.min() < 0:
+                raise ValueError(f"partition {int(index.min())} of {name!r}")
+            held = np.full(int(index.max()) + 1, _ABSENT, np.int64)
+            held[index] = values
+            fresh[name] = held
+        del by_topic
+        old = last._topics if last is not None else {}
+        if len(answer) >= len(last or ()) and all(name in fresh and _holds(fresh[name], was) for name, was in old.items()):
+            topics = fresh
+        else:
+            topics = dict(old)  # (the topics the answer left out, as they were)
+            for name, held in fresh.items():
+                was = old.get(name)
+                if was is not None:
+                    both = np.full(max(len(was), len(held)), _ABSENT, np.int64)
+                    both[:len(was)] = was
+                    answered = held != _ABSENT
+                    both[:len(held)][answered] = held[answered]
+                    held = both
+                topics[name] = held
+        count = 0
+        for name, held in topics.items():
+            was = old.get(name)
+            if was is not None and was is not held and len(was) == len(held) and np.array_equal(was, held):
+                topics[name] = was
+            count += int(np.count_nonzero(held != _ABSENT))
+        return cls(topics, count)
+
+    def changed(self, old: Mapping[TopicPartition, int] | None) -> Iterator[tuple[str, npt.NDArray[np.intp]]]:
+        """(topic, the numbers of its partitions whose value `old` does not have) for each topic with
+        any: a topic whose array is old's is passed over. `old` another OffsetColumns (or None)."""
+        before = old._topics if isinstance(old, OffsetColumns) else {}
+        for name, held in self._topics.items():
+            was = before.get(name)
+            if was is held:
+                continue
+            pick = held != _ABSENT
+            if was is not None:
+                n = min(len(was), len(held))
+                pick[:n] &= held[:n] != was[:n]
+            numbers = np.flatnonzero(pick)
+            if len(numbers):
+                yield name, numbers
+
+    def changed_keys(self, old: Mapping[TopicPartition, int] | None) -> list[TopicPartition]:
+        """The partitions whose value `old` does not have (`changed`), as (topic, partition) pairs."""
+        return [(name, n) for name, numbers in self.changed(old) for n in numbers.tolist()]
+
+    def rates(self, before: OffsetColumns, seconds: float) -> dict[str, float]:
+        """Messages per second per topic from `before`'s offsets to these: the rise of the
+        partitions in both (one that went down counts 0); a topic with none in both has none."""
+        out: dict[str, float] = {}
+        was_of = before._topics
+        for name, held in self._topics.items():
+            was = was_of.get(name)
+            if was is None:
+                continue
+            n = min(len(was), len(held))
+            both = (held[:n] != _ABSENT) & (was[:n] != _ABSENT)
+            if not both.any():
+                continue
+            rise = 0 if was is held else int(np.maximum(held[:n][both] - was[:n][both], 0).sum())
+            out[name] = round(rise / seconds, 2)
+        return out
+
+
+def _holds(new: npt.NDArray[np.int64], old: npt.NDArray[np.int64]) -> bool:
+    """Whether `new` has a value for every partition `old` has."""
+    n = len(old)
+    return len(new) >= n and not bool(((old != _ABSENT) & (new[:n] == _ABSENT)).any())
+
 
 class ListColumns(_ByTopic[V]):
     """(topic, partition) -> a value (each partition's replica sizes: the mapping the snapshot's
@@ -294,6 +392,13 @@ def pack(new: Mapping[TopicPartition, int], old: Mapping[TopicPartition, int] | 
     if new is old:  # (a pass whose read failed keeps the last mapping: nothing to walk)
         return {}
     out: PackedOffsets = {}
+    if isinstance(new, OffsetColumns) and (old is None or isinstance(old, OffsetColumns)):
+        # (a topic at a time, passing over the arrays old shares: a sampling pass's offsets)
+        for name, numbers in new.changed(old):
+            packed = out[name] = (array("i"), array("q"))
+            packed[0].frombytes(numbers.astype(np.int32).tobytes())
+            packed[1].frombytes(new._topics[name][numbers].tobytes())
+        return out
     get = old.get if old else None
     for (name, number), value in new.items():
         if get is not None and get((name, number), _MISSING) == value:

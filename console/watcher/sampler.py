@@ -27,7 +27,7 @@ from console.gateway.client import ClusterGateway
 from console.gateway.errors import GatewayError
 from console.gateway.types import ConsumerGroup
 from console.watcher import registry
-from console.watcher.columns import SizeColumns
+from console.watcher.columns import OffsetColumns, SizeColumns
 from console.watcher.registry import EmitEvents, EventRow
 from console.watcher.snapshot import Commits, GroupPartitions, GroupState, MemberState
 
@@ -45,8 +45,10 @@ _NONE: dict[Any, Any] = {}  # (a group's committed or share offsets when it has 
 
 def produce_rates(before: Mapping[TopicPartition, int], after: Mapping[TopicPartition, int], seconds: float) -> dict[str, float]:
     """Messages per second per topic between two samples of end offsets (partitions in both).
-    One walk of `after`, nothing per partition kept: the set of the partitions in both was 12 MB at
-    300,000, made at the very end of a pass, when the sampling process holds the most."""
+    Two OffsetColumns (a pass's offsets and the last pass's) are compared a topic at a time
+    (`OffsetColumns.rates`); otherwise one walk of `after`, nothing per partition kept."""
+    if isinstance(before, OffsetColumns) and isinstance(after, OffsetColumns):
+        return after.rates(before, seconds)
     totals: dict[str, int] = {}
     was_of = before.get
     for key, end in after.items():
@@ -60,24 +62,14 @@ def produce_rates(before: Mapping[TopicPartition, int], after: Mapping[TopicPart
     return {topic: round(n / seconds, 2) for topic, n in totals.items()}
 
 
-def merged(last: Mapping[TopicPartition, int], answer: dict[TopicPartition, int]) -> Mapping[TopicPartition, int]:
-    """`answer` over `last`: every partition's latest value, those the answer left out as they were.
-    An answer that holds every partition of `last` (the usual one) is the result itself: a copy of
-    it was another 10 MB at 300,000 partitions, twice a pass (end and start offsets)."""
-    if len(answer) >= len(last) and last.keys() <= answer.keys():
-        return answer
-    if not answer:  # (the read failed: the last mapping, which is never changed, as it is)
-        return last
-    return {**last, **answer}
-
-
 @dataclass(frozen=True)
 class Sample:
     """One sampling pass. Its mappings are never changed once handed out (a pass whose read of them
-    failed hands out the last pass's again: `merged`)."""
+    failed hands out the last pass's again: `OffsetColumns.merged`)."""
 
     started: float  # when it was asked for: what it is stamped with (a change noted before it is in it)
-    ends: Mapping[TopicPartition, int]  # every end offset known: this pass's over the last ones
+    # every end offset known, this pass's over the last ones (columns.OffsetColumns from a Sampler)
+    ends: Mapping[TopicPartition, int]
     starts: Mapping[TopicPartition, int]
     # log-dir sizes per replica (snapshot.replica_sizes): columns.SizeColumns from a Sampler
     sizes: Mapping[TopicPartition, Mapping[str, int]] | None
@@ -248,8 +240,8 @@ class Sampler:
             except GatewayError:
                 results[which] = {}
         # (the start offsets merged at once: their answer is not held through the groups' reading)
-        last_starts = last.starts if last is not None else {}
-        starts = merged(last_starts, results.pop("earliest"))  # (both keyed by the shared tuples)
+        last_starts = last.starts if last is not None else None
+        starts = OffsetColumns.merged(last_starts, results.pop("earliest"))
         groups = self._poll_groups(len(live_brokers), len(partitions))
         now = time.time()
         sizes = None
@@ -280,14 +272,16 @@ class Sampler:
                                     message=refused)])
         except Exception:  # noqa: BLE001 - analytics must never stop the live console
             log.exception("writing analytics samples of %s failed", self.cluster)
-        ends = merged(last_ends, results["latest"])
+        answer = results.pop("latest")
+        ends = OffsetColumns.merged(last.ends if last is not None else None, answer)
         rates = last.rates if last is not None else {}
         if last is not None and started > last.started:
-            rates = produce_rates(last_ends, results["latest"], started - last.started)
+            # (over the partitions answered: `ends` is the answer itself as columns when it held them all)
+            rates = produce_rates(last_ends, ends if len(answer) == len(ends) else answer, started - last.started)
+        del answer
         # Only what changed makes the next metadata cycle rebuild anything: a pass over an idle
         # cluster costs that cycle nothing.
-        changed = [tp for tp, v in ends.items() if last_ends.get(tp) != v]
-        changed += [tp for tp, v in starts.items() if last_starts.get(tp) != v]
+        changed = ends.changed_keys(last_ends) + starts.changed_keys(last_starts)
         if sizes is not None:
             changed += sizes.changed_keys(last_sizes)
         last_groups = last.groups if last is not None else None

@@ -13,7 +13,7 @@ from django.test import override_settings
 from bench.simulate import Model, SimGateway
 from console.gateway.errors import ClusterUnavailable
 from console.watcher import sampler as sampler_module
-from console.watcher.columns import SizeColumns, unpack_sizes
+from console.watcher.columns import OffsetColumns, SizeColumns, unpack_sizes
 from console.watcher.sampler import Sampler
 
 pytestmark = pytest.mark.django_db
@@ -180,7 +180,7 @@ def test_a_groups_next_description_is_compared_with_its_state_not_a_kept_copy() 
     assert not _described_as(state, 6, g)  # the assignment epoch moved
 
 
-def test_an_offsets_answer_for_every_partition_is_the_samples_mapping_not_a_copy_of_it(redis_server: str) -> None:
+def test_a_pass_keeps_its_offsets_as_arrays_and_a_topic_whose_offsets_did_not_move_keeps_the_last_passs(redis_server: str) -> None:
     with override_settings(ANALYTICS_SAMPLES=False):
         model, partitions, sampler = _small("ends-test")
         handed: list[Any] = []
@@ -191,13 +191,19 @@ def test_an_offsets_answer_for_every_partition_is_the_samples_mapping_not_a_copy
             evaluate(groups, before, ends, *args)
 
         sampler.evaluator.evaluate = watched  # type: ignore[method-assign,assignment]
-        sampler.take(partitions, [1, 2, 3])
-        model.step(0.1, 1.0)
+        first = sampler.take(partitions, [1, 2, 3])
+        model.step(0.1, 1.0)  # 4 partitions take writes
         sample = sampler.take(partitions, [1, 2, 3])
-    # The second pass's answer held every partition: its ends are that answer (what the evaluation
-    # was handed), and they equal the model's.
-    assert sample.ends is handed[-1]
-    assert dict(sample.ends) == {tp: model.topics[tp[0]][tp[1]][4] for tp in partitions}
+    # Kept as an int64 array per topic (not the answer's dict, an entry and an int per partition),
+    # equal to the model's; the evaluation was handed the answer itself (its lookups by partition).
+    assert isinstance(sample.ends, OffsetColumns) and isinstance(sample.starts, OffsetColumns)
+    assert dict(sample.ends) == {tp: model.topics[tp[0]][tp[1]][4] for tp in partitions} == handed[-1]
+    moved = [tp for tp in partitions if sample.ends[tp] != first.ends[tp]]
+    assert 1 <= len(moved) <= 4 and set(moved) <= set(sample.changed)
+    for name in {tp[0] for tp in partitions}:
+        assert (sample.ends._topics[name] is first.ends._topics[name]) == all(tp[0] != name for tp in moved)
+    assert sample.starts._topics.keys() == first.starts._topics.keys() and all(
+        sample.starts._topics[n] is first.starts._topics[n] for n in sample.starts._topics)  # (no start moved)
 
 
 def test_partitions_an_offsets_answer_leaves_out_keep_their_last_end_offset(redis_server: str) -> None:

@@ -7,6 +7,7 @@ import pytest
 from django.test import override_settings
 
 from bench.simulate import Model, SimGateway
+from console.watcher.columns import OffsetColumns
 from console.watcher.sampler import PartitionNames, Sampler
 
 pytestmark = pytest.mark.django_db
@@ -93,25 +94,25 @@ def test_a_group_committed_as_before_keeps_its_state_and_a_new_commit_renews_it(
         assert all(moved[gid].offsets == first[gid].offsets for gid in moved if gid not in renewed)
 
 
-def test_offsets_are_keyed_by_the_shared_tuples(redis_server: str) -> None:
-    """The end and start offsets name each partition with the one tuple (and topic string) the
-    group states use, whatever new tuples the gateway answers with (the sizes keep no key per
-    partition: columns.SizeColumns)."""
+def test_offsets_keep_no_key_per_partition_and_name_each_topic_with_the_shared_string(redis_server: str) -> None:
+    """The end and start offsets keep no key per partition (an int64 array per topic:
+    columns.OffsetColumns, as the sizes are SizeColumns), and name each topic with the one string
+    the group states' shared tuples use, whatever new tuples the gateway answers with."""
     model, gw, partitions = small_cluster()
     with override_settings(ANALYTICS_SAMPLES=False):
         sampler = Sampler("keys-test", gw, True, lambda rows: None)  # type: ignore[arg-type]
         sample = sampler.take(partitions, [1, 2, 3])
         assert sample.sizes is not None and len(sample.ends) == 40
-        ends, starts = ({tp: tp for tp in m} for m in (sample.ends, sample.starts))
-        assert set(sample.sizes) == set(partitions)
+        assert isinstance(sample.ends, OffsetColumns) and isinstance(sample.starts, OffsetColumns)
+        assert set(sample.ends) == set(sample.starts) == set(sample.sizes) == set(partitions)
         for tp in partitions:
             shared = sampler.names.shared(tp)
-            assert ends[tp] is shared and starts[tp] is shared
             assert sampler.names.by_key[f"{tp[0]}:{tp[1]}"] is shared
-        assert len({id(tp[0]) for tp in ends if tp[0] == partitions[0][0]}) == 1  # one topic string
+            for offsets in (sample.ends, sample.starts):
+                assert next(name for name in offsets._topics if name == tp[0]) is shared[0]
         model.step(1.0, 1.0)
         again = sampler.take(partitions, [1, 2, 3])
-        assert all({tp: tp for tp in again.ends}[tp] is ends[tp] for tp in partitions)
+        assert all(next(name for name in again.ends._topics if name == tp[0]) is sampler.names.shared(tp)[0] for tp in partitions)
 
 
 def test_members_client_ids_and_hosts_are_shared_strings_across_groups(redis_server: str) -> None:
