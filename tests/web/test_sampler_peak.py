@@ -196,14 +196,19 @@ def test_a_pass_keeps_its_offsets_as_arrays_and_a_topic_whose_offsets_did_not_mo
         sample = sampler.take(partitions, [1, 2, 3])
     # Kept as an int64 array per topic (not the answer's dict, an entry and an int per partition),
     # equal to the model's; the evaluation was handed the answer itself (its lookups by partition).
-    assert isinstance(sample.ends, OffsetColumns) and isinstance(sample.starts, OffsetColumns)
-    assert dict(sample.ends) == {tp: model.topics[tp[0]][tp[1]][4] for tp in partitions} == handed[-1]
-    moved = [tp for tp in partitions if sample.ends[tp] != first.ends[tp]]
+    ends, starts, first_ends, first_starts = (_columns(m) for m in (sample.ends, sample.starts, first.ends, first.starts))
+    assert dict(ends) == {tp: model.topics[tp[0]][tp[1]][4] for tp in partitions} == handed[-1]
+    moved = [tp for tp in partitions if ends[tp] != first_ends[tp]]
     assert 1 <= len(moved) <= 4 and set(moved) <= set(sample.changed)
     for name in {tp[0] for tp in partitions}:
-        assert (sample.ends._topics[name] is first.ends._topics[name]) == all(tp[0] != name for tp in moved)
-    assert sample.starts._topics.keys() == first.starts._topics.keys() and all(
-        sample.starts._topics[n] is first.starts._topics[n] for n in sample.starts._topics)  # (no start moved)
+        assert (ends._topics[name] is first_ends._topics[name]) == all(tp[0] != name for tp in moved)
+    assert starts._topics.keys() == first_starts._topics.keys() and all(
+        starts._topics[n] is first_starts._topics[n] for n in starts._topics)  # (no start moved)
+
+
+def _columns(offsets: Any) -> OffsetColumns:
+    assert isinstance(offsets, OffsetColumns)
+    return offsets
 
 
 def test_partitions_an_offsets_answer_leaves_out_keep_their_last_end_offset(redis_server: str) -> None:

@@ -103,16 +103,18 @@ def test_offsets_keep_no_key_per_partition_and_name_each_topic_with_the_shared_s
         sampler = Sampler("keys-test", gw, True, lambda rows: None)  # type: ignore[arg-type]
         sample = sampler.take(partitions, [1, 2, 3])
         assert sample.sizes is not None and len(sample.ends) == 40
-        assert isinstance(sample.ends, OffsetColumns) and isinstance(sample.starts, OffsetColumns)
-        assert set(sample.ends) == set(sample.starts) == set(sample.sizes) == set(partitions)
+        ends, starts = sample.ends, sample.starts
+        assert isinstance(ends, OffsetColumns) and isinstance(starts, OffsetColumns)
+        assert set(ends) == set(starts) == set(sample.sizes) == set(partitions)
         for tp in partitions:
             shared = sampler.names.shared(tp)
             assert sampler.names.by_key[f"{tp[0]}:{tp[1]}"] is shared
-            for offsets in (sample.ends, sample.starts):
+            for offsets in (ends, starts):
                 assert next(name for name in offsets._topics if name == tp[0]) is shared[0]
         model.step(1.0, 1.0)
-        again = sampler.take(partitions, [1, 2, 3])
-        assert all(next(name for name in again.ends._topics if name == tp[0]) is sampler.names.shared(tp)[0] for tp in partitions)
+        again = sampler.take(partitions, [1, 2, 3]).ends
+        assert isinstance(again, OffsetColumns)
+        assert all(next(name for name in again._topics if name == tp[0]) is sampler.names.shared(tp)[0] for tp in partitions)
 
 
 def test_members_client_ids_and_hosts_are_shared_strings_across_groups(redis_server: str) -> None:
