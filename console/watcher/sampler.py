@@ -233,8 +233,9 @@ class Sampler:
             try:
                 self.requests += 1
                 # Keyed by the shared tuples from here on: what keeps a partition's key beyond
-                # this pass (the time tables' index, the merged offsets) keeps the one tuple, not
-                # the gateway's (a new tuple per partition at every call: 16 MB at 300,000).
+                # this pass (the time tables' index) keeps the one tuple, not the gateway's (a new
+                # tuple per partition at every call: 16 MB at 300,000), and the offsets' columns
+                # name each topic with its one string.
                 shared = self.names.shared
                 results[which] = {shared(tp): v for tp, v in self.gateway.list_offsets(partitions, which).items()}
             except GatewayError:
