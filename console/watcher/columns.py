@@ -118,43 +118,19 @@ class OffsetColumns(_ByTopic[int]):
             last = cls.merged(None, last)  # (a plain mapping: its columns first)
         if not answer:
             return last if last is not None else cls()
-        by_topic: dict[str, tuple[list[int], list[int]]] = {}
-        for (name, number), value in answer.items():
-            found = by_topic.get(name)
-            if found is None:
-                found = by_topic[name] = ([], [])
-            found[0].append(number)
-            found[1].append(value)
-        fresh: dict[str, npt.NDArray[np.int64]] = {}
-        for name, (numbers, values) in by_topic.items():
-            index = np.array(numbers, np.int64)
-            if index.min() < 0:
-                raise ValueError(f"partition {int(index.min())} of {name!r}")
-            held = np.full(int(index.max()) + 1, _ABSENT, np.int64)
-            held[index] = values
-            fresh[name] = held
-        del by_topic
+        packed = pack(answer)
+        fresh = cls().updated_packed(packed)
         old = last._topics if last is not None else {}
-        if len(answer) >= len(last or ()) and all(name in fresh and _holds(fresh[name], was) for name, was in old.items()):
-            topics = fresh
-        else:
-            topics = dict(old)  # (the topics the answer left out, as they were)
-            for name, held in fresh.items():
-                was = old.get(name)
-                if was is not None:
-                    both = np.full(max(len(was), len(held)), _ABSENT, np.int64)
-                    both[:len(was)] = was
-                    answered = held != _ABSENT
-                    both[:len(held)][answered] = held[answered]
-                    held = both
-                topics[name] = held
-        count = 0
+        if not (len(fresh) >= len(last or ()) and all(name in fresh._topics and _holds(fresh._topics[name], was)
+                                                       for name, was in old.items())):
+            assert last is not None
+            fresh = last.updated_packed(packed)  # (the partitions the answer left out, as they were)
+        topics = fresh._topics
         for name, held in topics.items():
             was = old.get(name)
             if was is not None and was is not held and len(was) == len(held) and np.array_equal(was, held):
                 topics[name] = was
-            count += int(np.count_nonzero(held != _ABSENT))
-        return cls(topics, count)
+        return fresh
 
     def changed(self, old: Mapping[TopicPartition, int] | None) -> Iterator[tuple[str, npt.NDArray[np.intp]]]:
         """(topic, the numbers of its partitions whose value `old` does not have) for each topic with
