@@ -8,6 +8,8 @@ transform DataFrames run without them.
 
 from __future__ import annotations
 
+import hashlib
+import io
 import os
 import sys
 import tempfile
@@ -69,13 +71,39 @@ def _ship_jobs(session: SparkSession) -> None:
     sc = session.sparkContext
     if getattr(sc, "_console_jobs_shipped", False):
         return
-    package = Path(__file__).resolve().parent
-    fd, path = tempfile.mkstemp(prefix="analytics-jobs-", suffix=".zip")
-    with os.fdopen(fd, "wb") as raw, zipfile.ZipFile(raw, "w") as z:
-        for source in [package / "__init__.py", package / "records.py", *sorted((package / "jobs").glob("*.py"))]:
-            z.write(source, f"analytics/{source.relative_to(package)}")
-    sc.addPyFile(path)
+    sc.addPyFile(str(jobs_zip()))
     sc._console_jobs_shipped = True  # type: ignore[attr-defined]
+
+
+def jobs_zip(directory: Path | None = None) -> Path:
+    """The jobs' Python as a zip, named by a digest of its bytes, in the temporary directory.
+
+    Spark serves an added file from its path for as long as the session runs, so the file must
+    outlive the call; one per content means every session of the same code reuses one file. (Each
+    session made a new temporary zip, never removed: one per analytics worker start, 181 of them in
+    /tmp after two days of test runs.) Written under a temporary name and moved into place, so a
+    session serving the file never reads a half-written one."""
+    package = Path(__file__).resolve().parent
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as z:
+        for source in [package / "__init__.py", package / "records.py", *sorted((package / "jobs").glob("*.py"))]:
+            # (a fixed time in each entry: the same sources make the same bytes, whatever their mtimes)
+            entry = zipfile.ZipInfo(f"analytics/{source.relative_to(package)}", date_time=(2020, 1, 1, 0, 0, 0))
+            z.writestr(entry, source.read_bytes())
+    data = buffer.getvalue()
+    folder = Path(directory or tempfile.gettempdir())
+    path = folder / f"kafka-console-analytics-jobs-{hashlib.sha256(data).hexdigest()[:16]}.zip"
+    if path.is_file() and path.read_bytes() == data:
+        return path
+    fd, partial = tempfile.mkstemp(prefix=".kafka-console-analytics-jobs-", suffix=".zip", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.replace(partial, path)
+    except BaseException:
+        Path(partial).unlink(missing_ok=True)
+        raise
+    return path
 
 
 def _positive_int(name: str, default: int) -> int:

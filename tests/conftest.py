@@ -78,6 +78,25 @@ def _no_console_process_left_dead(request: pytest.FixtureRequest) -> None:
         warnings.warn(f"console process '{name}' exited ({proc.returncode}) during {request.node.nodeid}; its log ends:\n"
                       + "\n".join(tail) + "\nstarting it again", stacklevel=1)
         stack.start_process(name)
+    _report_watcher_restarts(stack)
+
+
+def _report_watcher_restarts(stack: Stack) -> None:
+    """A watcher child that died (its supervisor, `manage.py watch`, starts it again at once, so the
+    process the stack started never exits) is reported with the lines its log holds before the
+    supervisor's note: the native crash's own message ("double free or corruption", a librdkafka
+    assertion) and faulthandler's thread stacks. The stack's logs are cleared at each session's
+    start, and CI keeps only pytest's output: without this a crash left no trace but the tests it
+    made fail."""
+    from tests.support import TEST_VAR, crash_reports
+
+    log = TEST_VAR / "logs" / "watcher.log"
+    if not log.exists():
+        return
+    reports, stack.watcher_log_read = crash_reports(log.read_bytes(), stack.watcher_log_read)
+    for report in reports:
+        warnings.warn("the watcher process died and its supervisor started it again; its log before that:\n"
+                      + report, stacklevel=1)
 
 
 @pytest.fixture(scope="session")

@@ -152,6 +152,7 @@ class Stack:
         self.tokens: dict[str, str] = {}
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.commands: dict[str, list[str]] = {}
+        self.watcher_log_read = 0  # bytes of the watcher's log already searched for restarts (crash_reports)
 
     def start_process(self, name: str) -> None:
         logs = TEST_VAR / "logs"
@@ -219,6 +220,26 @@ def running_stack(cluster: Cluster) -> Iterator[Stack]:
                 proc.wait(15)
             except subprocess.TimeoutExpired:
                 proc.kill()
+
+
+RESTART_NOTE = b"The watcher process ended ("
+
+
+def crash_reports(log: bytes, read: int, context: int = 60) -> tuple[list[str], int]:
+    """The supervisor's notes of a watcher child that ended, in `log` past its first `read` bytes,
+    each with up to `context` lines before it (what the child wrote as it died); and how far the log
+    was read: up to its last complete line, so a note being written is found whole next time."""
+    end = log.rfind(b"\n") + 1
+    if end <= read:
+        return [], read
+    reports = []
+    at = log.find(RESTART_NOTE, read, end)
+    while at >= 0:
+        line_end = log.find(b"\n", at)
+        lines = log[:line_end].decode(errors="replace").splitlines()
+        reports.append("\n".join(lines[-context - 1:]))
+        at = log.find(RESTART_NOTE, line_end, end)
+    return reports, end
 
 
 def unique(prefix: str) -> str:
