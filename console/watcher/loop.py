@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 
@@ -32,7 +32,6 @@ from console.watcher.registry import EventRow
 from console.watcher.sampler import Layout, Sample, Sampler
 from console.watcher.sampling_process import GatewayFactory, RemoteSampler
 from console.watcher.snapshot import (
-    GROUP_PART,
     BrokerState,
     ContentParts,
     GroupBytes,
@@ -283,7 +282,6 @@ class ClusterWatcher:
         self._group_parts: Mapping[str, bytes] | None = None
         self._remote_group_topics: Mapping[str, list[str]] = {}
         self._snapshot_group_parts: Mapping[str, bytes] | None = None
-        self._stored_parts_of: tuple[Any, dict[str, bytes]] = (None, {})  # those parts, keyed as stored
         self._topic_groups_of: tuple[Any, dict[str, list[str]]] = (None, {})
         self._group_topics: dict[str, tuple[GroupState, list[str]]] = {}  # the topics each group state reads
         self._partitions_of: tuple[dict[str, TopicState] | None, Layout] = (None, Layout([]))  # what to sample, per topics
@@ -605,8 +603,8 @@ class ClusterWatcher:
                 self._groups, self._groups_at = sample.groups, sample.started
             if sample.group_parts is not None:
                 self._groups_at = sample.started
-                if sample.group_parts is not self._group_parts:
-                    self._group_parts, self._remote_group_topics = sample.group_parts, sample.group_topics or {}
+                # (the same JSON mapping, renewed in place, comes with new topics when those changed)
+                self._group_parts, self._remote_group_topics = sample.group_parts, sample.group_topics or {}
             self._dirty_topics |= dirty
             if sample.groups_changed or self._worth_a_snapshot(dirty, sample.started):
                 self._sample_gen += 1
@@ -648,13 +646,11 @@ class ClusterWatcher:
     def _stored_group_parts(self, snap: Snapshot) -> dict[str, bytes] | None:
         """The groups' JSON to store with `snap` when they come from a sampling process (an
         unreachable cluster's snapshot keeps the last ones), else None: its own groups are serialised.
-        Keyed as stored ("g:<id>"), once per pass's parts (50,000 keys made every cycle before)."""
+        Keyed as stored ("g:<id>") by the merger (DeltaMerger.group_parts)."""
         parts = self._snapshot_group_parts
         if parts is None or snap.groups:
             return None
-        if self._stored_parts_of[0] is not parts:
-            self._stored_parts_of = (parts, {GROUP_PART + gid: raw for gid, raw in parts.items()})
-        return self._stored_parts_of[1]
+        return cast(dict[str, bytes], parts)
 
     def cycle(self) -> tuple[Snapshot, list[Change]]:
         now = time.time()

@@ -77,8 +77,10 @@ class Sample:
     groups: dict[str, GroupState] | None  # None when the groups could not be read
     groups_changed: bool  # the evaluation changed a group state it carried over
     changed: tuple[TopicPartition, ...]  # the partitions whose offsets or sizes differ from the pass before
-    # From the sampling process: each group as its stored JSON and the topics it reads, instead of
-    # `groups` (which is then None). New mappings when anything in them changed.
+    # From the sampling process: each group as its stored JSON (keyed as stored, "g:<id>") and the
+    # topics it reads (by group id), instead of `groups` (which is then None). The topics are a new
+    # mapping when anything in them changed; the JSON mapping is renewed in place as the next
+    # pass's pieces arrive (DeltaMerger.apply_piece), a new one when the set of groups changes.
     group_parts: Mapping[str, bytes] | None = None
     group_topics: Mapping[str, list[str]] | None = None
 

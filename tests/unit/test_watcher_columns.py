@@ -222,3 +222,70 @@ def test_a_mapping_packed_against_itself_is_nothing_and_one_value_changed_is_tha
     assert pack(last, last) == {}
     packed = pack({**last, ("b", 0): 2}, last)
     assert list(packed) == ["b"] and list(packed["b"][0]) == [0] and list(packed["b"][1]) == [2]
+
+
+def test_the_merger_renews_each_groups_json_in_place_as_its_piece_arrives_and_the_set_of_groups_only_with_the_delta() -> None:
+    """A pass's changed groups replace their JSON in the mapping handed out, piece by piece (not
+    gathered next to the last pass's until the delta); groups come and go, and the topics they read
+    change, only with the delta."""
+    import sys
+
+    import console.watcher.sampling_process as sp
+
+    class Part(bytes):  # (bytes the test can tell apart from equal ones)
+        pass
+
+    def delta(groups: dict[str, tuple[bytes, list[str]]], ids: list[str] | None, full: bool = False) -> sp.SampleDelta:
+        return sp.SampleDelta(full=full, started=1.0, ends={}, starts={}, sizes=None, rates={}, groups=groups,
+                              group_ids=ids, groups_changed=True)
+
+    merger = sp.DeltaMerger()
+    first = merger.apply(delta({"a": (Part(b"a1"), ["orders"]), "pay<ments>/é": (Part(b"p1"), ["pay"])}, ["a", "pay<ments>/é"],
+                               full=True))
+    parts, topics = first.group_parts, first.group_topics
+    assert parts == {"g:a": b"a1", "g:pay<ments>/é": b"p1"} and topics == {"a": ["orders"], "pay<ments>/é": ["pay"]}
+    old = parts["g:a"]
+    assert sys.getrefcount(old) > 2  # (held by the merger's mapping, besides this test)
+    # The next pass: a piece renews "a" and brings "new" (reading other topics now), the delta the rest.
+    merger.apply_piece({"a": (Part(b"a2"), ["orders", "logs"]), "new": (Part(b"n1"), ["x"])})
+    assert sys.getrefcount(old) == 2  # the last pass's JSON of "a" is let go at once: only this test holds it
+    assert parts == {"g:a": b"a2", "g:pay<ments>/é": b"p1", "g:new": b"n1"}  # in the mapping handed out
+    assert first.group_topics is topics and topics == {"a": ["orders"], "pay<ments>/é": ["pay"]}  # topics wait
+    second = merger.apply(delta({"pay<ments>/é": (b"p2", ["pay"])}, ["a", "pay<ments>/é", "new"]))
+    assert second.group_parts == {"g:a": b"a2", "g:pay<ments>/é": b"p2", "g:new": b"n1"}
+    assert second.group_topics == {"a": ["orders", "logs"], "pay<ments>/é": ["pay"], "new": ["x"]}
+    assert topics == {"a": ["orders"], "pay<ments>/é": ["pay"]}  # (the topics handed out are never changed)
+    # A pass in which "new" is gone: its pieces first, then the delta leaves it out of a new mapping.
+    merger.apply_piece({"a": (b"a3", ["orders", "logs"])})
+    third = merger.apply(delta({}, ["a", "pay<ments>/é"]))
+    assert third.group_parts == {"g:a": b"a3", "g:pay<ments>/é": b"p2"} and third.group_parts is not second.group_parts
+    assert third.group_topics == {"a": ["orders", "logs"], "pay<ments>/é": ["pay"]}
+    # A pass that changed groups but not their set: the same mapping, the topics of those changed.
+    merger.apply_piece({"a": (b"a4", ["orders"])})
+    fourth = merger.apply(delta({"pay<ments>/é": (b"p3", ["pay"])}, None))
+    assert fourth.group_parts is third.group_parts and fourth.group_parts == {"g:a": b"a4", "g:pay<ments>/é": b"p3"}
+    assert fourth.group_topics == {"a": ["orders"], "pay<ments>/é": ["pay"]} and fourth.group_topics is not third.group_topics
+    # Nothing changed: the same mappings again.
+    fifth = merger.apply(delta({}, None))
+    assert fifth.group_parts is fourth.group_parts and fifth.group_topics is fourth.group_topics
+    # Groups that could not be read: the last ones stay (None handed out: the watcher keeps its own).
+    assert merger.apply(sp.SampleDelta(
+        full=False, started=2.0, ends={}, starts={}, sizes=None, rates={}, groups=None, group_ids=None,
+        groups_changed=False)).group_parts is None
+    assert merger.group_parts == {"g:a": b"a4", "g:pay<ments>/é": b"p3"}
+
+
+def test_a_new_sampling_processs_first_pass_holds_only_the_groups_it_brought() -> None:
+    import console.watcher.sampling_process as sp
+
+    merger = sp.DeltaMerger()
+    merger.apply_piece({"a": (b"a1", ["t"]), "b": (b"b1", ["t"])})
+    one = merger.apply(sp.SampleDelta(full=True, started=1.0, ends={}, starts={}, sizes=None, rates={},
+                                      groups={"c": (b"c1", ["u"])}, group_ids=["a", "b", "c"], groups_changed=True))
+    assert one.group_parts == {"g:a": b"a1", "g:b": b"b1", "g:c": b"c1"}
+    assert one.group_topics == {"a": ["t"], "b": ["t"], "c": ["u"]}
+    # (a whole pass again, as a process started anew sends it: what it did not bring is gone)
+    merger.apply_piece({"b": (b"b2", ["t"])})
+    two = merger.apply(sp.SampleDelta(full=True, started=2.0, ends={}, starts={}, sizes=None, rates={},
+                                      groups={}, group_ids=["b"], groups_changed=True))
+    assert two.group_parts == {"g:b": b"b2"} and two.group_topics == {"b": ["t"]}

@@ -94,6 +94,80 @@ def test_a_pass_sent_as_a_delta_stores_what_the_pass_merged_directly_stores(redi
     assert pieces > 20
 
 
+def test_a_snapshot_made_while_a_passs_pieces_arrive_stores_every_group_each_as_one_pass_or_the_next_saw_it(
+        redis_server: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pieces of a pass renew the groups' JSON in the watcher as they arrive (DeltaMerger.apply_piece):
+    a cycle made before the pass's delta (a leader moved meanwhile) stores every group, those of the
+    pieces as the new pass saw them and the rest as the last one did; the delta then brings the rest."""
+    from multiprocessing import Pipe
+
+    from console.watcher import sampling_process
+
+    class Alive:
+        pid = 0
+
+        def is_alive(self) -> bool:
+            return True
+
+    monkeypatch.setattr(sampling_process, "GROUP_PIECE", 7)
+    model = Model(partitions=300, groups=40, brokers=5, per_topic=10, seed=4)
+    cluster = "sp-pieces"
+    with override_settings(ANALYTICS_SAMPLES=False):
+        direct = ClusterWatcher("sp-pieces-direct", "test", gw=SimGateway(model, 0.0))  # type: ignore[arg-type]
+        via = ClusterWatcher(cluster, "test", gw=SimGateway(model, 0.0))  # type: ignore[arg-type]
+        maker = DeltaMaker()
+        remote = sampling_process.RemoteSampler(cluster, True, None, on_events=lambda events: None)
+        ours, theirs = Pipe()
+        remote._process, remote._conn = Alive(), ours
+        direct.cycle()
+        via.cycle()
+
+        def groups_stored() -> dict[str, Any]:
+            store._cache.pop(cluster, None)
+            store._raw_parts.pop(cluster, None)
+            snap = store.load(cluster)
+            assert snap is not None
+            return {gid: store.Snapshot.group_from_json(sampling_process.group_part(g)) for gid, g in snap.groups.items()}
+
+        def take() -> list[Any]:
+            snap = direct.previous
+            assert snap is not None
+            return list(maker.messages(direct.sampler.take(direct._partitions(snap), sorted(snap.live_broker_ids())), [], {}))  # type: ignore[union-attr]
+
+        for message in take():
+            theirs.send(message)
+        [first] = remote.receive(0.0)
+        via.merge(first)
+        via.cycle()
+        before = groups_stored()
+        assert len(before) == 40
+        model.step(0.2, 5.0)  # every group commits anew: the next pass changes them all
+        messages = take()
+        assert len(messages) == 6  # five pieces of 7, then the delta with 5
+        for piece in messages[:2]:
+            remote._merger.apply_piece(piece[1])  # (as receive() does with each piece)
+        model.step(0.05, 0.0)  # a leader moves: the next cycle makes a snapshot before the delta came
+        via.cycle()
+        between = groups_stored()
+        renewed = {gid for piece in messages[:2] for gid in piece[1]}
+        assert between.keys() == before.keys() and len(renewed) == 14
+        new_json = {gid: raw for piece in messages[:2] for gid, (raw, _topics) in piece[1].items()}
+        for gid, g in between.items():
+            expected = new_json[gid] if gid in renewed else sampling_process.group_part(before[gid])
+            assert sampling_process.group_part(g) == expected or store.Snapshot.group_from_json(expected) == g, gid
+        assert any(between[gid] != before[gid] for gid in renewed)
+        assert all(between[gid] == before[gid] for gid in between.keys() - renewed)
+        for message in messages[2:]:
+            theirs.send(message)
+        [second] = remote.receive(0.0)
+        via.merge(second)
+        via.cycle()
+        after = groups_stored()
+        assert after.keys() == before.keys()
+        assert all(after[gid] != before[gid] for gid in after)  # the whole pass now
+        remote._process = None
+
+
 @contextmanager
 def remote_watcher(cluster: str, model: dict[str, int], factory: type[RemoteModelFactory] = RemoteModelFactory,
                    **overrides: Any) -> Iterator[tuple[ClusterWatcher, RemoteModelGateway]]:
