@@ -225,10 +225,12 @@ def running_stack(cluster: Cluster) -> Iterator[Stack]:
 RESTART_NOTE = b"The watcher process ended ("
 
 
-def crash_reports(log: bytes, read: int, context: int = 60) -> tuple[list[str], int]:
+def crash_reports(log: bytes, read: int, context: int = 60, reach: int = 400) -> tuple[list[str], int]:
     """The supervisor's notes of a watcher child that ended, in `log` past its first `read` bytes,
-    each with up to `context` lines before it (what the child wrote as it died); and how far the log
-    was read: up to its last complete line, so a note being written is found whole next time."""
+    each with what the child wrote as it died: from a few lines before faulthandler's "Fatal Python
+    error" (the native library's own message comes just before it) when that is within `reach`
+    lines, else the `context` lines before the note; and how far the log was read: up to its last
+    complete line, so a note being written is found whole next time."""
     end = log.rfind(b"\n") + 1
     if end <= read:
         return [], read
@@ -236,8 +238,10 @@ def crash_reports(log: bytes, read: int, context: int = 60) -> tuple[list[str], 
     at = log.find(RESTART_NOTE, read, end)
     while at >= 0:
         line_end = log.find(b"\n", at)
-        lines = log[:line_end].decode(errors="replace").splitlines()
-        reports.append("\n".join(lines[-context - 1:]))
+        lines = log[:line_end].decode(errors="replace").splitlines()[-reach - 1:]
+        fatal = [i for i, line in enumerate(lines) if line.startswith("Fatal Python error")]
+        first = max(0, fatal[-1] - 3) if fatal else max(0, len(lines) - context - 1)
+        reports.append("\n".join(lines[first:]))
         at = log.find(RESTART_NOTE, line_end, end)
     return reports, end
 

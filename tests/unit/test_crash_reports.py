@@ -24,10 +24,10 @@ def test_a_restart_is_reported_once_with_what_the_child_wrote_before_it() -> Non
     assert len(again) == 1 and read2 == len(later)
 
 
-def test_the_report_keeps_at_most_the_context_lines_before_the_note() -> None:
-    log = b"".join(b"line %d\n" % i for i in range(500)) + CRASH
+def test_without_faulthandlers_header_the_report_keeps_the_context_lines_before_the_note() -> None:
+    log = b"".join(b"line %d\n" % i for i in range(500)) + b"double free or corruption (out)\n" + CRASH.splitlines(True)[-1]
     (report,) = crash_reports(log, 0, context=5)[0]
-    assert report.splitlines()[0].startswith("python: rdkafka_queue.h:1052")
+    assert report.splitlines()[:2] == ["line 496", "line 497"] and "double free or corruption" in report
     assert len(report.splitlines()) == 6
 
 
@@ -42,3 +42,13 @@ def test_a_note_still_being_written_waits_for_its_end_of_line() -> None:
 def test_a_log_without_a_restart_reports_nothing() -> None:
     log = b"watcher started\n2026-11-26 INFO console.watcher.runner: watching cluster local\n"
     assert crash_reports(log, 0) == ([], len(log))
+
+
+def test_a_report_starts_just_before_faulthandlers_header_however_many_threads_it_lists() -> None:
+    stacks = b"".join(b"Thread 0x%02x (most recent call first):\n  File \"x.py\", line 1 in f\n\n" % i for i in range(40))
+    log = b"line\n" * 200 + b"python: rdkafka_queue.h:1052: assertion failed.\nFatal Python error: Aborted\n\n" + stacks + \
+        b"The watcher process ended (signal SIGABRT) after 9 s and was started again.\n"
+    (report,) = crash_reports(log, 0)[0]
+    lines = report.splitlines()
+    assert lines[:2] == ["line", "line"] and lines[3] == "Fatal Python error: Aborted"
+    assert "rdkafka_queue.h:1052" in report and len(lines) == 4 + 1 + 40 * 3 + 1
