@@ -92,7 +92,8 @@ def jobs_zip(directory: Path | None = None) -> Path:
             z.writestr(entry, source.read_bytes())
     data = buffer.getvalue()
     folder = Path(directory or tempfile.gettempdir())
-    path = folder / f"kafka-console-analytics-jobs-{hashlib.sha256(data).hexdigest()[:16]}.zip"
+    # (the user's id in the name: another user's file of the same content, mode 0600, is not readable)
+    path = folder / f"kafka-console-analytics-jobs-{os.getuid()}-{hashlib.sha256(data).hexdigest()[:16]}.zip"
     if path.is_file() and path.read_bytes() == data:
         return path
     fd, partial = tempfile.mkstemp(prefix=".kafka-console-analytics-jobs-", suffix=".zip", dir=folder)

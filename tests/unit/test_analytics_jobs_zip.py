@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import zipfile
 from pathlib import Path
 
@@ -13,6 +14,7 @@ def test_every_session_of_the_same_code_reuses_one_file(tmp_path: Path) -> None:
     second = jobs_zip(tmp_path)
     assert first == second
     assert sorted(p.name for p in tmp_path.iterdir()) == [first.name]  # no file per call, no partial left
+    assert first.name.startswith(f"kafka-console-analytics-jobs-{os.getuid()}-")  # (one per user: each can read its own)
     names = zipfile.ZipFile(first).namelist()
     assert "analytics/__init__.py" in names and "analytics/records.py" in names
     assert any(n.startswith("analytics/jobs/") for n in names)
