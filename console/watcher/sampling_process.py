@@ -49,7 +49,8 @@ log = logging.getLogger(__name__)
 SAMPLER_NICENESS = 10
 # Groups per message: a pass that changed 50,000 groups (150 MB of JSON) went as one pickle, held
 # whole in both processes next to what it carried; ahead of the delta, the changed groups go in
-# pieces of this many, and the delta carries the last one.
+# pieces of this many, and the delta carries the last one. The watcher puts each in place as it
+# arrives (DeltaMerger.apply_piece), letting go of the JSON it replaces.
 GROUP_PIECE = 2000
 TOPIC_LISTS_MAX = 100_000  # distinct lists of topics the merger shares (DeltaMerger._topics): forgotten all at once beyond
 RESTART_STABLE_SECONDS = 30.0  # a process that ran this long is started again at once when it ends
@@ -201,20 +202,19 @@ class DeltaMerger:
             self._arrived[gid] = self._topics(topics)
 
     def apply(self, d: SampleDelta) -> Sample:
-        arrived, self._arrived = self._arrived, {}
+        if d.groups is not None:
+            self.apply_piece(d.groups)  # (the delta's own groups: the pass's last piece)
+        arrived, self._arrived = self._arrived, {}  # (every group the pass brought)
         if d.full:
             self.ends, self.starts, self.sizes, self.group_topics = OffsetColumns(), OffsetColumns(), None, {}
-            if self.group_parts is not None:  # (a new process's first pass: only what its pieces brought)
+            if self.group_parts is not None:  # (a new process's first pass: only what it brought)
                 self.group_parts = {key: self.group_parts[key] for key in map(GROUP_PART.__add__, arrived)}
         self.ends = self.ends.updated_packed(d.ends)
         self.starts = self.starts.updated_packed(d.starts)
         sizes = unpack_sizes(d.sizes) if d.sizes is not None else None
         if sizes is not None:
             self.sizes = (self.sizes or ListColumns()).updated(sizes)
-        if d.groups is not None and (d.groups or arrived or d.group_ids is not None or self.group_parts is None):
-            self.apply_piece(d.groups)
-            arrived.update(self._arrived)
-            self._arrived = {}
+        if d.groups is not None:
             parts, topics = cast(dict[str, bytes], self.group_parts), self.group_topics
             if d.group_ids is not None:
                 # (a new mapping: groups gone are left out)
