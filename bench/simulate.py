@@ -240,7 +240,8 @@ class SimGateway:
     def list_offsets(self, partitions: Iterable[tuple[str, int]], which: str) -> dict[tuple[str, int], int]:
         self._maybe_fail("list offsets")
         table = self.ask("offsets", which)
-        return {(t, p): table[t][p] for t, p in partitions if t in table and p < len(table[t])}
+        # (keyed by the objects asked for, as ClusterGateway.list_offsets answers)
+        return {tp: table[tp[0]][tp[1]] for tp in partitions if tp[0] in table and tp[1] < len(table[tp[0]])}
 
     def log_dir_sizes(self, brokers: list[int]) -> dict[tuple[str, int], dict[int, int]]:
         """The replicas on `brokers` (as DescribeLogDirs answers: each broker its own)."""

@@ -13,7 +13,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future
+from concurrent.futures import Future, as_completed
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -127,6 +127,8 @@ _STALE_METADATA = {
     "_UNKNOWN_PARTITION",
     "_UNKNOWN_TOPIC",
 }
+# Partitions per ListOffsets request (ClusterGateway._offsets_once): what one answer holds at once.
+OFFSETS_CHUNK = 10_000
 _NOT_FOUND = {"UNKNOWN_TOPIC_OR_PART", "UNKNOWN_TOPIC_OR_PARTITION", "_UNKNOWN_TOPIC", "_UNKNOWN_PARTITION", "GROUP_ID_NOT_FOUND", "RESOURCE_NOT_FOUND"}
 _NOT_AUTHORIZED = {
     "TOPIC_AUTHORIZATION_FAILED",
@@ -717,46 +719,89 @@ class ClusterGateway:
 
     # Offsets ---------------------------------------------------------------------------------
     def list_offsets(self, partitions: Iterable[tuple[str, int]], which: str) -> dict[tuple[str, int], int]:
-        """Earliest or latest offset of each partition; librdkafka batches them per leader.
+        """Earliest or latest offset of each partition; librdkafka batches them per leader. The
+        answer is keyed by the caller's own (topic, partition) objects (a caller that shares one
+        tuple per partition is given no new ones: 300,000 of them and their dict were a copy per
+        pass in the sampling process).
 
         Partitions whose leader cannot answer are left out rather than failing the whole call.
         """
-        spec = OffsetSpec.latest() if which == "latest" else OffsetSpec.earliest()
-        request = {TopicPartition(t, p): spec for t, p in partitions}
-        if not request:
+        spec = int((OffsetSpec.latest() if which == "latest" else OffsetSpec.earliest())._value)
+        asked = [tp if type(tp) is tuple else (tp[0], tp[1]) for tp in partitions]
+        if not asked:
             return {}
 
         def run() -> dict[tuple[str, int], int]:
             deadline = time.monotonic() + self.timeout
             result: dict[tuple[str, int], int] = {}
-            pending = dict(request)
+            pending = asked
             errors: dict[str, int] = {}
             while True:
-                futures = self._admin_client().list_offsets(pending, request_timeout=max(0.5, deadline - time.monotonic()))
-                retry: dict[TopicPartition, OffsetSpec] = {}
-                errors = {}
-                for tp, fut in futures.items():
-                    try:
-                        result[(tp.topic, tp.partition)] = self._result(fut).offset
-                    except KafkaException as exc:
-                        name = exc.args[0].name() if exc.args and isinstance(exc.args[0], KafkaError) else "UNKNOWN"
-                        errors[name] = errors.get(name, 0) + 1
-                        if name in _STALE_METADATA:
-                            retry[TopicPartition(tp.topic, tp.partition)] = pending[tp]
-                    except FutureTimeout:
-                        errors["_TIMED_OUT"] = errors.get("_TIMED_OUT", 0) + 1
+                retry, errors = self._offsets_once(pending, spec, deadline, result)
                 # A stale leader: ask a fresh client once more, inside this call's deadline.
                 if not retry or time.monotonic() + 0.2 > deadline or not self.renew_admin():
                     break
                 self.retries += 1
                 pending = retry
-            failed = len(request) - len(result)
+            failed = len(asked) - len(result)
             if failed and not result:
                 why = ", ".join(f"{n} x{c}" for n, c in sorted(errors.items()))
                 raise ClusterUnavailable(f"Cluster '{self.name}' returned no offsets ({failed} partitions failed: {why}).")
             return result
 
         return self._call(f"list {which} offsets", run)
+
+    def _offsets_once(self, asked: list[tuple[str, int]], spec: int, deadline: float,
+                      result: dict[tuple[str, int], int]) -> tuple[list[tuple[str, int]], dict[str, int]]:
+        """One ListOffsets round over `asked` (offsets into `result`, keyed by the asked objects):
+        the partitions to ask again (a stale leader) and the errors by name.
+
+        Sent OFFSETS_CHUNK partitions a request, every request at once (one deadline), each with one
+        future for its whole answer, read as it completes. AdminClient.list_offsets makes a
+        concurrent.futures.Future per partition (1.6 KB each): 490 MB held at once for an answer of
+        300,000 partitions, besides the answer itself. So the requests go to the client's C call,
+        as AdminClient.list_offsets sends them (its `_value` per spec, `_TopicPartition`s)."""
+        admin = self._admin_client()
+        timeout = max(0.5, deadline - time.monotonic())
+        chunks: dict[Future[Any], list[tuple[str, int]]] = {}
+        for start in range(0, len(asked), OFFSETS_CHUNK):
+            chunk = asked[start:start + OFFSETS_CHUNK]
+            future: Future[Any] = Future()
+            future.set_running_or_notify_cancel()
+            super(AdminClient, admin).list_offsets(  # type: ignore[misc]
+                [TopicPartition(t, int(p), spec) for t, p in dict.fromkeys(chunk)], future, request_timeout=timeout)
+            chunks[future] = chunk
+        retry: list[tuple[str, int]] = []
+        errors: dict[str, int] = {}
+
+        def failed(name: str, tps: Iterable[tuple[str, int]]) -> None:
+            for tp in tps:
+                errors[name] = errors.get(name, 0) + 1
+                if name in _STALE_METADATA:
+                    retry.append(tp)
+
+        try:
+            for future in as_completed(list(chunks), timeout=timeout + 1):
+                chunk = chunks.pop(future)
+                try:
+                    answers = future.result()
+                except KafkaException as exc:  # the whole request failed
+                    failed(exc.args[0].name() if exc.args and isinstance(exc.args[0], KafkaError) else "UNKNOWN", chunk)
+                    continue
+                own = {tp: tp for tp in chunk}  # (the caller's objects, found by value)
+                for tp, info in answers.items():
+                    key = own.get((tp.topic, tp.partition))
+                    if key is None:
+                        continue
+                    if isinstance(info, KafkaError):
+                        failed(info.name(), (key,))
+                    else:
+                        result[key] = info.offset
+                del answers, own
+        except FutureTimeout:
+            for chunk in chunks.values():
+                failed("_TIMED_OUT", chunk)
+        return retry, errors
 
     # Configs -----------------------------------------------------------------------------------
     def topic_configs(self, topics: Iterable[str], keys: frozenset[str] | None = None) -> dict[str, dict[str, str]]:

@@ -224,6 +224,10 @@ class Sampler:
         # and (until the pass ends) the last one's.
         self._sets: dict[tuple[TopicPartition, ...], GroupPartitions] = {}
         self._sets_in_use: dict[tuple[TopicPartition, ...], GroupPartitions] = {}
+        # The partitions to ask for as the shared tuples (`_asked`): of which collection, as of which names.
+        self._asked_list: list[TopicPartition] = []
+        self._asked_for: Collection[TopicPartition] | None = None
+        self._asked_names: dict[str, TopicPartition] | None = None
 
     def take(self, partitions: Collection[TopicPartition], live_brokers: list[int],
              on_refused: Callable[[str], None] | None = None) -> Sample:
@@ -231,15 +235,15 @@ class Sampler:
         started = time.time()
         last = self._last
         results: dict[str, dict[TopicPartition, int]] = {}
+        asked = self._asked(partitions)
         for which in ("latest", "earliest"):
             try:
                 self.requests += 1
-                # Keyed by the shared tuples from here on: what keeps a partition's key beyond
-                # this pass (the time tables' index) keeps the one tuple, not the gateway's (a new
-                # tuple per partition at every call: 16 MB at 300,000), and the offsets' columns
-                # name each topic with its one string.
-                shared = self.names.shared
-                results[which] = {shared(tp): v for tp, v in self.gateway.list_offsets(partitions, which).items()}
+                # Keyed by the shared tuples from here on (the gateway keys its answer with the
+                # objects asked for): what keeps a partition's key beyond this pass (the time
+                # tables' index) keeps the one tuple, and the offsets' columns name each topic with
+                # its one string. (Keyed anew here, the answer was held twice: 37 MB at 300,000.)
+                results[which] = self.gateway.list_offsets(asked, which)
             except GatewayError:
                 results[which] = {}
         # (the start offsets merged at once: their answer is not held through the groups' reading)
@@ -301,6 +305,15 @@ class Sampler:
         self._last = sample
         self.times.append(time.time() - started)
         return sample
+
+    def _asked(self, partitions: Collection[TopicPartition]) -> list[TopicPartition]:
+        """`partitions` as the shared tuples, made once for each collection the watcher hands over
+        (the same object while its layout is unchanged), and again after the names are cleared."""
+        if self._asked_for is not partitions or self._asked_names is not self.names.by_key:
+            shared = self.names.shared
+            self._asked_list = [shared(tp) for tp in partitions]
+            self._asked_for, self._asked_names = partitions, self.names.by_key
+        return self._asked_list
 
     def _read_sizes(self, brokers: list[int], before: Mapping[TopicPartition, Mapping[str, int]] | None) -> SizeColumns:
         """Every replica's size, read SIZE_BROKERS brokers at a time (DescribeLogDirs is one request
