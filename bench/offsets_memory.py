@@ -4,7 +4,9 @@
 tests/support.py), creates one topic of N partitions (replication factor 1) and measures, with
 tracemalloc, the peak of Python memory above the call's start, divided by N, for:
   - AdminClient.list_offsets as its documentation shows it (a future per partition), and
-  - the gateway's ClusterGateway.list_offsets (requests of OFFSETS_CHUNK partitions, one future each).
+  - the gateway's ClusterGateway.list_offsets (requests of OFFSETS_CHUNK partitions, one future each);
+and, for comparison, the watcher's metadata read (ClusterGateway.metadata, librdkafka's list_topics)
+of an unchanged cluster, whose answer is one Python object per partition.
 The sampling process makes two such calls per pass over every partition; the simulated cluster
 (bench/simulate.py) answers them from its model and cannot show this cost. Prints one JSON line
 and, with --append, adds it to docs/benchmarks.md.
@@ -70,10 +72,17 @@ def main() -> None:
             return {(tp.topic, tp.partition): f.result(31).offset for tp, f in futures.items()}
 
         public()
-        runs: dict[str, list[tuple[float, float]]] = {"public": [], "gateway": []}
+        runs: dict[str, list[tuple[float, float]]] = {"public": [], "gateway": [], "metadata": []}
+        gw.metadata()  # (the Topics built: later calls compare the answer with them)
+
+        def metadata() -> dict[Any, int]:
+            topic_of = {t.name: t for t in gw.metadata().topics}
+            return {(topic, p.partition): 0 for p in topic_of[topic].partitions}
+
         for _ in range(args.rounds):
             runs["public"].append(peak_per_partition(public, n))
             runs["gateway"].append(peak_per_partition(lambda: gw.list_offsets(asked, "latest"), n))
+            runs["metadata"].append(peak_per_partition(metadata, n))
         gw.close()
     result = {
         "partitions": n,
@@ -82,8 +91,10 @@ def main() -> None:
         "gateway_peak_bytes_per_partition": round(statistics.median(b for b, _s in runs["gateway"])),
         "public_seconds": round(statistics.median(s for _b, s in runs["public"]), 3),
         "gateway_seconds": round(statistics.median(s for _b, s in runs["gateway"]), 3),
+        "metadata_peak_bytes_per_partition": round(statistics.median(b for b, _s in runs["metadata"])),
+        "metadata_seconds": round(statistics.median(s for _b, s in runs["metadata"]), 3),
     }
-    for which in ("public", "gateway"):  # what the sampling process's two calls a pass would hold at 300,000
+    for which in ("public", "gateway", "metadata"):  # what the sampling process's two calls a pass would hold at 300,000
         result[f"{which}_mb_at_300000"] = round(result[f"{which}_peak_bytes_per_partition"] * 300_000 / 1e6, 1)
     print(json.dumps(result), flush=True)
     if args.append:
@@ -98,7 +109,10 @@ def main() -> None:
                     f"{result['public_mb_at_300000']:,} MB | {result['public_seconds']} |\n"
                     f"| {n:,} | ClusterGateway.list_offsets (requests of {OFFSETS_CHUNK:,}, a future each) | "
                     f"{result['gateway_peak_bytes_per_partition']:,} B | {result['gateway_mb_at_300000']:,} MB | "
-                    f"{result['gateway_seconds']} |\n")
+                    f"{result['gateway_seconds']} |\n"
+                    f"| {n:,} | ClusterGateway.metadata, nothing changed (librdkafka's list_topics) | "
+                    f"{result['metadata_peak_bytes_per_partition']:,} B | {result['metadata_mb_at_300000']:,} MB | "
+                    f"{result['metadata_seconds']} |\n")
 
 
 if __name__ == "__main__":

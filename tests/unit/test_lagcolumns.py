@@ -90,7 +90,7 @@ def test_rows_follow_a_groups_partitions_and_are_reused_after_the_group_goes():
     a = cols.rows_of("g", (("t", 0), ("t", 1)))
     cols.record(a, np.array([5, 6]), np.array([9, 9]), 1.0, np.array([True, True]))
     # The same partitions: the same rows. One more partition: the others keep their windows.
-    assert cols.rows_of("g", (("t", 0), ("t", 1))) is a
+    assert cols.rows_of("g", (("t", 0), ("t", 1))).tolist() == a.tolist()
     b = cols.rows_of("g", (("t", 1), ("t", 2)))
     assert b[0] == a[1]
     assert cols.window(int(b[0])).commits[0].offset == 6
@@ -100,6 +100,31 @@ def test_rows_follow_a_groups_partitions_and_are_reused_after_the_group_goes():
     assert cols.windows() == 0 and cols.groups() == 0
     again = cols.rows_of("h", (("u", 0),))
     assert cols.window(int(again[0])).commits == []  # a reused row starts empty
+
+
+def test_a_groups_rows_that_follow_each_other_are_kept_as_their_first():
+    import tracemalloc
+
+    cols = WindowColumns(size=3)
+    cols.reserve(60_000)
+    groups = {f"g{i}": tuple((f"t{i}", p) for p in range(30)) for i in range(2000)}
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        first = {g: cols.rows_of(g, tps) for g, tps in groups.items()}
+        del first
+        per_group = (tracemalloc.get_traced_memory()[0] - before) / len(groups)
+    finally:
+        tracemalloc.stop()
+    assert per_group < 200, per_group  # (an array of 30 rows each was 350 bytes and more)
+    # Asked again: the same rows; a group whose partitions change keeps its windows' rows, as an array
+    # when they no longer follow each other.
+    assert cols.rows_of("g1", groups["g1"]).tolist() == list(range(30, 60))
+    cols.retain([g for g in groups if g != "g0"])  # rows 0-29 free
+    moved = cols.rows_of("g1", (("t1", 29), ("t1", 0), ("x", 0)))
+    assert moved[:2].tolist() == [59, 30] and moved[2] < 30
+    assert cols.rows_of("g1", (("t1", 29), ("t1", 0), ("x", 0))).tolist() == moved.tolist()
+    assert cols.windows() == 1999 * 30 - 27
 
 
 def test_group_ranks_follow_the_group_scale():

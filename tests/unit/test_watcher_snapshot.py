@@ -348,6 +348,21 @@ def test_content_serialised_through_the_topic_cache_is_the_same_bytes_and_reseri
     assert later.content_bytes() != snap.content_bytes()
 
 
+def test_a_topics_stored_part_is_its_json_compressed_and_a_plain_one_from_before_still_reads():
+    import orjson
+
+    from console.watcher.snapshot import CONTENT_OPTIONS, TopicBytes, part_json
+
+    parts = [part(n, leader=1 + n % 3, replicas=(1 + n % 3, 1 + (n + 1) % 3), end_offset=10_000 + n * 7) for n in range(30)]
+    t = topic("a\"<odd>/é", *parts, min_isr=2)
+    plain = orjson.dumps(t, option=CONTENT_OPTIONS)
+    stored = TopicBytes().each({t.name: t}, "t:")["t:" + t.name]
+    assert stored[:1] == b"L" and len(stored) * 2 < len(plain), (len(stored), len(plain))
+    assert part_json(stored) == plain
+    assert Snapshot.topic_from_json(stored) == Snapshot.topic_from_json(plain) == t
+    assert part_json(plain) is plain
+
+
 def test_a_group_stored_by_an_earlier_version_loads_and_its_evaluation_round_trips():
     """Groups once stored their evaluation as a dict per partition ("lag"); a snapshot still in Redis
     from then loads (the field is dropped, the next sample fills the columns in)."""
@@ -378,7 +393,7 @@ def test_a_changed_topic_reserialises_only_its_new_partition_objects_and_writes_
 
     import orjson
 
-    from console.watcher.snapshot import CONTENT_OPTIONS, TopicBytes
+    from console.watcher.snapshot import CONTENT_OPTIONS, TopicBytes, part_json
 
     rng = random.Random(seed)
 
@@ -417,7 +432,7 @@ def test_a_changed_topic_reserialises_only_its_new_partition_objects_and_writes_
                                produce_rate=rng.choice([None, 0.0, 12.5, 1e300]), internal=rng.random() < 0.1)
         out = cache.each(topics, "t:")
         for n, tt in topics.items():
-            assert out["t:" + n] == orjson.dumps(tt, option=CONTENT_OPTIONS), (seed, step, n)
+            assert part_json(out["t:" + n]) == orjson.dumps(tt, option=CONTENT_OPTIONS), (seed, step, n)
         assert cache.serialised == 1
         if replaced >= 0:
             assert cache.partitions_serialised == replaced, (seed, step)
