@@ -127,6 +127,8 @@ _STALE_METADATA = {
     "_UNKNOWN_PARTITION",
     "_UNKNOWN_TOPIC",
 }
+# Groups described at a time (ClusterGateway.consumer_groups): what kafka-python's decoded answers hold at once.
+DESCRIBE_CHUNK = 2000
 # Partitions per ListOffsets request (ClusterGateway._offsets_once): what one answer holds at once.
 OFFSETS_CHUNK = 10_000
 _NOT_FOUND = {"UNKNOWN_TOPIC_OR_PART", "UNKNOWN_TOPIC_OR_PARTITION", "_UNKNOWN_TOPIC", "_UNKNOWN_PARTITION", "GROUP_ID_NOT_FOUND", "RESOURCE_NOT_FOUND"}
@@ -884,69 +886,81 @@ class ClusterGateway:
 
     # Consumer groups ---------------------------------------------------------------------------
     def consumer_groups(self, partition: Callable[[tuple[str, int]], tuple[str, int]] | None = None) -> list[ConsumerGroup]:
-        """Every group with its state and members: one ListGroups per broker, one batched
-        FindCoordinator, then per coordinator one DescribeGroups for its classic groups, one
-        ConsumerGroupDescribe for its new-protocol groups (KIP-848) and one ShareGroupDescribe for
-        its share groups (KIP-932); never one request per group. `partition`: what names each
-        assigned partition in the answer, given the (topic, partition) tuple (the watcher's sampler
-        passes its shared tuples: at 50,000 groups the answer held 1.5 million tuples of its own)."""
+        """Every group with its state and members: one ListGroups per broker, then, for each
+        DESCRIBE_CHUNK groups, one batched FindCoordinator and per coordinator one DescribeGroups
+        for its classic groups, one ConsumerGroupDescribe for its new-protocol groups (KIP-848) and
+        one ShareGroupDescribe for its share groups (KIP-932); never one request per group.
+        `partition`: what names each assigned partition in the answer, given the (topic, partition)
+        tuple (the watcher's sampler passes its shared tuples: at 50,000 groups the answer held 1.5
+        million tuples of its own).
+
+        Each chunk's answers are made into ConsumerGroups before the next is asked for: kafka-python's
+        decoded answers are about 3.6 KB a group beyond the ConsumerGroup made of them (30 partitions
+        over two members), 180 MB held at once at 50,000 groups when all were described together."""
         named = partition if partition is not None else _same_partition
 
-        def run() -> list[ConsumerGroup]:
-            def describe(admin: KafkaAdminClient) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any],
-                                                            dict[str, int | None]]:
-                listed = admin.list_groups()
-                by_type: dict[str, list[str]] = {}
-                for g in listed:
-                    by_type.setdefault(g.get("group_type") or "classic", []).append(g["group_id"])
-                classic = sorted(set(by_type.get("classic", [])))
+        def describe(ids: list[str], kind_of: dict[str, str]) -> Callable[[KafkaAdminClient], tuple[
+                dict[str, Any], dict[str, Any], dict[str, int | None]]]:
+            def run(admin: KafkaAdminClient) -> tuple[dict[str, Any], dict[str, Any], dict[str, int | None]]:
+                classic = [gid for gid in ids if kind_of[gid] == "classic"]
                 described = admin.describe_groups(classic) if classic else {}
                 modern: dict[str, Any] = {}
                 if protocol.available():
                     for kind in ("consumer", "share"):
-                        ids = sorted(set(by_type.get(kind, [])))
-                        if ids:
-                            modern.update(protocol.describe(admin, ids, kind))
+                        of_kind = [gid for gid in ids if kind_of[gid] == kind]
+                        if of_kind:
+                            modern.update(protocol.describe(admin, of_kind, kind))
                 cluster = admin._manager.cluster  # coordinators found while describing, cached by kafka-python
-                return listed, described, modern, {g["group_id"]: cluster.get_coordinator(g["group_id"]) for g in listed}
+                return described, modern, {gid: cluster.get_coordinator(gid) for gid in ids}
 
-            listed, described, modern, coordinators = self._with_kafka_python("groups", describe)
-            moved = [gid for gid, d in [*described.items(), *modern.items()] if _COORDINATOR_MOVED.search(str(d.get("error") or ""))]
-            if moved:  # the coordinator moved (broker restart, leader election): find it afresh next time
-                log.info("coordinator of %d group(s) moved (e.g. %s); renewing the groups client", len(moved), moved[0])
-                self.forget_kafka_python("groups")
+            return run
+
+        def run() -> list[ConsumerGroup]:
+            listed = self._with_kafka_python("groups", lambda admin: admin.list_groups())
             kinds = {g["group_id"]: g for g in listed}
-            groups = []
-            for gid in sorted(kinds):
-                listing = kinds[gid]
-                group_type = listing.get("group_type") or "classic"
-                if gid in modern:
-                    groups.append(self._modern_group(gid, group_type, listing, modern[gid], named))
-                    continue
-                d = described.get(gid, {})
-                members = []
-                for m in d.get("members", []):
-                    assignment = (m.get("member_assignment") or {}).get("assigned_partitions", [])
-                    members.append(GroupMember(
-                        member_id=m.get("member_id", ""),
-                        client_id=m.get("client_id", ""),
-                        host=str(m.get("client_host", "")).lstrip("/"),
-                        assignment=tuple([named(tp) for tp in sorted((a["topic"], p) for a in assignment for p in a["partitions"])]),
-                        instance_id=m.get("group_instance_id"),
+            del listed
+            kind_of = {gid: g.get("group_type") or "classic" for gid, g in kinds.items()}
+            ordered = sorted(kinds)
+            groups: list[ConsumerGroup] = []
+            for start in range(0, len(ordered), DESCRIBE_CHUNK):
+                chunk = ordered[start:start + DESCRIBE_CHUNK]
+                described, modern, coordinators = self._with_kafka_python("groups", describe(chunk, kind_of))
+                moved = [gid for gid, d in [*described.items(), *modern.items()]
+                         if _COORDINATOR_MOVED.search(str(d.get("error") or ""))]
+                if moved:  # the coordinator moved (broker restart, leader election): find it afresh next time
+                    log.info("coordinator of %d group(s) moved (e.g. %s); renewing the groups client", len(moved), moved[0])
+                    self.forget_kafka_python("groups")
+                for gid in chunk:
+                    listing = kinds[gid]
+                    group_type = listing.get("group_type") or "classic"
+                    if gid in modern:
+                        groups.append(self._modern_group(gid, group_type, listing, modern[gid], named))
+                        continue
+                    d = described.get(gid, {})
+                    members = []
+                    for m in d.get("members", []):
+                        assignment = (m.get("member_assignment") or {}).get("assigned_partitions", [])
+                        members.append(GroupMember(
+                            member_id=m.get("member_id", ""),
+                            client_id=m.get("client_id", ""),
+                            host=str(m.get("client_host", "")).lstrip("/"),
+                            assignment=tuple([named(tp) for tp in sorted((a["topic"], p) for a in assignment for p in a["partitions"])]),
+                            instance_id=m.get("group_instance_id"),
+                        ))
+                    error = d.get("error")
+                    if group_type != "classic" and not error:
+                        error = f"The console cannot describe {group_type} groups yet; members are not shown."
+                    groups.append(ConsumerGroup(
+                        group_id=gid,
+                        state=(d.get("group_state") if group_type == "classic" else None) or listing.get("group_state") or "Unknown",
+                        protocol_type=d.get("protocol_type", listing.get("protocol_type", "")) or listing.get("protocol_type") or "",
+                        group_type=group_type,
+                        assignor=d.get("protocol_data", "") or "",
+                        members=tuple(sorted(members, key=lambda m: m.member_id)),
+                        error=error,
+                        coordinator=coordinators.get(gid),
                     ))
-                error = d.get("error")
-                if group_type != "classic" and not error:
-                    error = f"The console cannot describe {group_type} groups yet; members are not shown."
-                groups.append(ConsumerGroup(
-                    group_id=gid,
-                    state=(d.get("group_state") if group_type == "classic" else None) or listing.get("group_state") or "Unknown",
-                    protocol_type=d.get("protocol_type", listing.get("protocol_type", "")) or listing.get("protocol_type") or "",
-                    group_type=group_type,
-                    assignor=d.get("protocol_data", "") or "",
-                    members=tuple(sorted(members, key=lambda m: m.member_id)),
-                    error=error,
-                    coordinator=coordinators.get(gid),
-                ))
+                del described, modern
             return groups
 
         return self._call("list consumer groups", run)

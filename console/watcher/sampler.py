@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 from django.conf import settings
 
-from console.gateway.client import ClusterGateway
+from console.gateway.client import DESCRIBE_CHUNK, ClusterGateway
 from console.gateway.errors import GatewayError
 from console.gateway.types import ConsumerGroup
 from console.watcher import registry
@@ -350,6 +350,7 @@ class Sampler:
         coordinators = len({g.coordinator for g in described if g.coordinator is not None})
         kinds = len({g.group_type for g in described} & {"classic", "consumer", "share"})
         count = len(described)
+        described_chunks = max(1, -(-count // DESCRIBE_CHUNK))
         chunks = [described[i:i + GROUP_CHUNK] for i in range(0, len(described), GROUP_CHUNK)]
         del described
         fetches = max(1, sum(1 for chunk in chunks if any(g.group_type != "share" for g in chunk)))
@@ -384,10 +385,11 @@ class Sampler:
             "groups": count,
             "group_partitions": group_partitions,
             "groups_fetch_seconds": round(fetching, 3),
-            # ListGroups per broker, FindCoordinator batched, then per coordinator one describe per
-            # kind of group (classic, consumer, share), one offset fetch per chunk of groups, and
-            # one for the share groups.
-            "group_requests_bound": brokers + 1 + (kinds + fetches + bool(shared)) * coordinators,
+            # ListGroups per broker, then for each chunk of groups described (DESCRIBE_CHUNK) one
+            # batched FindCoordinator and per coordinator one describe per kind of group (classic,
+            # consumer, share); per coordinator one offset fetch per chunk of groups, and one for
+            # the share groups.
+            "group_requests_bound": brokers + described_chunks + (kinds * described_chunks + fetches + bool(shared)) * coordinators,
             # ... and what was really sent (counted at kafka-python's connection manager).
             "group_requests": self.gateway.kafka_python_requests.get("groups", 0) - sent_before,
             "coordinators": coordinators,
