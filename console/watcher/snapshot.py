@@ -387,7 +387,7 @@ def part_json(raw: bytes) -> bytes:
     if head == b"{":
         return raw
     if head == _LZ4:
-        return bytes(lz4.block.decompress(memoryview(raw)[1:]))
+        return lz4.block.decompress(memoryview(raw)[1:])
     return zlib.decompress(raw)
 
 
