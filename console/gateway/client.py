@@ -745,10 +745,9 @@ class ClusterGateway:
                     break
                 self.retries += 1
                 pending = retry
-            failed = len(asked) - len(result)
-            if failed and not result:
+            if not result:
                 why = ", ".join(f"{n} x{c}" for n, c in sorted(errors.items()))
-                raise ClusterUnavailable(f"Cluster '{self.name}' returned no offsets ({failed} partitions failed: {why}).")
+                raise ClusterUnavailable(f"Cluster '{self.name}' returned no offsets ({len(set(asked))} partitions failed: {why}).")
             return result
 
         return self._call(f"list {which} offsets", run)
@@ -788,7 +787,7 @@ class ClusterGateway:
                 try:
                     answers = future.result()
                 except KafkaException as exc:  # the whole request failed
-                    failed(exc.args[0].name() if exc.args and isinstance(exc.args[0], KafkaError) else "UNKNOWN", chunk)
+                    failed(exc.args[0].name() if exc.args and isinstance(exc.args[0], KafkaError) else "UNKNOWN", dict.fromkeys(chunk))
                     continue
                 own = {tp: tp for tp in chunk}  # (the caller's objects, found by value)
                 for tp, info in answers.items():
@@ -802,7 +801,7 @@ class ClusterGateway:
                 del answers, own
         except FutureTimeout:
             for chunk in chunks.values():
-                failed("_TIMED_OUT", chunk)
+                failed("_TIMED_OUT", dict.fromkeys(chunk))
         return retry, errors
 
     # Configs -----------------------------------------------------------------------------------

@@ -157,3 +157,23 @@ def test_unexpected_exception_becomes_a_plain_gateway_error_with_the_action():
     assert type(error) is GatewayError
     assert "create topic 'orders'" in error.message
     assert "weird" in error.message
+
+
+def test_offsets_asked_of_a_cluster_nobody_answers_fail_within_the_deadline_naming_each_partition_once():
+    """The offsets requests go to librdkafka's own call, one future a request: when none is
+    answered, the call ends at its deadline with every distinct partition counted once."""
+    import time
+
+    from console.gateway.client import ClusterGateway
+    from console.gateway.config import ClusterConfig
+    from console.gateway.errors import ClusterUnavailable
+
+    gw = ClusterGateway(ClusterConfig(name="c", bootstrap_servers="127.0.0.1:9"), timeout=1.5)
+    try:
+        started = time.monotonic()
+        with pytest.raises(ClusterUnavailable) as caught:
+            gw.list_offsets([("t", 0), ("t", 1), ("t", 0)], "latest")
+        assert time.monotonic() - started < 1.5 + 2
+        assert "returned no offsets (2 partitions failed: _TIMED_OUT x2)" in caught.value.message
+    finally:
+        gw.close()
