@@ -368,6 +368,8 @@ def group_part(g: GroupState) -> bytes:
     pass renewed them; compressed it is a quarter of that (about 25 us a group to make). Redis keeps
     them so too. `Snapshot.group_from_json` reads both forms (JSON starts with "{", zlib with "x")."""
     return zlib.compress(orjson.dumps(g, default=_encode, option=CONTENT_OPTIONS), 1)
+
+
 _LZ4 = b"L"  # (what starts a part compressed with LZ4: JSON starts with "{", zlib with "x")
 
 
@@ -450,8 +452,8 @@ class TopicBytes:
         return obj, topic_part(head + b",".join(frags) + shell[cut:]), (), starts
 
     def each(self, objects: dict[str, Any], prefix: str = "") -> dict[str, bytes]:
-        """Each object's JSON (the same bytes object as last time for an object seen then), under
-        `prefix` + its name."""
+        """Each object's stored part (a topic's `topic_part`, a group's `group_part`; the same bytes
+        object as last time for an object seen then), under `prefix` + its name."""
         kept: dict[str, tuple[Any, bytes, tuple[Any, ...], array[int] | None]] = {}
         out: dict[str, bytes] = {}
         cache, fresh, marks = self._cache, 0, self._marks

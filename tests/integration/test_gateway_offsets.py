@@ -6,13 +6,13 @@ never makes."""
 
 from __future__ import annotations
 
-import tracemalloc
 from collections.abc import Iterator
 
 import pytest
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
+from bench.offsets_memory import peak_per_partition
 from console.gateway import client
 from console.gateway.client import ClusterGateway
 from console.gateway.config import ClusterConfig
@@ -71,19 +71,8 @@ def test_an_offsets_answer_holds_no_future_per_partition(kafka_cluster: Cluster,
 
         assert len(public()) == partitions
 
-        def peak_per_partition(call: object) -> float:
-            tracemalloc.start()
-            try:
-                before = tracemalloc.get_traced_memory()[0]
-                tracemalloc.reset_peak()
-                answer = call()  # type: ignore[operator]
-                assert len(answer) == partitions
-                return (tracemalloc.get_traced_memory()[1] - before) / partitions
-            finally:
-                tracemalloc.stop()
-
-        by_future = min(peak_per_partition(public) for _ in range(2))
-        ours = max(peak_per_partition(lambda: gateway.list_offsets(asked, "latest")) for _ in range(2))
+        by_future = min(peak_per_partition(public, partitions)[0] for _ in range(2))
+        ours = max(peak_per_partition(lambda: gateway.list_offsets(asked, "latest"), partitions)[0] for _ in range(2))
         # A future per partition is 1.6 KB of the public call's peak; the gateway's whole answer,
         # request and result, less than half of the public call's.
         print(f"peak per partition: AdminClient.list_offsets {by_future:.0f} B, the gateway's {ours:.0f} B")
