@@ -40,7 +40,7 @@ import sys
 import threading
 import time
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -249,19 +249,26 @@ class SimGateway:
         return {(t, p): dict.fromkeys(on, size) for t, p, on, size in self.ask("sizes", sorted(set(brokers)))}
 
     def consumer_groups(self, partition: Any = None) -> list[Any]:
+        return [g for chunk in self.consumer_group_chunks(partition) for g in chunk]
+
+    def consumer_group_chunks(self, partition: Any = None) -> Iterator[list[Any]]:
+        """As ClusterGateway's: every group listed at once, then described DESCRIBE_CHUNK at a time."""
+        from console.gateway.client import DESCRIBE_CHUNK
         from console.gateway.types import ConsumerGroup, GroupMember
 
         self._maybe_fail("list consumer groups")
         named = partition if partition is not None else (lambda tp: tp)
         brokers = len(self._brokers_known())
-        out = []
-        for gid, topic, n_parts, members in self.ask("group_list"):
-            parts = list(range(n_parts))
-            ms = tuple(GroupMember(f"{gid}-m{i}", f"client-{i}", "/10.0.0.1", tuple([named((topic, p)) for p in parts[i::members]]))
-                       for i in range(members))
-            out.append(ConsumerGroup(group_id=gid, state="Stable", protocol_type="consumer", group_type="classic",
-                                     assignor="range", members=ms, coordinator=1 + hash(gid) % brokers))
-        return out
+        listed = self.ask("group_list")
+        for start in range(0, len(listed), DESCRIBE_CHUNK):
+            out = []
+            for gid, topic, n_parts, members in listed[start:start + DESCRIBE_CHUNK]:
+                parts = list(range(n_parts))
+                ms = tuple(GroupMember(f"{gid}-m{i}", f"client-{i}", "/10.0.0.1", tuple([named((topic, p)) for p in parts[i::members]]))
+                           for i in range(members))
+                out.append(ConsumerGroup(group_id=gid, state="Stable", protocol_type="consumer", group_type="classic",
+                                         assignor="range", members=ms, coordinator=1 + hash(gid) % brokers))
+            yield out
 
     def group_offsets(self, group_ids: list[str]) -> dict[str, dict[tuple[str, int], int]]:
         return {gid: {(topic, p): o for p, o in committed.items()} for gid, (topic, committed) in self.ask("group_commits", group_ids).items()}

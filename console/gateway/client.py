@@ -12,7 +12,7 @@ import re
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, as_completed
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextvars import ContextVar
@@ -885,19 +885,34 @@ class ClusterGateway:
 
     # Consumer groups ---------------------------------------------------------------------------
     def consumer_groups(self, partition: Callable[[tuple[str, int]], tuple[str, int]] | None = None) -> list[ConsumerGroup]:
-        """Every group with its state and members: one ListGroups per broker, then, for each
-        DESCRIBE_CHUNK groups, one batched FindCoordinator and per coordinator one DescribeGroups
-        for its classic groups, one ConsumerGroupDescribe for its new-protocol groups (KIP-848) and
-        one ShareGroupDescribe for its share groups (KIP-932); never one request per group.
-        `partition`: what names each assigned partition in the answer, given the (topic, partition)
-        tuple (the watcher's sampler passes its shared tuples: at 50,000 groups the answer held 1.5
-        million tuples of its own).
+        """Every group with its state and members (`consumer_group_chunks`, as one list)."""
+        return self._call("list consumer groups",
+                          lambda: [g for chunk in self._group_chunks(partition or _same_partition) for g in chunk])
 
-        Each chunk's answers are made into ConsumerGroups before the next is asked for: kafka-python's
-        decoded answers are about 3.6 KB a group beyond the ConsumerGroup made of them (30 partitions
-        over two members), 180 MB held at once at 50,000 groups when all were described together."""
-        named = partition if partition is not None else _same_partition
+    def consumer_group_chunks(self, partition: Callable[[tuple[str, int]], tuple[str, int]] | None = None,
+                              ) -> Iterator[list[ConsumerGroup]]:
+        """Every group with its state and members, DESCRIBE_CHUNK groups at a time, each chunk
+        described when the one before has been taken (so the caller, turning each into what it
+        keeps, never holds every group's answer: 50 MB at 50,000 groups): one ListGroups per broker
+        first, then for each chunk one batched FindCoordinator and per coordinator one
+        DescribeGroups for its classic groups, one ConsumerGroupDescribe for its new-protocol groups
+        (KIP-848) and one ShareGroupDescribe for its share groups (KIP-932); never one request per
+        group. A read that fails raises GatewayError from the iteration. `partition`: what names
+        each assigned partition in the answer, given the (topic, partition) tuple (the watcher's
+        sampler passes its shared tuples: at 50,000 groups the answer held 1.5 million tuples of
+        its own).
 
+        kafka-python's decoded answers are about 3.6 KB a group beyond the ConsumerGroup made of
+        them (30 partitions over two members): 180 MB held at once at 50,000 groups when all were
+        described together."""
+        chunks = self._group_chunks(partition or _same_partition)
+        while True:
+            chunk = self._call("list consumer groups", lambda: next(chunks, None))
+            if chunk is None:
+                return
+            yield chunk
+
+    def _group_chunks(self, named: Callable[[tuple[str, int]], tuple[str, int]]) -> Iterator[list[ConsumerGroup]]:
         def describe(ids: list[str], kind_of: dict[str, str]) -> Callable[[KafkaAdminClient], tuple[
                 dict[str, Any], dict[str, Any], dict[str, int | None]]]:
             def run(admin: KafkaAdminClient) -> tuple[dict[str, Any], dict[str, Any], dict[str, int | None]]:
@@ -914,55 +929,52 @@ class ClusterGateway:
 
             return run
 
-        def run() -> list[ConsumerGroup]:
-            listed = self._with_kafka_python("groups", lambda admin: admin.list_groups())
-            kinds = {g["group_id"]: g for g in listed}
-            del listed
-            kind_of = {gid: g.get("group_type") or "classic" for gid, g in kinds.items()}
-            ordered = sorted(kinds)
+        listed = self._with_kafka_python("groups", lambda admin: admin.list_groups())
+        kinds = {g["group_id"]: g for g in listed}
+        del listed
+        kind_of = {gid: g.get("group_type") or "classic" for gid, g in kinds.items()}
+        ordered = sorted(kinds)
+        for start in range(0, len(ordered), DESCRIBE_CHUNK):
+            chunk = ordered[start:start + DESCRIBE_CHUNK]
+            described, modern, coordinators = self._with_kafka_python("groups", describe(chunk, kind_of))
+            moved = [gid for gid, d in [*described.items(), *modern.items()]
+                     if _COORDINATOR_MOVED.search(str(d.get("error") or ""))]
+            if moved:  # the coordinator moved (broker restart, leader election): find it afresh next time
+                log.info("coordinator of %d group(s) moved (e.g. %s); renewing the groups client", len(moved), moved[0])
+                self.forget_kafka_python("groups")
             groups: list[ConsumerGroup] = []
-            for start in range(0, len(ordered), DESCRIBE_CHUNK):
-                chunk = ordered[start:start + DESCRIBE_CHUNK]
-                described, modern, coordinators = self._with_kafka_python("groups", describe(chunk, kind_of))
-                moved = [gid for gid, d in [*described.items(), *modern.items()]
-                         if _COORDINATOR_MOVED.search(str(d.get("error") or ""))]
-                if moved:  # the coordinator moved (broker restart, leader election): find it afresh next time
-                    log.info("coordinator of %d group(s) moved (e.g. %s); renewing the groups client", len(moved), moved[0])
-                    self.forget_kafka_python("groups")
-                for gid in chunk:
-                    listing = kinds[gid]
-                    group_type = listing.get("group_type") or "classic"
-                    if gid in modern:
-                        groups.append(self._modern_group(gid, group_type, listing, modern[gid], named))
-                        continue
-                    d = described.get(gid, {})
-                    members = []
-                    for m in d.get("members", []):
-                        assignment = (m.get("member_assignment") or {}).get("assigned_partitions", [])
-                        members.append(GroupMember(
-                            member_id=m.get("member_id", ""),
-                            client_id=m.get("client_id", ""),
-                            host=str(m.get("client_host", "")).lstrip("/"),
-                            assignment=tuple([named(tp) for tp in sorted((a["topic"], p) for a in assignment for p in a["partitions"])]),
-                            instance_id=m.get("group_instance_id"),
-                        ))
-                    error = d.get("error")
-                    if group_type != "classic" and not error:
-                        error = f"The console cannot describe {group_type} groups yet; members are not shown."
-                    groups.append(ConsumerGroup(
-                        group_id=gid,
-                        state=(d.get("group_state") if group_type == "classic" else None) or listing.get("group_state") or "Unknown",
-                        protocol_type=d.get("protocol_type", listing.get("protocol_type", "")) or listing.get("protocol_type") or "",
-                        group_type=group_type,
-                        assignor=d.get("protocol_data", "") or "",
-                        members=tuple(sorted(members, key=lambda m: m.member_id)),
-                        error=error,
-                        coordinator=coordinators.get(gid),
+            for gid in chunk:
+                listing = kinds[gid]
+                group_type = listing.get("group_type") or "classic"
+                if gid in modern:
+                    groups.append(self._modern_group(gid, group_type, listing, modern[gid], named))
+                    continue
+                d = described.get(gid, {})
+                members = []
+                for m in d.get("members", []):
+                    assignment = (m.get("member_assignment") or {}).get("assigned_partitions", [])
+                    members.append(GroupMember(
+                        member_id=m.get("member_id", ""),
+                        client_id=m.get("client_id", ""),
+                        host=str(m.get("client_host", "")).lstrip("/"),
+                        assignment=tuple([named(tp) for tp in sorted((a["topic"], p) for a in assignment for p in a["partitions"])]),
+                        instance_id=m.get("group_instance_id"),
                     ))
-                del described, modern
-            return groups
-
-        return self._call("list consumer groups", run)
+                error = d.get("error")
+                if group_type != "classic" and not error:
+                    error = f"The console cannot describe {group_type} groups yet; members are not shown."
+                groups.append(ConsumerGroup(
+                    group_id=gid,
+                    state=(d.get("group_state") if group_type == "classic" else None) or listing.get("group_state") or "Unknown",
+                    protocol_type=d.get("protocol_type", listing.get("protocol_type", "")) or listing.get("protocol_type") or "",
+                    group_type=group_type,
+                    assignor=d.get("protocol_data", "") or "",
+                    members=tuple(sorted(members, key=lambda m: m.member_id)),
+                    error=error,
+                    coordinator=coordinators.get(gid),
+                ))
+            del described, modern
+            yield groups
 
     @staticmethod
     def _modern_group(gid: str, group_type: str, listing: dict[str, Any], d: dict[str, Any],

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 from django.conf import settings
 
-from console.gateway.client import DESCRIBE_CHUNK, ClusterGateway
+from console.gateway.client import ClusterGateway
 from console.gateway.errors import GatewayError
 from console.gateway.types import ConsumerGroup
 from console.watcher import registry
@@ -330,56 +330,67 @@ class Sampler:
         return SizeColumns.read(answers(), before)
 
     def _poll_groups(self, brokers: int, partitions: int) -> dict[str, GroupState] | None:
-        """Every group's state: described all at once, their committed offsets fetched and turned
-        into states GROUP_CHUNK groups at a time, each chunk's answers let go before the next is
-        asked for (at 50,000 groups the answers for all of them, a new tuple and dict entry per
-        group partition, were 250 MB of each pass's peak). None when any read failed: the pass
-        keeps the last complete groups."""
-        started = time.monotonic()
+        """Every group's state: described a chunk at a time (the gateway's
+        `consumer_group_chunks`), each chunk's committed offsets fetched and turned into states
+        GROUP_CHUNK groups at a time, and each chunk's answers let go before the next is asked for
+        (at 50,000 groups the answers for all of them were 250 MB of each pass's peak for the
+        offsets, 50 MB for the descriptions). None when any read failed: the pass keeps the last
+        complete groups."""
         sent_before = self.gateway.kafka_python_requests.get("groups", 0)
         fetching = 0.0
-        try:
-            described = self.gateway.consumer_groups(self.names.shared)
-            shared = [g.group_id for g in described if g.group_type == "share"]
-            share_offsets = self.gateway.share_group_offsets(shared)
-            self.requests += 1 + bool(shared)
-        except GatewayError as exc:
-            log.info("could not read consumer groups of %s: %s", self.cluster, exc.message)
-            return None
-        fetching += time.monotonic() - started
-        coordinators = len({g.coordinator for g in described if g.coordinator is not None})
-        kinds = len({g.group_type for g in described} & {"classic", "consumer", "share"})
-        count = len(described)
-        described_chunks = max(1, -(-count // DESCRIBE_CHUNK))
-        chunks = [described[i:i + GROUP_CHUNK] for i in range(0, len(described), GROUP_CHUNK)]
-        del described
-        fetches = max(1, sum(1 for chunk in chunks if any(g.group_type != "share" for g in chunk)))
         out: dict[str, GroupState] = {}
         cache: dict[str, tuple[Any, Any, Any, GroupState]] = {}
         # (the sets of partitions the last pass's states commit on, and this one's: those no state
         # uses any more are let go)
+        sets_before = self._sets, self._sets_in_use
         self._sets, self._sets_in_use = {**self._sets, **self._sets_in_use}, {}
         names = self.names
         # (the group partitions of the last pass: this one's are known only at its end)
         names.bound(max(partitions, int(self.group_stats.get("group_partitions", 0))))
-        group_partitions = 0
-        while chunks:
-            chunk = chunks.pop(0)
-            asked = time.monotonic()
-            try:
-                committed = self.gateway.group_offsets([g.group_id for g in chunk if g.group_type != "share"])
-                self.requests += 1
-            except GatewayError as exc:
-                log.info("could not read the committed offsets of %s: %s", self.cluster, exc.message)
-                return None
-            fetching += time.monotonic() - asked
-            for gid in [g.group_id for g in chunk if g.group_type == "share"]:
-                committed[gid] = {tp: start for tp, (start, _lag) in share_offsets.get(gid, {}).items()}
-            group_partitions += sum(len(c) for c in committed.values())
-            self._states(chunk, committed, share_offsets, out, cache)
-            del chunk, committed
+        group_partitions = count = described_chunks = fetches = 0
+        coordinators: set[int] = set()
+        kinds: set[str] = set()
+        any_shared = False
+        try:
+            described_chunks_of = self.gateway.consumer_group_chunks(names.shared)
+            self.requests += 1
+            while True:
+                asked = time.monotonic()
+                described = next(described_chunks_of, None)
+                fetching += time.monotonic() - asked
+                if described is None:
+                    break
+                described_chunks += 1
+                count += len(described)
+                coordinators.update(g.coordinator for g in described if g.coordinator is not None)
+                kinds.update(g.group_type for g in described)
+                shared = [g.group_id for g in described if g.group_type == "share"]
+                asked = time.monotonic()
+                share_offsets = self.gateway.share_group_offsets(shared) if shared else {}
+                fetching += time.monotonic() - asked
+                if shared:
+                    any_shared = True
+                    self.requests += 1
+                for i in range(0, len(described), GROUP_CHUNK):
+                    chunk = described[i:i + GROUP_CHUNK]
+                    fetches += any(g.group_type != "share" for g in chunk)
+                    asked = time.monotonic()
+                    committed = self.gateway.group_offsets([g.group_id for g in chunk if g.group_type != "share"])
+                    self.requests += 1
+                    fetching += time.monotonic() - asked
+                    for gid in [g.group_id for g in chunk if g.group_type == "share"]:
+                        committed[gid] = {tp: start for tp, (start, _lag) in share_offsets.get(gid, {}).items()}
+                    group_partitions += sum(len(c) for c in committed.values())
+                    self._states(chunk, committed, share_offsets, out, cache)
+                    del chunk, committed
+                del described, share_offsets
+        except GatewayError as exc:
+            log.info("could not read the consumer groups of %s: %s", self.cluster, exc.message)
+            self._sets, self._sets_in_use = sets_before
+            return None
         self._group_cache = cache
         self._sets = {}
+        kinds &= {"classic", "consumer", "share"}
         self.group_stats = {
             "groups_evaluate_seconds": self.group_stats.get("groups_evaluate_seconds", 0),
             "groups": count,
@@ -388,11 +399,12 @@ class Sampler:
             # ListGroups per broker, then for each chunk of groups described (DESCRIBE_CHUNK) one
             # batched FindCoordinator and per coordinator one describe per kind of group (classic,
             # consumer, share); per coordinator one offset fetch per chunk of groups, and one for
-            # the share groups.
-            "group_requests_bound": brokers + described_chunks + (kinds * described_chunks + fetches + bool(shared)) * coordinators,
+            # the share groups of each chunk described.
+            "group_requests_bound": brokers + max(1, described_chunks) + (
+                len(kinds) * max(1, described_chunks) + max(1, fetches) + (described_chunks if any_shared else 0)) * len(coordinators),
             # ... and what was really sent (counted at kafka-python's connection manager).
             "group_requests": self.gateway.kafka_python_requests.get("groups", 0) - sent_before,
-            "coordinators": coordinators,
+            "coordinators": len(coordinators),
         }
         return out
 

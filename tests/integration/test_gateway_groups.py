@@ -64,6 +64,17 @@ def test_groups_described_in_chunks_are_those_described_at_once_and_kafka_lists(
         {g.group_id: (g.state, g.members, g.coordinator) for g in whole if g.group_id in ids}
     listed = set(kafka_cluster.tool("kafka-consumer-groups", "--list").split())
     assert {g.group_id for g in chunked} == listed
+    # The same, one chunk at a time (what the sampler reads): each of at most DESCRIBE_CHUNK groups.
+    sizes = []
+    for chunk in gw.consumer_group_chunks():
+        sizes.append(len(chunk))
+        for c in consumers:
+            c.poll(0)
+        for g in chunk:
+            if g.group_id in ids:
+                assert (g.state, g.members, g.coordinator) == next((w.state, w.members, w.coordinator) for w in whole
+                                                                   if w.group_id == g.group_id)
+    assert sum(sizes) == len(chunked) and max(sizes) == 3 and len(sizes) == -(-len(chunked) // 3)
 
 
 def test_describing_in_chunks_holds_only_a_chunks_answers_at_once(

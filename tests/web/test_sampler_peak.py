@@ -5,12 +5,14 @@ time, replica sizes equal to the last ones are the last ones' objects. At 300,00
 from __future__ import annotations
 
 import weakref
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from django.test import override_settings
 
 from bench.simulate import Model, SimGateway
+from console.gateway import client as gateway_client
 from console.gateway.errors import ClusterUnavailable
 from console.watcher import sampler as sampler_module
 from console.watcher.columns import OffsetColumns, SizeColumns, unpack_sizes
@@ -229,3 +231,80 @@ def test_partitions_an_offsets_answer_leaves_out_keep_their_last_end_offset(redi
     assert {tp: second.ends[tp] for tp in partitions if tp != left_out} == {
         tp: model.topics[tp[0]][tp[1]][4] for tp in partitions if tp != left_out}
     assert len(second.ends) == len(partitions) and second.starts.keys() == first.starts.keys()
+
+
+class _Describing(SimGateway):
+    """Describes DESCRIBE_CHUNK groups at a time, noting whether the groups of each chunk handed out
+    were still held when the next chunk was described; fails the chunk numbered `fail_chunk`."""
+
+    def __init__(self, model: Model) -> None:
+        super().__init__(model, 0.0)
+        self.held_at_next: list[bool] = []
+        self.fail_chunk: int | None = None
+        self.log: list[str] = []  # "describe" for each chunk described, "offsets" for each offsets fetch
+
+    def group_offsets(self, group_ids: list[str]) -> dict[str, dict[tuple[str, int], int]]:
+        self.log.append("offsets")
+        return super().group_offsets(group_ids)
+
+    def consumer_group_chunks(self, partition: Any = None) -> Iterator[list[Any]]:
+        last: weakref.ref[_Chunk] | None = None
+        for n, described in enumerate(super().consumer_group_chunks(partition)):
+            self.held_at_next.append(last is not None and last() is not None)
+            self.log.append("describe")
+            if n == self.fail_chunk:
+                raise ClusterUnavailable("simulated failure: could not describe consumer groups")
+            chunk = _Chunk(described)
+            del described
+            last = weakref.ref(chunk)
+            yield chunk
+            del chunk
+
+
+class _Chunk(list[Any]):
+    """A chunk of described groups that can be watched going away."""
+
+
+def test_groups_are_described_a_chunk_at_a_time_and_each_chunks_answer_let_go(
+        redis_server: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    model = Model(partitions=40, groups=10, brokers=3, per_topic=10, seed=3)
+    whole_gw = SimGateway(model, 0.0)
+    partitions = _partitions(whole_gw)
+    monkeypatch.setattr(gateway_client, "DESCRIBE_CHUNK", 3)
+    gw = _Describing(model)
+    with override_settings(ANALYTICS_SAMPLES=False):
+        whole = Sampler("describe-whole", whole_gw, True, lambda rows: None).take(partitions, [1, 2, 3]).groups  # type: ignore[arg-type]
+        sampler = Sampler("describe-chunks", gw, True, lambda rows: None)  # type: ignore[arg-type]
+        chunked = sampler.take(partitions, [1, 2, 3]).groups
+    assert whole is not None and chunked is not None
+    # Four chunks (3+3+3+1), each made into states (its offsets fetched) before the next is
+    # described, and let go by then.
+    assert gw.log == ["describe", "offsets"] * 4
+    assert gw.held_at_next == [False, False, False, False]
+    assert list(chunked) == list(whole)
+    for gid, state in whole.items():
+        got = chunked[gid]
+        assert (got.offsets, got.members, got.state, got.coordinator) == (state.offsets, state.members, state.state,
+                                                                          state.coordinator)
+    stats = sampler.group_stats
+    assert stats["groups"] == 10 and stats["group_partitions"] == 100 and stats["coordinators"] >= 1
+
+
+def test_a_description_that_fails_midway_keeps_the_last_complete_groups(
+        redis_server: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    model = Model(partitions=40, groups=10, brokers=3, per_topic=10, seed=3)
+    monkeypatch.setattr(gateway_client, "DESCRIBE_CHUNK", 3)
+    gw = _Describing(model)
+    partitions = _partitions(gw)
+    with override_settings(ANALYTICS_SAMPLES=False):
+        sampler = Sampler("describe-fail", gw, True, lambda rows: None)  # type: ignore[arg-type]
+        first = sampler.take(partitions, [1, 2, 3])
+        assert first.groups is not None and len(first.groups) == 10
+        model.step(1.0, 1.0)  # groups commit anew
+        gw.fail_chunk = 2  # the third chunk of the next pass cannot be described
+        second = sampler.take(partitions, [1, 2, 3])
+        assert second.groups is first.groups and not second.groups_changed
+        gw.fail_chunk = None
+        third = sampler.take(partitions, [1, 2, 3])
+        assert third.groups is not None and third.groups_changed and len(third.groups) == 10
+        assert any(third.groups[gid].offsets != first.groups[gid].offsets for gid in third.groups)

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 from django.test import override_settings
 
@@ -142,12 +144,13 @@ def test_a_groups_state_protocol_type_group_type_and_assignor_are_shared_strings
 
     model, gw, partitions = small_cluster()
     fields = ("state", "protocol_type", "group_type", "assignor")
-    described = gw.consumer_groups
+    described = gw.consumer_group_chunks
 
-    def fresh(*args: object, **kwargs: object) -> list[object]:  # (new string objects, as a decoded answer has)
-        return [replace(g, **{f: "".join(list(getattr(g, f))) for f in fields}) for g in described(*args, **kwargs)]
+    def fresh(*args: object, **kwargs: object) -> Iterator[list[object]]:  # (new string objects, as a decoded answer has)
+        for chunk in described(*args, **kwargs):
+            yield [replace(g, **{f: "".join(list(getattr(g, f))) for f in fields}) for g in chunk]
 
-    gw.consumer_groups = fresh  # type: ignore[method-assign]
+    gw.consumer_group_chunks = fresh  # type: ignore[method-assign]
     with override_settings(ANALYTICS_SAMPLES=False):
         sampler = Sampler("fields-test", gw, True, lambda rows: None)  # type: ignore[arg-type]
         groups = list((sampler.take(partitions, [1, 2, 3]).groups or {}).values())
