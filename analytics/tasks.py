@@ -15,6 +15,7 @@ from django.conf import settings
 from django.core.mail import EmailMultiAlternatives
 from django.utils import timezone
 
+import console.celery  # noqa: F401  (the app every shared_task here is sent through: console/__init__.py)
 from analytics import service
 from analytics.models import AnalyticsRun
 from console import gateway

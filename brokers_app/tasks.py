@@ -12,6 +12,7 @@ from celery import shared_task
 from django.conf import settings
 from django.utils import timezone
 
+import console.celery  # noqa: F401  (the app every shared_task here is sent through: console/__init__.py)
 from brokers_app import balance, jobs, services
 from brokers_app.models import Event
 from console import gateway

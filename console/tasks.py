@@ -6,6 +6,7 @@ import time
 
 from celery import shared_task
 
+import console.celery  # noqa: F401  (the app every shared_task here is sent through: console/__init__.py)
 from console.watcher import store
 
 

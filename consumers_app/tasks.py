@@ -8,6 +8,7 @@ from celery import shared_task
 from django.conf import settings
 from django.utils import timezone
 
+import console.celery  # noqa: F401  (the app every shared_task here is sent through: console/__init__.py)
 from console.retention import prune
 from consumers_app.models import Rebalance
 

@@ -17,7 +17,7 @@ import time
 from array import array
 from collections import deque
 from collections.abc import Callable, Collection, Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -419,18 +419,24 @@ class Sampler:
         for g in described:
             mine, shares = committed.get(g.group_id, _NONE), share_offsets.get(g.group_id, _NONE)
             last = self._group_cache.get(g.group_id)
-            if (self.incremental and last is not None and _described_as(last[3], last[0], g)
-                    and _same_commits(last[1], mine, last[3].offsets) and last[2] == shares):
+            described_as_last = self.incremental and last is not None and _described_as(last[3], last[0], g)
+            if described_as_last and last is not None and _same_commits(last[1], mine, last[3].offsets) and last[2] == shares:
                 # Described and committed as the last pass saw it: the same state (its evaluation
                 # is renewed in place by the evaluator).
                 state = last[3]
                 getter, shares = last[1], last[2]  # (this pass's equal answers are let go)
             else:
-                # What is kept names its partitions with the shared tuples and keys.
-                g = replace(g, members=tuple(
-                    replace(m, client_id=text(m.client_id), host=text(m.host), assignment=names.tps(m.assignment),
-                            target_assignment=None if m.target_assignment is None else names.tps(m.target_assignment))
-                    for m in g.members))
+                if described_as_last and last is not None:
+                    # Only its commits moved (as a busy group's do every pass): its members are the
+                    # last state's (not two new objects per member for every group each pass, held
+                    # next to the last ones until the pass ends).
+                    members = last[3].members
+                else:
+                    # What is kept names its partitions with the shared tuples and keys.
+                    members = [MemberState(m.member_id, text(m.client_id), text(m.host), names.tps(m.assignment),
+                                           m.instance_id, m.epoch,
+                                           None if m.target_assignment is None else names.tps(m.target_assignment))
+                               for m in g.members]
                 ordered = sorted(mine.items())
                 offsets = Commits(self._partitions_of(tuple([by_key[key(tp)] for tp, _o in ordered])),
                                   array("q", [o for _tp, o in ordered]))
@@ -444,8 +450,7 @@ class Sampler:
                     protocol_type=text(g.protocol_type),
                     group_type=text(g.group_type),
                     assignor=text(g.assignor),
-                    members=[MemberState(m.member_id, m.client_id, m.host, m.assignment, m.instance_id, m.epoch,
-                                         m.target_assignment) for m in g.members],
+                    members=members,
                     offsets=offsets,
                     coordinator=g.coordinator,
                     generation=g.generation,

@@ -1,5 +1,7 @@
-"""The watcher's processes serve no page: `manage.py watch` and its sampling process do not load the
-web server (daphne, and Twisted with it: 24 MB a process), the web processes do."""
+"""The watcher's processes serve no page and send no task: `manage.py watch` and its sampling process
+do not load the web server (daphne, and Twisted with it: 24 MB a process), the web processes do; nor
+Celery (9 MB a process), which every task module loads, so that a task is always sent through the
+console's app."""
 
 from __future__ import annotations
 
@@ -17,7 +19,8 @@ try:
 except SystemExit:
     pass
 from django.conf import settings
-print("LOADED", "daphne" in settings.INSTALLED_APPS, "twisted" in sys.modules)
+import console.watcher.loop, console.watcher.runner, console.watcher.sampling_process  # (what `watch` runs)
+print("LOADED", "daphne" in settings.INSTALLED_APPS, "twisted" in sys.modules, "celery" in sys.modules)
 """
 
 
@@ -31,14 +34,32 @@ def probe(command: str) -> str:
 
 
 def test_manage_py_watch_loads_no_web_server_and_runserver_does() -> None:
-    assert probe("watch") == "LOADED False False"
-    assert probe("runserver") == "LOADED True True"
+    assert probe("watch") == "LOADED False False False"
+    assert probe("runserver").startswith("LOADED True True")
 
 
 def test_the_sampling_process_loads_no_web_server() -> None:
     env = {k: v for k, v in os.environ.items() if k != "CONSOLE_PROCESS"}
     env["DJANGO_SETTINGS_MODULE"] = "console.settings"
     code = ("import sys\nfrom console.watcher.sampling_process import start_django\nstart_django()\n"
-            "from django.conf import settings\nprint('LOADED', 'daphne' in settings.INSTALLED_APPS, 'twisted' in sys.modules)")
+            "from console.watcher.sampler import Sampler\nfrom console import gateway\n"
+            "from django.conf import settings\n"
+            "print('LOADED', 'daphne' in settings.INSTALLED_APPS, 'twisted' in sys.modules, 'celery' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
-    assert "LOADED False False" in out.stdout, out.stdout[-2000:] + out.stderr[-2000:]
+    assert "LOADED False False False" in out.stdout, out.stdout[-2000:] + out.stderr[-2000:]
+
+
+def test_every_task_module_sends_through_the_consoles_app() -> None:
+    """A shared task sent before the console's Celery app exists would go through Celery's default
+    app (an AMQP broker nobody runs): each task module loads the console's app itself."""
+    env = {k: v for k, v in os.environ.items() if k != "CONSOLE_PROCESS"}
+    env["DJANGO_SETTINGS_MODULE"] = "console.settings"
+    code = ("import sys, importlib, django\ndjango.setup()\nassert 'celery' not in sys.modules\n"
+            "for name in ['brokers_app.tasks', 'consumers_app.tasks', 'analytics.tasks', 'console.tasks']:\n"
+            "    mod = importlib.import_module(name)\n"
+            "from celery import current_app\nimport console\n"
+            "from brokers_app.tasks import run_reassignment\nfrom analytics.tasks import run_analytics\n"
+            "print('APP', current_app.main, run_reassignment.app is console.celery_app, run_analytics.app is console.celery_app,"
+            " current_app.conf.broker_url.startswith('redis://'))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert "APP console True True True" in out.stdout, out.stdout[-2000:] + out.stderr[-2000:]

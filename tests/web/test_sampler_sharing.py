@@ -335,3 +335,33 @@ def test_shared_assignments_are_bounded_and_forgotten_with_the_partition_tuples(
     names.bound(in_use=10)  # the partition tuples start afresh: so do the lists of them
     again = names.tps((("t", 0), ("t", 1)))
     assert again is not fresh and all(tp is names.shared(tp) for tp in again)
+
+
+def test_a_group_whose_commits_alone_moved_keeps_its_members(redis_server: str) -> None:
+    """A busy group commits every pass: its state is renewed with the new offsets, but described as
+    before it keeps the members of the last one (not new objects for each, every pass)."""
+    model, gw, partitions = small_cluster()
+    with override_settings(ANALYTICS_SAMPLES=False):
+        sampler = Sampler("members-kept", gw, True, lambda rows: None)  # type: ignore[arg-type]
+        first = dict(sampler.take(partitions, [1, 2, 3]).groups or {})
+        model.step(1.0, 1.0)  # groups commit anew; none joins or leaves
+        second = dict(sampler.take(partitions, [1, 2, 3]).groups or {})
+    moved = [gid for gid in first if second[gid].offsets != first[gid].offsets]
+    assert moved and len(second) == len(first) == 8
+    for gid in moved:
+        assert second[gid] is not first[gid] and second[gid].members is first[gid].members
+        assert dict(second[gid].offsets) == {f"{t}:{p}": o for (t, p), o in gw.group_offsets([gid])[gid].items()}
+    # A group described differently (a member gone) is given new members.
+    from dataclasses import replace
+
+    chunks = gw.consumer_group_chunks
+
+    def one_member_fewer(*args: object, **kwargs: object) -> Iterator[list[object]]:
+        for chunk in chunks(*args, **kwargs):
+            yield [replace(g, members=g.members[1:]) if g.group_id == moved[0] else g for g in chunk]
+
+    gw.consumer_group_chunks = one_member_fewer  # type: ignore[method-assign]
+    with override_settings(ANALYTICS_SAMPLES=False):
+        third = dict(sampler.take(partitions, [1, 2, 3]).groups or {})
+    assert third[moved[0]].members is not second[moved[0]].members
+    assert [m.member_id for m in third[moved[0]].members] == [m.member_id for m in second[moved[0]].members][1:]
