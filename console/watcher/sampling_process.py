@@ -18,6 +18,7 @@ started again by the next call; its first delta is whole. The child dies with th
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import multiprocessing
 import os
@@ -27,7 +28,7 @@ import time
 from array import array
 from collections import deque
 from collections.abc import Callable, Collection, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 from console.lifecycle import die_with_parent, exit_reason
@@ -52,6 +53,11 @@ SAMPLER_NICENESS = 10
 # pieces of this many, and the delta carries the last one. The watcher puts each in place as it
 # arrives (DeltaMerger.apply_piece), letting go of the JSON it replaces.
 GROUP_PIECE = 2000
+# Partitions per message of a pass's changed offsets and sizes (ahead of the delta, as the groups'
+# pieces are): a first pass sends every partition's, and pickled whole (24 MB at 300,000 partitions)
+# the delta made the sampling process peak 81 MB above what it held (a pickle keeps its whole output,
+# grown by doubling, and a copy of it), the watcher's unpickling it likewise.
+OFFSETS_PIECE = 20_000
 TOPIC_LISTS_MAX = 100_000  # distinct lists of topics the merger shares (DeltaMerger._topics): forgotten all at once beyond
 RESTART_STABLE_SECONDS = 30.0  # a process that ran this long is started again at once when it ends
 GatewayFactory = Callable[[], Any]  # picklable; called in the child (None: the cluster's own gateway)
@@ -99,6 +105,24 @@ def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
     return all(x is y or x == y for x, y in zip(a, b, strict=True)) if a[0] is b[0] else False
 
 
+def _offset_pieces(which: str, packed: dict[str, Any], per_message: int) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    """("offsets", which, {topic: packed values}) messages of whole topics, about `per_message`
+    partitions each, taken out of `packed` (what stays goes with the delta) while more than that is
+    left in it."""
+    left = sum(len(parts[0]) for parts in packed.values())
+    while left > per_message:
+        piece: dict[str, Any] = {}
+        count = 0
+        for name in list(itertools.islice(packed, per_message)):
+            if count >= per_message:
+                break
+            piece[name] = parts = packed.pop(name)
+            count += len(parts[0])
+        left -= count
+        yield ("offsets", which, piece)
+        del piece
+
+
 class DeltaMaker:
     """In the child: each pass's Sample as a SampleDelta against the pass before. Groups go as
     their stored JSON (serialised here, where they are evaluated, and only when they changed), so
@@ -109,17 +133,20 @@ class DeltaMaker:
         self._sent: dict[str, tuple[Any, ...]] = {}  # what each group was when last sent
 
     def make(self, sample: Sample, events: list[dict[str, Any]], stats: dict[str, Any]) -> SampleDelta:
-        """The pass as one delta, every changed group in it."""
-        [delta] = self.messages(sample, events, stats, piece=0)
+        """The pass as one delta, every changed group, offset and size in it."""
+        [delta] = self.messages(sample, events, stats, piece=0, offsets_piece=0)
         return cast(SampleDelta, delta)
 
     def messages(self, sample: Sample, events: list[dict[str, Any]], stats: dict[str, Any],
-                 piece: int | None = None) -> Iterator[Any]:
-        """The pass as the messages that carry it: ("groups", {...}) pieces of `piece` changed
-        groups (GROUP_PIECE; 0: none), then the delta with the rest (the watcher puts them together
-        again: `RemoteSampler.receive`). Each piece's JSON is made as it is taken: a pass that
-        changed 50,000 groups held 150 MB of it at once."""
+                 piece: int | None = None, offsets_piece: int | None = None) -> Iterator[Any]:
+        """The pass as the messages that carry it: ("offsets", "ends" | "starts" | "sizes", {...})
+        pieces of whole topics' changed values, about `offsets_piece` partitions each
+        (OFFSETS_PIECE; 0: none), and ("groups", {...}) pieces of `piece` changed groups
+        (GROUP_PIECE; 0: none), then the delta with the rest (the watcher puts them together again:
+        `RemoteSampler.receive`). Each piece's JSON is made as it is taken: a pass that changed
+        50,000 groups held 150 MB of it at once; each offsets piece is let go once sent."""
         size = GROUP_PIECE if piece is None else piece
+        per_message = OFFSETS_PIECE if offsets_piece is None else offsets_piece
         last = self._last
         full = last is None
         ends = pack(sample.ends, last.ends if last else None)
@@ -148,6 +175,10 @@ class DeltaMaker:
             return {gid: (group_part(states[gid]), states[gid].topics()) for gid in part}
 
         def each() -> Iterator[Any]:
+            if per_message:
+                for which, packed in (("ends", ends), ("starts", starts), ("sizes", sizes)):
+                    if packed:
+                        yield from _offset_pieces(which, packed, per_message)
             # (taken before the next pass: the evaluation renews the states' figures in place)
             for part in pieces:
                 yield ("groups", serialised(part))
@@ -177,6 +208,8 @@ class DeltaMerger:
         # The groups of the pass on its way (its pieces, `apply_piece`): the topics each reads, put in
         # `group_topics` with the delta.
         self._arrived: dict[str, list[str]] = {}
+        # The offsets and sizes of the pass on its way (its pieces, `apply_offsets`), by which.
+        self._pending: dict[str, dict[str, Any]] = {}
 
     def _topics(self, names: list[str]) -> list[str]:
         key = tuple(names)
@@ -201,7 +234,17 @@ class DeltaMerger:
             parts[GROUP_PART + gid] = raw
             self._arrived[gid] = self._topics(topics)
 
+    def apply_offsets(self, which: str, piece: Mapping[str, Any]) -> None:
+        """A piece of the next delta's changed offsets or sizes ("ends", "starts" or "sizes"),
+        packed by topic: kept until the delta comes (which brings the rest)."""
+        self._pending.setdefault(which, {}).update(piece)
+
     def apply(self, d: SampleDelta) -> Sample:
+        pending, self._pending = self._pending, {}
+        if pending:  # (the pass's pieces first, then the delta's own: each topic is in one of them)
+            d = replace(d, ends={**pending.get("ends", {}), **d.ends}, starts={**pending.get("starts", {}), **d.starts},
+                        sizes={**pending["sizes"], **(d.sizes or {})} if "sizes" in pending else d.sizes)
+            del pending
         if d.groups is not None:
             self.apply_piece(d.groups)  # (the delta's own groups: the pass's last piece)
         arrived, self._arrived = self._arrived, {}  # (every group the pass brought)
@@ -355,8 +398,11 @@ class RemoteSampler:
             while ready:
                 message = self._conn.recv()
                 self._heard_at = time.monotonic()
-                if isinstance(message, tuple):  # a piece of the next delta's groups: the rest follows
-                    self._merger.apply_piece(message[1])
+                if isinstance(message, tuple):  # a piece of the next delta: the rest follows
+                    if message[0] == "offsets":
+                        self._merger.apply_offsets(message[1], message[2])
+                    else:
+                        self._merger.apply_piece(message[1])
                     del message
                     ready = self._conn.poll(max(wait, 5.0))
                     continue

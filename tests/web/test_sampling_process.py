@@ -53,7 +53,11 @@ def test_a_pass_sent_as_a_delta_stores_what_the_pass_merged_directly_stores(redi
     # The changed groups go in pieces of 7 ahead of their delta (2,000 in the product), over a real
     # pipe, and the watcher's side of the sampling process puts them together again.
     monkeypatch.setattr(sampling_process, "GROUP_PIECE", 7)
+    # ... and the changed offsets and sizes in pieces of whole topics, about 25 partitions each
+    # (20,000 in the product).
+    monkeypatch.setattr(sampling_process, "OFFSETS_PIECE", 25)
     pieces = 0
+    offsets_pieces: dict[str, int] = {}
     for seed in range(3):
         model = Model(partitions=300, groups=40, brokers=5, per_topic=10, seed=seed)
         rng = random.Random(seed)
@@ -78,6 +82,9 @@ def test_a_pass_sent_as_a_delta_stores_what_the_pass_merged_directly_stores(redi
                     messages = list(maker.messages(sample, [], {}))
                     pieces += len(messages) - 1
                     for message in messages:
+                        if isinstance(message, tuple) and message[0] == "offsets":
+                            offsets_pieces[message[1]] = offsets_pieces.get(message[1], 0) + 1
+                            assert sum(len(parts[0]) for parts in message[2].values()) < 25 + 10  # (whole topics of 10)
                         theirs.send(message)
                     direct.merge(sample)
                     [taken] = remote.receive(0.0)
@@ -92,6 +99,7 @@ def test_a_pass_sent_as_a_delta_stores_what_the_pass_merged_directly_stores(redi
             assert with_groups > 10
             remote._process = None
     assert pieces > 20
+    assert offsets_pieces.keys() == {"ends", "starts", "sizes"} and min(offsets_pieces.values()) >= 3, offsets_pieces
 
 
 def test_a_snapshot_made_while_a_passs_pieces_arrive_stores_every_group_each_as_one_pass_or_the_next_saw_it(
@@ -388,3 +396,41 @@ def test_the_delta_maker_keeps_no_groups_time_lags_or_statuses_from_the_pass_bef
     groups["same"].lag_seconds = LagSeconds([None, None])
     third = maker.make(sample(groups, 3.0), [], {})
     assert third.groups is not None and set(third.groups) == {"same"}
+
+
+def test_a_first_passs_offsets_and_sizes_go_in_pieces_each_a_small_pickle(redis_server: str,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A first pass sends every partition's offsets and sizes: as one delta (24 MB pickled at 300,000
+    partitions) its pickling held three times that at once. In pieces of OFFSETS_PIECE partitions
+    (whole topics), each message is a small pickle, and the watcher puts them together as the
+    one delta they replace."""
+    import pickle
+
+    from console.watcher import sampling_process
+    from console.watcher.sampler import Sampler
+
+    model = Model(partitions=3000, groups=20, brokers=5, per_topic=10, seed=2)
+    gw = SimGateway(model, 0.0)
+    partitions = [(t.name, p.partition) for t in gw.metadata().topics for p in t.partitions]
+    with override_settings(ANALYTICS_SAMPLES=False):
+        sample = Sampler("offsets-pieces", gw, True, lambda rows: None).take(partitions, [1, 2, 3, 4, 5])  # type: ignore[arg-type]
+    whole = DeltaMaker().make(sample, [], {})
+    monkeypatch.setattr(sampling_process, "OFFSETS_PIECE", 200)
+    messages = list(DeltaMaker().messages(sample, [], {}))
+    sizes = [len(pickle.dumps(m, protocol=pickle.HIGHEST_PROTOCOL)) for m in messages]
+    assert len(pickle.dumps(whole, protocol=pickle.HIGHEST_PROTOCOL)) > 8 * max(sizes), sizes
+    offsets = [m for m in messages if isinstance(m, tuple) and m[0] == "offsets"]
+    assert len(offsets) >= 3 * (3000 // 200 - 1)  # ends, starts and sizes, each in pieces
+    merger = sampling_process.DeltaMerger()
+    for m in messages[:-1]:
+        if m[0] == "offsets":
+            merger.apply_offsets(m[1], m[2])
+        else:
+            merger.apply_piece(m[1])
+    pieced = merger.apply(messages[-1])
+    at_once = sampling_process.DeltaMerger().apply(whole)
+    assert dict(pieced.ends) == dict(at_once.ends) == dict(sample.ends) and len(pieced.ends) == 3000
+    assert dict(pieced.starts) == dict(at_once.starts) == dict(sample.starts)
+    assert pieced.sizes is not None and at_once.sizes is not None
+    assert {tp: dict(v) for tp, v in pieced.sizes.items()} == {tp: dict(v) for tp, v in at_once.sizes.items()}
+    assert sorted(pieced.changed) == sorted(at_once.changed) and len(pieced.changed) == 3000
