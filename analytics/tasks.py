@@ -48,13 +48,10 @@ def _stage(run: AnalyticsRun, stage: str, **fields: Any) -> None:
 
 
 def notify(run: AnalyticsRun) -> None:
-    from asgiref.sync import async_to_sync
-    from channels.layers import get_channel_layer
-
-    from console.realtime import cluster_group
+    from console.realtime import cluster_group, group_send
 
     try:
-        async_to_sync(get_channel_layer().group_send)(cluster_group(run.cluster), {"type": "analytics.progress", "run": run.id})
+        group_send(cluster_group(run.cluster), {"type": "analytics.progress", "run": run.id})
     except Exception:  # noqa: BLE001 - the page shows the state on its next load
         log.debug("could not push analytics progress", exc_info=True)
 

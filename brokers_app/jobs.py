@@ -230,13 +230,10 @@ def refusal(answer: dict[tuple[str, int], str | None]) -> str | None:
 
 def notify(cluster: str, job_id: int) -> None:
     """Tell open job pages to redraw their progress (best effort: the page also reads it on load)."""
-    from asgiref.sync import async_to_sync
-    from channels.layers import get_channel_layer
-
-    from console.realtime import cluster_group
+    from console.realtime import cluster_group, group_send
 
     try:
-        async_to_sync(get_channel_layer().group_send)(cluster_group(cluster), {"type": "reassignment.progress", "job": job_id})
+        group_send(cluster_group(cluster), {"type": "reassignment.progress", "job": job_id})
     except Exception:  # noqa: BLE001 - Redis down: the page shows the state on its next load
         log.debug("could not push reassignment progress", exc_info=True)
 

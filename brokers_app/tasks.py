@@ -70,15 +70,12 @@ def balance_watch() -> int:
 
 
 def push_events(cluster: str, rows: list[Event]) -> None:
-    from asgiref.sync import async_to_sync
-    from channels.layers import get_channel_layer
-
-    from console.realtime import cluster_group
+    from console.realtime import cluster_group, group_send
 
     saved = Event.objects.filter(cluster=cluster, kind="balance").order_by("-id")[: len(rows)]
     try:
-        async_to_sync(get_channel_layer().group_send)(
-            cluster_group(cluster), {"type": "events.added", "events": [e.as_dict() for e in reversed(list(saved))], "at": time.time()})
+        group_send(cluster_group(cluster), {"type": "events.added", "events": [e.as_dict() for e in reversed(list(saved))],
+                                            "at": time.time()})
     except Exception:  # noqa: BLE001 - the events page shows them on its next load
         log.debug("could not push balance events", exc_info=True)
 

@@ -14,10 +14,7 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
-
-from console.realtime import cluster_group
+from console.realtime import cluster_group, group_send
 from console.watcher import registry, store
 from console.watcher.diff import Change
 from console.watcher.registry import EventRow
@@ -123,8 +120,7 @@ class Publisher:
         if not events or not self.redis_ok:
             return
         try:
-            async_to_sync(get_channel_layer().group_send)(cluster_group(self.cluster), {
-                "type": "events.added", "events": events[:200], "at": time.time()})
+            group_send(cluster_group(self.cluster), {"type": "events.added", "events": events[:200], "at": time.time()})
         except Exception:  # noqa: BLE001 - the events page shows them on its next load
             log.warning("broadcast of events to %s failed", self.cluster, exc_info=True)
 
@@ -161,7 +157,7 @@ class Publisher:
             "events": (events + pending)[:200],
         }
         try:
-            async_to_sync(get_channel_layer().group_send)(cluster_group(self.cluster), message)
+            group_send(cluster_group(self.cluster), message)
         except Exception:  # noqa: BLE001 - a broadcast failure must not stop the watcher
             log.warning("broadcast to %s failed", self.cluster, exc_info=True)
         return True

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from console import realtime
 from console.watcher import publisher as publisher_module
 from console.watcher import registry
 from console.watcher.diff import Change
@@ -56,7 +57,7 @@ class Layer:
 def store(monkeypatch: pytest.MonkeyPatch) -> tuple[Store, Layer]:
     saved, layer = Store(), Layer()
     monkeypatch.setattr(registry, "_events", saved)
-    monkeypatch.setattr(publisher_module, "get_channel_layer", lambda: layer)
+    monkeypatch.setattr(realtime, "get_channel_layer", lambda: layer)
     return saved, layer
 
 

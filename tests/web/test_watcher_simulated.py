@@ -125,7 +125,7 @@ def test_a_cycle_publishes_its_snapshot_before_writing_its_events_and_then_annou
         watcher: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """At 300,000 partitions a cycle's events took 0.4 s to write: the snapshot goes out first, and
     the events follow, saved (with their ids), in an events.added message of their own."""
-    from console.watcher import publisher as publisher_module
+    from console import realtime
 
     w, model, _gw = watcher
     order: list[str] = []
@@ -145,7 +145,7 @@ def test_a_cycle_publishes_its_snapshot_before_writing_its_events_and_then_annou
             order.append(message["type"])
             sent.append(message)
 
-    monkeypatch.setattr(publisher_module, "get_channel_layer", lambda: Layer())
+    monkeypatch.setattr(realtime, "get_channel_layer", lambda: Layer())
     name = model.names[0]
     with model.lock:
         part = model.topics[name][0]
