@@ -40,7 +40,7 @@ import sys
 import threading
 import time
 from array import array
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -251,7 +251,7 @@ class SimGateway:
     def consumer_groups(self, partition: Any = None) -> list[Any]:
         return [g for chunk in self.consumer_group_chunks(partition) for g in chunk]
 
-    def consumer_group_chunks(self, partition: Any = None) -> Iterator[list[Any]]:
+    def consumer_group_chunks(self, partition: Any = None) -> Generator[list[Any], None, None]:
         """As ClusterGateway's: every group listed at once, then described DESCRIBE_CHUNK at a time."""
         from console.gateway.client import DESCRIBE_CHUNK
         from console.gateway.types import ConsumerGroup, GroupMember

@@ -12,7 +12,7 @@ import re
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable
 from concurrent.futures import Future, as_completed
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextvars import ContextVar
@@ -890,7 +890,7 @@ class ClusterGateway:
                           lambda: [g for chunk in self._group_chunks(partition or _same_partition) for g in chunk])
 
     def consumer_group_chunks(self, partition: Callable[[tuple[str, int]], tuple[str, int]] | None = None,
-                              ) -> Iterator[list[ConsumerGroup]]:
+                              ) -> Generator[list[ConsumerGroup], None, None]:
         """Every group with its state and members, DESCRIBE_CHUNK groups at a time, each chunk
         described when the one before has been taken (so the caller, turning each into what it
         keeps, never holds every group's answer: 50 MB at 50,000 groups): one ListGroups per broker
@@ -912,7 +912,7 @@ class ClusterGateway:
                 return
             yield chunk
 
-    def _group_chunks(self, named: Callable[[tuple[str, int]], tuple[str, int]]) -> Iterator[list[ConsumerGroup]]:
+    def _group_chunks(self, named: Callable[[tuple[str, int]], tuple[str, int]]) -> Generator[list[ConsumerGroup], None, None]:
         def describe(ids: list[str], kind_of: dict[str, str]) -> Callable[[KafkaAdminClient], tuple[
                 dict[str, Any], dict[str, Any], dict[str, int | None]]]:
             def run(admin: KafkaAdminClient) -> tuple[dict[str, Any], dict[str, Any], dict[str, int | None]]:

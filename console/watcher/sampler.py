@@ -351,9 +351,9 @@ class Sampler:
         coordinators: set[int] = set()
         kinds: set[str] = set()
         any_shared = False
+        described_chunks_of = self.gateway.consumer_group_chunks(names.shared)
+        self.requests += 1
         try:
-            described_chunks_of = self.gateway.consumer_group_chunks(names.shared)
-            self.requests += 1
             while True:
                 asked = time.monotonic()
                 described = next(described_chunks_of, None)
@@ -387,6 +387,7 @@ class Sampler:
         except GatewayError as exc:
             log.info("could not read the consumer groups of %s: %s", self.cluster, exc.message)
             self._sets, self._sets_in_use = sets_before
+            described_chunks_of.close()  # (a chunk's offsets failed: the groups after it are not described)
             return None
         self._group_cache = cache
         self._sets = {}

@@ -5,7 +5,7 @@ time, replica sizes equal to the last ones are the last ones' objects. At 300,00
 from __future__ import annotations
 
 import weakref
-from collections.abc import Iterator
+from collections.abc import Generator
 from typing import Any
 
 import pytest
@@ -247,7 +247,7 @@ class _Describing(SimGateway):
         self.log.append("offsets")
         return super().group_offsets(group_ids)
 
-    def consumer_group_chunks(self, partition: Any = None) -> Iterator[list[Any]]:
+    def consumer_group_chunks(self, partition: Any = None) -> Generator[list[Any], None, None]:
         last: weakref.ref[_Chunk] | None = None
         for n, described in enumerate(super().consumer_group_chunks(partition)):
             self.held_at_next.append(last is not None and last() is not None)

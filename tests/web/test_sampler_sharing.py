@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator
 
 import pytest
 from django.test import override_settings
@@ -146,7 +146,7 @@ def test_a_groups_state_protocol_type_group_type_and_assignor_are_shared_strings
     fields = ("state", "protocol_type", "group_type", "assignor")
     described = gw.consumer_group_chunks
 
-    def fresh(*args: object, **kwargs: object) -> Iterator[list[object]]:  # (new string objects, as a decoded answer has)
+    def fresh(*args: object, **kwargs: object) -> Generator[list[object], None, None]:  # (new string objects, as a decoded answer has)
         for chunk in described(*args, **kwargs):
             yield [replace(g, **{f: "".join(list(getattr(g, f))) for f in fields}) for g in chunk]
 
@@ -356,7 +356,7 @@ def test_a_group_whose_commits_alone_moved_keeps_its_members(redis_server: str) 
 
     chunks = gw.consumer_group_chunks
 
-    def one_member_fewer(*args: object, **kwargs: object) -> Iterator[list[object]]:
+    def one_member_fewer(*args: object, **kwargs: object) -> Generator[list[object], None, None]:
         for chunk in chunks(*args, **kwargs):
             yield [replace(g, members=g.members[1:]) if g.group_id == moved[0] else g for g in chunk]
 
