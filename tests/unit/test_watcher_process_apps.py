@@ -54,12 +54,17 @@ def test_every_task_module_sends_through_the_consoles_app() -> None:
     app (an AMQP broker nobody runs): each task module loads the console's app itself."""
     env = {k: v for k, v in os.environ.items() if k != "CONSOLE_PROCESS"}
     env["DJANGO_SETTINGS_MODULE"] = "console.settings"
-    code = ("import sys, importlib, django\ndjango.setup()\nassert 'celery' not in sys.modules\n"
-            "for name in ['brokers_app.tasks', 'consumers_app.tasks', 'analytics.tasks', 'console.tasks']:\n"
-            "    mod = importlib.import_module(name)\n"
-            "from celery import current_app\nimport console\n"
-            "from brokers_app.tasks import run_reassignment\nfrom analytics.tasks import run_analytics\n"
-            "print('APP', current_app.main, run_reassignment.app is console.celery_app, run_analytics.app is console.celery_app,"
-            " current_app.conf.broker_url.startswith('redis://'))")
+    # (loaded first in a request's thread, as a view's dispatch does; used from another thread)
+    code = ("import sys, importlib, threading, django\ndjango.setup()\nassert 'celery' not in sys.modules\n"
+            "def load():\n"
+            "    for name in ['brokers_app.tasks', 'consumers_app.tasks', 'analytics.tasks', 'console.tasks']:\n"
+            "        importlib.import_module(name)\n"
+            "t = threading.Thread(target=load)\nt.start()\nt.join()\n"
+            "def use():\n"
+            "    from celery import current_app\n    import console\n"
+            "    from brokers_app.tasks import run_reassignment\n    from analytics.tasks import run_analytics\n"
+            "    print('APP', current_app.main, run_reassignment.app is console.celery_app, run_analytics.app is console.celery_app,"
+            " current_app.conf.broker_url.startswith('redis://'))\n"
+            "t = threading.Thread(target=use)\nt.start()\nt.join()\n")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert "APP console True True True" in out.stdout, out.stdout[-2000:] + out.stderr[-2000:]

@@ -7,12 +7,28 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 import pytest
 import redis
 from channels.layers import get_channel_layer
 
 from console.realtime import group_send
+
+T = TypeVar("T")
+
+
+def run(coroutine: Callable[[], Awaitable[T]]) -> T:
+    """`coroutine()` on a loop of its own, in a thread of its own (the test's thread may hold a
+    loop some earlier test left running)."""
+
+    async def main() -> T:
+        return await coroutine()
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, main()).result(timeout=30)
 
 
 def test_broadcasts_reuse_one_connection_and_arrive(redis_server: str) -> None:
@@ -23,7 +39,7 @@ def test_broadcasts_reuse_one_connection_and_arrive(redis_server: str) -> None:
         await layer.group_add("broadcast-test", channel)
         return channel
 
-    channel = asyncio.run(joined())
+    channel = run(joined)
     client = redis.Redis.from_url(redis_server)
     before = int(client.info("stats")["total_connections_received"])
     for i in range(30):
@@ -34,7 +50,7 @@ def test_broadcasts_reuse_one_connection_and_arrive(redis_server: str) -> None:
     async def received() -> list[int]:
         return [(await layer.receive(channel))["i"] for _ in range(30)]
 
-    assert asyncio.run(received()) == list(range(30))
+    assert run(received) == list(range(30))
 
 
 def test_a_broadcast_after_redis_dropped_the_connection_goes_out_again(redis_server: str) -> None:
@@ -47,7 +63,7 @@ def test_a_broadcast_after_redis_dropped_the_connection_goes_out_again(redis_ser
         await layer.group_add("broadcast-test-2", channel)
         return channel
 
-    channel = asyncio.run(joined())
+    channel = run(joined)
     group_send("broadcast-test-2", {"type": "test.message", "i": 0})
     client = redis.Redis.from_url(redis_server)
     assert client.client_kill_filter(skipme=True) >= 1  # every connection but this one
@@ -61,7 +77,7 @@ def test_a_broadcast_after_redis_dropped_the_connection_goes_out_again(redis_ser
             got.append((await asyncio.wait_for(layer.receive(channel), 5))["i"])
         return got
 
-    assert asyncio.run(received())[-1] == 2
+    assert run(received)[-1] == 2
 
 
 def test_a_broadcast_that_hangs_ends_at_its_timeout_and_the_next_goes(redis_server: str,
