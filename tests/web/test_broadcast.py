@@ -31,15 +31,21 @@ def run(coroutine: Callable[[], Awaitable[T]]) -> T:
         return pool.submit(asyncio.run, main()).result(timeout=30)
 
 
-def test_broadcasts_reuse_one_connection_and_arrive(redis_server: str) -> None:
+def joined(group: str) -> str:
+    """A new channel of the layer, added to `group`."""
     layer = get_channel_layer()
 
-    async def joined() -> str:
+    async def join() -> str:
         channel = await layer.new_channel()
-        await layer.group_add("broadcast-test", channel)
+        await layer.group_add(group, channel)
         return channel
 
-    channel = run(joined)
+    return run(join)
+
+
+def test_broadcasts_reuse_one_connection_and_arrive(redis_server: str) -> None:
+    layer = get_channel_layer()
+    channel = joined("broadcast-test")
     client = redis.Redis.from_url(redis_server)
     before = int(client.info("stats")["total_connections_received"])
     for i in range(30):
@@ -57,13 +63,7 @@ def test_a_broadcast_after_redis_dropped_the_connection_goes_out_again(redis_ser
     """Redis restarted or the connection cut: the kept loop's connection is dead, and a broadcast
     after that goes out on a new one (the first may fail: the publisher logs it and goes on)."""
     layer = get_channel_layer()
-
-    async def joined() -> str:
-        channel = await layer.new_channel()
-        await layer.group_add("broadcast-test-2", channel)
-        return channel
-
-    channel = run(joined)
+    channel = joined("broadcast-test-2")
     group_send("broadcast-test-2", {"type": "test.message", "i": 0})
     client = redis.Redis.from_url(redis_server)
     assert client.client_kill_filter(skipme=True) >= 1  # every connection but this one

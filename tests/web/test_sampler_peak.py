@@ -43,6 +43,15 @@ class _Recording(SimGateway):
         return answer
 
 
+def assert_same_states(got: Any, expected: Any) -> None:
+    """The same groups, in the same order, each with the same offsets, members, state and coordinator."""
+    assert list(got) == list(expected)
+    for gid, state in expected.items():
+        mine = got[gid]
+        assert (mine.offsets, mine.members, mine.state, mine.coordinator) == (state.offsets, state.members, state.state,
+                                                                             state.coordinator)
+
+
 def _partitions(gw: SimGateway) -> list[tuple[str, int]]:
     return [(t.name, p.partition) for t in gw.metadata().topics for p in t.partitions]
 
@@ -61,11 +70,7 @@ def test_committed_offsets_are_read_a_chunk_of_groups_at_a_time_and_each_answer_
     assert [len(ids) for ids in chunked_gw.calls] == [3, 3, 3, 1]
     assert sorted(gid for ids in chunked_gw.calls for gid in ids) == sorted(whole)
     assert chunked_gw.alive_at_call == [False, False, False, False]  # each chunk's answer gone before the next
-    assert list(chunked) == list(whole)
-    for gid, state in whole.items():
-        got = chunked[gid]
-        assert (got.offsets, got.members, got.state, got.coordinator) == (state.offsets, state.members, state.state,
-                                                                          state.coordinator)
+    assert_same_states(chunked, whole)
     stats = sampler.group_stats
     assert stats["groups"] == 10 and stats["group_partitions"] == 100
 
@@ -281,11 +286,7 @@ def test_groups_are_described_a_chunk_at_a_time_and_each_chunks_answer_let_go(
     # described, and let go by then.
     assert gw.log == ["describe", "offsets"] * 4
     assert gw.held_at_next == [False, False, False, False]
-    assert list(chunked) == list(whole)
-    for gid, state in whole.items():
-        got = chunked[gid]
-        assert (got.offsets, got.members, got.state, got.coordinator) == (state.offsets, state.members, state.state,
-                                                                          state.coordinator)
+    assert_same_states(chunked, whole)
     stats = sampler.group_stats
     assert stats["groups"] == 10 and stats["group_partitions"] == 100 and stats["coordinators"] >= 1
 

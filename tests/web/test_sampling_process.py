@@ -27,6 +27,16 @@ from console.watcher.sampling_process import DeltaMaker
 pytestmark = pytest.mark.django_db
 
 
+def first_sample(cluster: str, partitions: int, groups: int, seed: int) -> Any:
+    """A sampler's first pass over a model of `partitions` (topics of 10) on 5 brokers."""
+    from console.watcher.sampler import Sampler
+
+    gw = SimGateway(Model(partitions=partitions, groups=groups, brokers=5, per_topic=10, seed=seed), 0.0)
+    layout = [(t.name, p.partition) for t in gw.metadata().topics for p in t.partitions]
+    with override_settings(ANALYTICS_SAMPLES=False):
+        return Sampler(cluster, gw, True, lambda rows: None).take(layout, [1, 2, 3, 4, 5])  # type: ignore[arg-type]
+
+
 def _stored(cluster: str, rename: str) -> bytes:
     store._cache.pop(cluster, None)
     store._raw_parts.pop(cluster, None)
@@ -335,7 +345,6 @@ def test_a_passs_groups_are_serialised_piece_by_piece_as_they_are_sent(redis_ser
     """The JSON of a pass's changed groups is made one piece at a time, as each is taken to be sent:
     a pass that changed 50,000 groups held 150 MB of it at once."""
     from console.watcher import sampling_process
-    from console.watcher.sampler import Sampler
 
     monkeypatch.setattr(sampling_process, "GROUP_PIECE", 7)
     made: list[str] = []
@@ -346,11 +355,7 @@ def test_a_passs_groups_are_serialised_piece_by_piece_as_they_are_sent(redis_ser
         return group_part(g)
 
     monkeypatch.setattr(sampling_process, "group_part", counted)
-    model = Model(partitions=300, groups=40, brokers=5, per_topic=10, seed=1)
-    gw = SimGateway(model, 0.0)
-    partitions = [(t.name, p.partition) for t in gw.metadata().topics for p in t.partitions]
-    with override_settings(ANALYTICS_SAMPLES=False):
-        sample = Sampler("pieces-test", gw, True, lambda rows: None).take(partitions, [1, 2, 3, 4, 5])  # type: ignore[arg-type]
+    sample = first_sample("pieces-test", partitions=300, groups=40, seed=1)
     messages = DeltaMaker().messages(sample, [], {})
     assert made == []
     first = next(messages)
@@ -407,13 +412,8 @@ def test_a_first_passs_offsets_and_sizes_go_in_pieces_each_a_small_pickle(redis_
     import pickle
 
     from console.watcher import sampling_process
-    from console.watcher.sampler import Sampler
 
-    model = Model(partitions=3000, groups=20, brokers=5, per_topic=10, seed=2)
-    gw = SimGateway(model, 0.0)
-    partitions = [(t.name, p.partition) for t in gw.metadata().topics for p in t.partitions]
-    with override_settings(ANALYTICS_SAMPLES=False):
-        sample = Sampler("offsets-pieces", gw, True, lambda rows: None).take(partitions, [1, 2, 3, 4, 5])  # type: ignore[arg-type]
+    sample = first_sample("offsets-pieces", partitions=3000, groups=20, seed=2)
     whole = DeltaMaker().make(sample, [], {})
     monkeypatch.setattr(sampling_process, "OFFSETS_PIECE", 200)
     messages = list(DeltaMaker().messages(sample, [], {}))
