@@ -2,15 +2,3 @@
 module imports it, so a task is always sent through it, and `celery -A console` finds it. It is not
 loaded by every process that imports the console: the watcher's two processes never send a task,
 and Celery with its messaging libraries was 9 MB of each."""
-
-from typing import Any
-
-__all__ = ["celery_app"]
-
-
-def __getattr__(name: str) -> Any:
-    if name == "celery_app":
-        from console.celery import app
-
-        return app
-    raise AttributeError(f"module 'console' has no attribute {name!r}")

@@ -61,9 +61,9 @@ def test_every_task_module_sends_through_the_consoles_app() -> None:
             "        importlib.import_module(name)\n"
             "t = threading.Thread(target=load)\nt.start()\nt.join()\n"
             "def use():\n"
-            "    from celery import current_app\n    import console\n"
+            "    from celery import current_app\n    from console.celery import app\n"
             "    from brokers_app.tasks import run_reassignment\n    from analytics.tasks import run_analytics\n"
-            "    print('APP', current_app.main, run_reassignment.app is console.celery_app, run_analytics.app is console.celery_app,"
+            "    print('APP', current_app.main, run_reassignment.app is app, run_analytics.app is app,"
             " current_app.conf.broker_url.startswith('redis://'))\n"
             "t = threading.Thread(target=use)\nt.start()\nt.join()\n")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
