@@ -58,7 +58,6 @@ CHUNK = 1 << 16
 SHIFT_ENTRIES = 1 << 19  # entries shifted at once when full rows take a new one (`_append`)
 TopicPartition = tuple[str, int]
 _INT_MIN = np.iinfo(np.int64).min
-_INT32 = np.iinfo(np.int32)
 # Entries keep their sample's number in 2 bytes while every number handed out fits (4 from the first
 # that does not: more than 32,767 samples' times held at once, 27 hours of them at 3 s). 66 MB less
 # at 1.5 million windows and 300,000 time tables. (Tests make it small, to widen often.)
@@ -128,13 +127,226 @@ def _held(count: npt.NDArray[np.integer[Any]], size: int) -> npt.NDArray[np.bool
     return np.arange(size)[None, :] < count[:, None]
 
 
-class WindowColumns:
-    """Each entry's offset is kept as its rise over its row's `origin`, in 4 bytes (60 MB less at 1.5
-    million windows): a row's offsets (ten commits of one consumer) span far less than 4 bytes count.
-    A rise that does not fit (a reset far back, or far ahead) moves the row's origin to the least
-    of its offsets; a row whose offsets span more than that even so widens the column to 8 for good."""
+_INT64_MAX = int(np.iinfo(np.int64).max)
 
-    RISE_MAX = int(_INT32.max)  # (tests make it small, to move origins and widen often)
+
+class Narrow:
+    """A (rows x size) column of integers kept in 2 bytes an entry for every row whose entries all
+    fit, and whole in a side table of 4 bytes an entry (8 from the first entry that does not fit in
+    4, for good) for the rows that do not: their rows in order (`wide_rows`), each row's entries in
+    `wide`. A busy partition's offsets or a lagging consumer's lags spill its row; most rows of a
+    large cluster (idle partitions, consumers at the end of their logs) never do, and the windows
+    and tables then take half the room (about 90 MB less at 300,000 partitions and 1.5 million
+    windows). When more than half the rows are wide the column is kept plain (every row in `wide`,
+    indexed by row: `narrow` is None), so a busy cluster's columns take no more than 4 bytes an entry
+    as before; it narrows again once at most a quarter would be wide (`settle`).
+
+    Values go in and come out as int64s: `get` and `set` take the rows (distinct for `set`) and
+    either no columns (whole rows), one column for all, or one per row."""
+
+    NARROW_MAX = int(np.iinfo(np.int16).max)  # (tests make both small, to spill and widen often)
+    WIDE_MAX = int(np.iinfo(np.int32).max)
+    SETTLE_EVERY = 16  # a plain column's check whether it would narrow again: every so many `settle`s
+
+    def __init__(self, capacity: int, size: int) -> None:
+        self.size = size
+        self.narrow: npt.NDArray[np.int16] | None = np.zeros((capacity, size), np.int16)
+        self.wide_rows: Rows = np.zeros(0, np.int64)  # (sorted)
+        self.wide: npt.NDArray[np.int32] | npt.NDArray[np.int64] = np.zeros((0, size), np.int32)
+        self._settles = 0
+
+    def __len__(self) -> int:
+        return len(self.wide) if self.narrow is None else len(self.narrow)
+
+    @property
+    def nbytes(self) -> int:
+        return self.wide.nbytes + self.wide_rows.nbytes + (0 if self.narrow is None else self.narrow.nbytes)
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        """What a wide row's entries are kept in (int32, or int64 for good)."""
+        return self.wide.dtype
+
+    def spilled(self) -> int:
+        """The rows kept wide (all of them in a plain column)."""
+        return len(self.wide) if self.narrow is None else len(self.wide_rows)
+
+    def grow(self, to: int) -> None:
+        """Room for `to` rows, the new ones 0."""
+        if self.narrow is None:
+            self.wide = np.concatenate([self.wide, np.zeros((to - len(self.wide), self.size), self.wide.dtype)])
+        else:
+            self.narrow = np.concatenate([self.narrow, np.zeros((to - len(self.narrow), self.size), np.int16)])
+
+    def _slots(self, rows: Rows) -> tuple[Rows, npt.NDArray[np.bool_]] | None:
+        """Where each of `rows` is in `wide`, and whether it is there (None: no row is)."""
+        k = len(self.wide_rows)
+        if not k:
+            return None
+        slots = np.minimum(np.searchsorted(self.wide_rows, rows), k - 1)
+        return slots, self.wide_rows[slots] == rows
+
+    def limits(self, rows: Rows) -> npt.NDArray[np.int64] | int:
+        """The largest value each row keeps as it is kept now (the least is minus this, less one)."""
+        wide_top = _INT64_MAX if self.wide.dtype == np.int64 else self.WIDE_MAX
+        if self.narrow is None:
+            return wide_top
+        found = self._slots(rows)
+        return self.NARROW_MAX if found is None else np.where(found[1], wide_top, self.NARROW_MAX)
+
+    def get(self, rows: Rows, cols: Any = None) -> npt.NDArray[np.int64]:
+        if self.narrow is None:
+            return (self.wide[rows] if cols is None else self.wide[rows, cols]).astype(np.int64)
+        out = (self.narrow[rows] if cols is None else self.narrow[rows, cols]).astype(np.int64)
+        found = self._slots(rows)
+        if found is not None and found[1].any():
+            slots, hit = found
+            if cols is None:
+                out[hit] = self.wide[slots[hit]]
+            else:
+                out[hit] = self.wide[slots[hit], cols if np.ndim(cols) == 0 else np.asarray(cols)[hit]]
+        return out
+
+    def set(self, rows: Rows, values: Any, cols: Any = None) -> None:
+        """Each row's values (whole rows, or at `cols`); rows distinct."""
+        values = np.broadcast_to(np.asarray(values, np.int64), (len(rows), self.size) if cols is None else (len(rows),))
+        if not len(rows):
+            return
+        low, high = (values.min(axis=1), values.max(axis=1)) if cols is None else (values, values)
+        if self.wide.dtype == np.int32 and (int(low.min()) < -self.WIDE_MAX - 1 or int(high.max()) > self.WIDE_MAX):
+            self.wide = self.wide.astype(np.int64)
+        if self.narrow is None:
+            if cols is None:
+                self.wide[rows] = values
+            else:
+                self.wide[rows, cols] = values
+            return
+        found = self._slots(rows)
+        spill = (low < -self.NARROW_MAX - 1) | (high > self.NARROW_MAX)
+        if found is not None:
+            spill &= ~found[1]
+        if spill.any():
+            self._spill(rows[spill])
+            if self.narrow is None:
+                self.set(rows, values, cols)
+                return
+            found = self._slots(rows)
+        if found is None:
+            if cols is None:
+                self.narrow[rows] = values
+            else:
+                self.narrow[rows, cols] = values
+            return
+        slots, hit = found
+        held = ~hit
+        if cols is None:
+            self.narrow[rows[held]] = values[held]
+            self.wide[slots[hit]] = values[hit]
+        elif np.ndim(cols) == 0:
+            self.narrow[rows[held], cols] = values[held]
+            self.wide[slots[hit], cols] = values[hit]
+        else:
+            cols = np.asarray(cols)
+            self.narrow[rows[held], cols[held]] = values[held]
+            self.wide[slots[hit], cols[hit]] = values[hit]
+
+    def shift_in(self, rows: Rows, values: Any) -> None:
+        """Each row's entries moved one place to the front (the first let go), `values` put last;
+        rows distinct. (In place where the row and its value fit in 2 bytes: no copy of the rows.)"""
+        values = np.broadcast_to(np.asarray(values, np.int64), (len(rows),))
+        if self.narrow is None:
+            self.wide[rows, :-1] = self.wide[rows, 1:]
+            self.set(rows, values, self.size - 1)
+            return
+        easy = (values >= -self.NARROW_MAX - 1) & (values <= self.NARROW_MAX)
+        found = self._slots(rows)
+        if found is not None:
+            easy &= ~found[1]
+        within = rows[easy]
+        self.narrow[within, :-1] = self.narrow[within, 1:]
+        self.narrow[within, -1] = values[easy]
+        if not easy.all():
+            rest = rows[~easy]
+            shifted = self.get(rest)
+            shifted[:, :-1] = shifted[:, 1:]
+            shifted[:, -1] = values[~easy]
+            self.set(rest, shifted)
+
+    def _spill(self, rows: Rows) -> None:
+        """`rows` (none of them wide yet) kept wide from now on, their entries as they are."""
+        assert self.narrow is not None
+        every = np.concatenate([self.wide_rows, rows])
+        if len(every) > len(self.narrow) // 2:  # most rows wide: plain
+            wide = np.empty(self.narrow.shape, self.wide.dtype)
+            for i in range(0, len(wide), CHUNK):
+                wide[i:i + CHUNK] = self.narrow[i:i + CHUNK]
+            wide[self.wide_rows] = self.wide
+            self.wide, self.narrow, self.wide_rows = wide, None, np.zeros(0, np.int64)
+            return
+        order = np.argsort(every, kind="stable")
+        self.wide = np.concatenate([self.wide, self.narrow[rows].astype(self.wide.dtype)])[order]
+        self.wide_rows = every[order]
+
+    def settle(self, count: npt.NDArray[np.integer[Any]], origin: npt.NDArray[np.int64] | None = None) -> None:
+        """The wide rows whose held entries (the first `count` of each row) all fit go back to 2
+        bytes, the others' entries as they are; with `origin` (the values being rises over it), a
+        row is first brought down to its least held value, its origin moved up as much. A plain
+        column narrows again (every SETTLE_EVERY calls) when at most a quarter of its rows would
+        stay wide."""
+        if self.narrow is None:
+            self._settles += 1
+            if self._settles % self.SETTLE_EVERY == 0:
+                self._narrow_again(count, origin)
+            return
+        if not len(self.wide_rows):
+            return
+        rows = self.wide_rows
+        back, low, fits = self._fitting(self.wide, count[rows], origin is not None)
+        if not fits.any():
+            return
+        gone = rows[fits]
+        if origin is not None:
+            origin[gone] += low[fits]
+        self.narrow[gone] = back[fits]
+        self.wide_rows, self.wide = rows[~fits], self.wide[~fits]
+
+    def _fitting(self, wide: npt.NDArray[Any], count: npt.NDArray[np.integer[Any]], rebase: bool) -> tuple[
+            npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+        """Of wide rows holding `count` entries: their held entries (each row brought down to its
+        least when `rebase`, 0 after the held ones), how far down, and which rows then fit in 2 bytes."""
+        held = _held(count, self.size)
+        values = wide.astype(np.int64)
+        low: npt.NDArray[np.int64] = np.where(held, values, _INT64_MAX).min(axis=1) if rebase else np.zeros(len(values), np.int64)
+        low[count == 0] = 0
+        values = np.where(held, values - low[:, None], 0)
+        fits = np.asarray(((values >= -self.NARROW_MAX - 1) & (values <= self.NARROW_MAX)).all(axis=1))
+        return values, low, fits
+
+    def _narrow_again(self, count: npt.NDArray[np.integer[Any]], origin: npt.NDArray[np.int64] | None) -> None:
+        n = len(self.wide)
+        fits = np.zeros(n, np.bool_)
+        for i in range(0, n, CHUNK):
+            fits[i:i + CHUNK] = self._fitting(self.wide[i:i + CHUNK], count[i:i + CHUNK], origin is not None)[2]
+        if n - int(fits.sum()) > n // 4:
+            return
+        narrow = np.zeros((n, self.size), np.int16)
+        for i in range(0, n, CHUNK):
+            values, low, ok = self._fitting(self.wide[i:i + CHUNK], count[i:i + CHUNK], origin is not None)
+            block = narrow[i:i + CHUNK]
+            block[ok] = values[ok]
+            if origin is not None:
+                origin[i:i + CHUNK][ok] += low[ok]
+        self.wide_rows = np.flatnonzero(~fits).astype(np.int64)
+        self.wide, self.narrow = self.wide[self.wide_rows], narrow
+
+
+class WindowColumns:
+    """Each entry's offset is kept as its rise over its row's `origin`, and its end offset as its
+    distance from the offset, each in 2 bytes for the rows where all fit (`Narrow`): a row's offsets
+    (ten commits of one consumer) span far less than 4 bytes count, and those of a consumer near the
+    end of its log less than 2. A rise that does not fit as its row is kept (a reset far back, or a
+    consumer far ahead) moves the row's origin to the least of its offsets; a row whose offsets
+    span more than that even so is kept wider (`Narrow.set`)."""
 
     def __init__(self, size: int = DEFAULT_WINDOW, min_distance: float = DEFAULT_MIN_DISTANCE, capacity: int = 1024) -> None:
         if not 2 <= size <= np.iinfo(_COUNT).max:
@@ -142,10 +354,8 @@ class WindowColumns:
         self.size = size
         self.min_distance = min_distance
         self.origin = np.zeros(capacity, np.int64)  # set by a row's first entry, moved by `_rebased`
-        self.rises: npt.NDArray[np.int32] | npt.NDArray[np.int64] = np.zeros((capacity, size), np.int32)  # offset - origin
-        # Each entry's end offset as its distance from the entry's offset (end - offset), in 4 bytes
-        # while every distance fits (8 from the first that does not: `_fit`).
-        self.gaps: npt.NDArray[np.int32] | npt.NDArray[np.int64] = np.zeros((capacity, size), np.int32)
+        self.rises = Narrow(capacity, size)  # offset - origin
+        self.gaps = Narrow(capacity, size)  # each entry's end offset as its distance from the entry's offset (end - offset)
         self.stamps: Entries = np.zeros((capacity, size), np.int16)  # each entry's time, by number (`clock`, `_stamp`)
         self.clock = Stamps()
         self.count = np.zeros(capacity, _COUNT)  # (entries held: at most `size`)
@@ -192,15 +402,23 @@ class WindowColumns:
         """Room for `windows` windows in all, so that a large first sample does not leave the
         columns up to half empty (growing by half as rows are handed out one by one)."""
         if windows > len(self.count):
-            self.origin, self.rises, self.gaps, self.stamps, self.count, self.latest_end = _grown(
-                self.origin, self.rises, self.gaps, self.stamps, self.count, self.latest_end, to=windows + max(1024, windows // 50))
+            self._grow(windows + max(1024, windows // 50))
+
+    def _grow(self, to: int | None = None) -> None:
+        self.origin, self.stamps, self.count, self.latest_end = _grown(self.origin, self.stamps, self.count, self.latest_end, to=to)
+        self.rises.grow(len(self.count))
+        self.gaps.grow(len(self.count))
+
+    def settle(self) -> None:
+        """The rows kept wide whose entries fit in 2 bytes again go back (once a pass: `Narrow.settle`)."""
+        self.rises.settle(self.count, self.origin)
+        self.gaps.settle(self.count)
 
     def _allocate(self) -> int:
         if self._free:
             return self._free.pop()
         if self._used == len(self.count):
-            self.origin, self.rises, self.gaps, self.stamps, self.count, self.latest_end = _grown(
-                self.origin, self.rises, self.gaps, self.stamps, self.count, self.latest_end)
+            self._grow()
         self._used += 1
         return self._used - 1
 
@@ -236,64 +454,54 @@ class WindowColumns:
         has = n > 0
         last = np.maximum(n - 1, 0)
         last_at = self.clock.at[self.stamps[rows, last]]
-        last_offset = self.origin[rows] + self.rises[rows, last]
+        last_offset = self.origin[rows] + self.rises.get(rows, last)
         kept = ~(has & (at < last_at))  # an observation older than the last entry is dropped
         self.latest_end[rows[kept]] = end[kept]
         noted = has & kept & ~committing & (committed == last_offset)  # not a commit: only the end is noted
         replace = has & kept & ~noted & (at - last_at < self.min_distance)
         if replace.any():
             r, i = rows[replace], last[replace]
-            rises = self._rebased(r, committed[replace])  # (first: it may move origins or replace the column)
-            self.rises[r, i] = rises
-            gaps = self._fit(end[replace] - committed[replace])  # (first: it may replace the column)
-            self.gaps[r, i] = gaps
+            self.rises.set(r, self._rebased(r, committed[replace]), i)  # (`_rebased` first: it may move origins)
+            self.gaps.set(r, end[replace] - committed[replace], i)
         append = kept & ~noted & ~replace
         if not append.any():
             return
-        gaps = self._fit(end[append] - committed[append])  # (first: it may replace the column)
+        gaps = end[append] - committed[append]
         ra, na, ca = rows[append], n[append], committed[append]
         fresh = na == 0
         self.origin[ra[fresh]] = ca[fresh]  # (an empty window's first entry is its origin)
-        rises = self._rebased(ra, ca)  # (first: it may move origins or replace the column)
+        rises = self._rebased(ra, ca)  # (first: it may move origins)
         _append(ra, na, self.count, self.size, [(self.rises, rises), (self.gaps, gaps), (self.stamps, stamp)])
 
     def _rebased(self, rows: Rows, values: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         """`values` as rises over their rows' origins, about to be written into those rows (distinct);
-        a row whose rise does not fit has its origin moved to the least of its offsets and the value,
-        and the column widens if the row's offsets span more than a rise holds even so."""
+        a row whose rise does not fit as the row is kept has its origin moved to the least of its
+        offsets and the value (its rises rewritten: `Narrow.set` keeps the row wider if they still
+        do not fit)."""
         rises = values - self.origin[rows]
-        top = self.RISE_MAX
-        if self.rises.dtype != np.int32 or not len(rises) or (rises.min() >= -top - 1 and rises.max() <= top):
+        if not len(rises):
             return rises
+        top = self.rises.limits(rows)
         far = (rises < -top - 1) | (rises > top)
+        if not far.any():
+            return rises
         rf, vf = rows[far], values[far]
         held = _held(self.count[rf], self.size)
-        offsets = self.origin[rf][:, None] + self.rises[rf]
+        offsets = self.origin[rf][:, None] + self.rises.get(rf)
         low = np.minimum(np.where(held, offsets, np.iinfo(np.int64).max).min(axis=1), vf)
-        high = np.maximum(np.where(held, offsets, _INT_MIN).max(axis=1), vf)
-        if (high - low).max() > top:
-            self.rises = self.rises.astype(np.int64)
-            return rises
-        self.rises[rf] = np.where(held, offsets - low[:, None], 0)
+        self.rises.set(rf, np.where(held, offsets - low[:, None], 0))
         self.origin[rf] = low
         return values - self.origin[rows]
 
     @property
     def offsets(self) -> npt.NDArray[np.int64]:
         """Each entry's offset (a copy: to read)."""
-        return self.origin[:, None] + self.rises
-
-    def _fit(self, gaps: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-        """`gaps`, after widening the column to 8 bytes if one of them does not fit in 4 (for good:
-        a lag of two billion messages, or a commit that far past the end)."""
-        if self.gaps.dtype == np.int32 and len(gaps) and (gaps.min() < _INT32.min or gaps.max() > _INT32.max):
-            self.gaps = self.gaps.astype(np.int64)
-        return gaps
+        return self.origin[:, None] + self.rises.get(np.arange(len(self.count)))
 
     @property
     def ends(self) -> npt.NDArray[np.int64]:
         """Each entry's end offset (a copy: to read)."""
-        return self.offsets + self.gaps
+        return self.offsets + self.gaps.get(np.arange(len(self.count)))
 
     def status(self, rows: Rows, now: float, allowed_lag: int = 0) -> npt.NDArray[np.int8]:
         """`evaluate_partition(window, now, allowed_lag)` of each row, as codes (STATUS_NAMES)."""
@@ -304,8 +512,8 @@ class WindowColumns:
         if not full.any():
             return out
         fr = rows[full]
-        off, times = self.origin[fr][:, None] + self.rises[fr], self.clock.at[self.stamps[fr]]
-        ends = off + self.gaps[fr]
+        off, times = self.origin[fr][:, None] + self.rises.get(fr), self.clock.at[self.stamps[fr]]
+        ends = off + self.gaps.get(fr)
         lag = np.maximum(ends - off, 0)
         last_offset = off[:, -1]
         behind = np.maximum(self.latest_end[fr] - last_offset, 0) > allowed_lag  # rule 2
@@ -324,8 +532,9 @@ class WindowColumns:
     def window(self, row: int) -> PartitionWindow:
         """One row as a PartitionWindow (to read, or to compare with the reference)."""
         n = int(self.count[row])
-        held = self.origin[row] + self.rises[row, :n].astype(np.int64)
-        offsets, ends = held.tolist(), (held + self.gaps[row, :n]).tolist()
+        one = np.array([row], np.int64)
+        held = self.origin[row] + self.rises.get(one)[0, :n]
+        offsets, ends = held.tolist(), (held + self.gaps.get(one)[0, :n]).tolist()
         times = self.clock.at[self.stamps[row, :n]].tolist()
         return PartitionWindow(
             size=self.size, min_distance=self.min_distance,
@@ -340,14 +549,18 @@ def _rows(block: tuple[tuple[TopicPartition, ...], Rows | int]) -> Rows:
 
 
 def _append(rows: Rows, n: npt.NDArray[np.integer[Any]], count: npt.NDArray[np.integer[Any]], size: int,
-            columns: list[tuple[npt.NDArray[np.int64] | Entries, npt.NDArray[np.int64] | int]]) -> None:
+            columns: list[tuple[Narrow | Entries, npt.NDArray[np.int64] | int]]) -> None:
     """A new newest entry in each of `rows` (holding `n` entries): `value` into each column, after
     the others where there is room, else with the oldest shifted out."""
     room = n < size
     if room.any():
         rr, ii = rows[room], n[room]
         for column, value in columns:
-            column[rr, ii] = value[room] if isinstance(value, np.ndarray) else value
+            v = value[room] if isinstance(value, np.ndarray) else value
+            if isinstance(column, Narrow):
+                column.set(rr, v, ii)
+            else:
+                column[rr, ii] = v
         count[rr] = ii + 1
     full = ~room
     if full.any():
@@ -359,6 +572,9 @@ def _append(rows: Rows, n: npt.NDArray[np.integer[Any]], count: npt.NDArray[np.i
             vf = value[full] if isinstance(value, np.ndarray) else value
             for i in range(0, len(rf), block):
                 rb = rf[i:i + block]
+                if isinstance(column, Narrow):
+                    column.shift_in(rb, vf[i:i + block] if isinstance(vf, np.ndarray) else vf)
+                    continue
                 column[rb, :-1] = column[rb, 1:]
                 column[rb, -1] = vf[i:i + block] if isinstance(vf, np.ndarray) else vf
 
@@ -380,11 +596,10 @@ class TimeColumns:
     remembered by a caller are good while it is unchanged.
 
     A point's offset is kept as its rise over its row's `origin` (at or below the row's oldest
-    point: a table's offsets never go down), in 4 bytes: 72 MB less at 300,000 tables of 60 points.
-    A rise that does not fit moves the row's origin up to the oldest point it keeps; a table that
-    spans more than 4 bytes even so widens the column to 8 for good."""
-
-    RISE_MAX = int(np.iinfo(np.int32).max)  # (tests make it small, to move origins and widen often)
+    point: a table's offsets never go down), in 2 bytes for the tables where all fit (`Narrow`: the
+    tables of partitions that move little), else in 4 or 8. A rise that does not fit as its row is
+    kept moves the row's origin up to the oldest point it keeps; a table that spans more than that
+    even so is kept wider."""
 
     def __init__(self, limit: int = DEFAULT_POINTS, capacity: int = 1024, forget_after: float = 600.0) -> None:
         if not 2 <= limit <= np.iinfo(_COUNT).max:
@@ -392,7 +607,7 @@ class TimeColumns:
         self.limit = limit
         self.forget_after = forget_after
         self.origin = np.zeros(capacity, np.int64)
-        self.rises: npt.NDArray[np.int32] | npt.NDArray[np.int64] = np.zeros((capacity, limit), np.int32)  # offset - origin
+        self.rises = Narrow(capacity, limit)  # offset - origin
         self.stamps: Entries = np.zeros((capacity, limit), np.int16)  # each point's time, by number (`clock`, `_stamp`)
         self.clock = Stamps()
         self.count = np.zeros(capacity, _COUNT)  # (points held: at most `limit`)
@@ -421,8 +636,7 @@ class TimeColumns:
             new = [tp for tp in keys if tp not in index]
             needed = len(self._partition_of) + len(new) - len(self._free)
             if needed > len(self.count):  # (room for them all at once, not half again as much)
-                self.origin, self.rises, self.stamps, self.count, self.last_seen = _grown(
-                    self.origin, self.rises, self.stamps, self.count, self.last_seen, to=needed + max(1024, needed // 50))
+                self._grow(needed + max(1024, needed // 50))
             for tp in new:
                 index[tp] = self._allocate(tp)
             self._keys, self._rows = keys, np.fromiter((index[tp] for tp in keys), np.int64, len(keys))
@@ -437,44 +651,53 @@ class TimeColumns:
         last = np.maximum(n - 1, 0)
         newest_at = self.clock.at[self.stamps[rows, last]]
         origin = self.origin[rows]
-        newest = origin + self.rises[rows, last]
+        newest = origin + self.rises.get(rows, last)
         # Rejected: not newer than the newest point, or an offset below it.
         ok = ~has | ((at > newest_at) & (values >= newest))
         # A flat run keeps only its first and last point: the last moves forward in time.
-        update = ok & (n > 1) & (origin + self.rises[rows, np.maximum(n - 2, 0)] == values) & (newest == values)
+        update = ok & (n > 1) & (newest == values)
+        if update.any():
+            update[update] = origin[update] + self.rises.get(rows[update], np.maximum(n[update] - 2, 0)) == values[update]
         if update.any():
             self.stamps[rows[update], last[update]] = stamp
         append = ok & ~update
-        if not append.any():
-            return
-        ra, na, va = rows[append], n[append], values[append]
-        fresh = na == 0
-        self.origin[ra[fresh]] = va[fresh]  # (an empty table's first point is its origin)
-        rises = self._rises(ra, na, va)  # (first: it may replace the column)
-        _append(ra, na, self.count, self.limit, [(self.rises, rises), (self.stamps, stamp)])
+        if append.any():
+            ra, na, va = rows[append], n[append], values[append]
+            fresh = na == 0
+            self.origin[ra[fresh]] = va[fresh]  # (an empty table's first point is its origin)
+            rises = self._rises(ra, na, va)  # (first: it may move origins)
+            _append(ra, na, self.count, self.limit, [(self.rises, rises), (self.stamps, stamp)])
+        self.rises.settle(self.count, self.origin)
+
+    def _grow(self, to: int | None = None) -> None:
+        self.origin, self.stamps, self.count, self.last_seen = _grown(self.origin, self.stamps, self.count, self.last_seen, to=to)
+        self.rises.grow(len(self.count))
 
     def _rises(self, rows: Rows, n: npt.NDArray[np.integer[Any]], values: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         """`values` over their rows' origins, about to be added to rows holding `n` points; a row
-        whose rise does not fit has its origin moved up to the oldest point it will keep (the second
-        when it is full: the first is shifted out), and the column widens if one still does not."""
+        whose rise does not fit as the row is kept has its origin moved up to the oldest point it
+        will keep (the second when it is full: the first is shifted out; `Narrow.set` keeps the row
+        wider if its rises still do not fit)."""
         rises = values - self.origin[rows]
-        if self.rises.dtype != np.int32 or not len(rises) or rises.max() <= self.RISE_MAX:
+        if not len(rises):
             return rises
-        far = rises > self.RISE_MAX
-        rf = rows[far]
-        keep = np.where(n[far] >= self.limit, 1, 0)
-        up = self.rises[rf, keep].astype(np.int64)
-        self.rises[rf] -= up[:, None].astype(self.rises.dtype)
+        far = rises > self.rises.limits(rows)
+        if not far.any():
+            return rises
+        rf, nf = rows[far], n[far]
+        full = nf >= self.limit
+        keep = np.where(full, 1, 0)
+        up = self.rises.get(rf, keep)
+        held = _held(nf, self.limit)
+        held[full, 0] = False  # (shifted out with this point)
+        self.rises.set(rf, np.where(held, self.rises.get(rf) - up[:, None], 0))
         self.origin[rf] += up
-        rises = values - self.origin[rows]
-        if rises.max() > self.RISE_MAX:
-            self.rises = self.rises.astype(np.int64)
-        return rises
+        return values - self.origin[rows]
 
     @property
     def offsets(self) -> npt.NDArray[np.int64]:
         """Each point's offset (a copy: to read)."""
-        return self.origin[:, None] + self.rises
+        return self.origin[:, None] + self.rises.get(np.arange(len(self.count)))
 
     @property
     def times(self) -> npt.NDArray[np.float64]:
@@ -498,14 +721,14 @@ class TimeColumns:
         origin = self.origin[r]
         y = x - origin  # (the offset as its row's points are kept: a rise over the origin)
         last = np.maximum(n - 1, 0)
-        exact = (n > 0) & (rises[r, last] == y)
+        newest = rises.get(r, last)
+        exact = (n > 0) & (newest == y)
         # k: the points with this offset or a smaller one (a table's offsets never go down), found by
         # a binary search in every row at once: log2(limit) steps of one element per row.
-        flat_rises, base = rises.ravel(), r * self.limit
         lo, hi = np.zeros(len(r), np.int64), n.copy()
         # Most consumers are near the end of the log: an offset at or past the second newest point
         # (and short of the newest) lies in the newest pair, k = n - 1, with no search.
-        near = (n >= 2) & (flat_rises[base + np.maximum(n - 2, 0)] <= y) & (flat_rises[base + last] > y)
+        near = (n >= 2) & (rises.get(r, np.maximum(n - 2, 0)) <= y) & (newest > y)
         lo[near] = n[near] - 1
         hi[near] = lo[near]
         while True:
@@ -513,14 +736,14 @@ class TimeColumns:
             if not len(active):
                 break
             mid = (lo[active] + hi[active]) >> 1
-            right_of = flat_rises[base[active] + mid] <= y[active]
+            right_of = rises.get(r[active], mid) <= y[active]
             lo[active[right_of]] = mid[right_of] + 1
             hi[active[~right_of]] = mid[~right_of]
         k = lo
         between = (k >= 1) & (k <= n - 1)
         left = np.where(between, k - 1, 0)
         right = np.where(between, k, last)
-        lo_offset, ro = origin + rises[r, left], origin + rises[r, right]
+        lo_offset, ro = origin + rises.get(r, left), origin + rises.get(r, right)
         lt, rt = at[stamps[r, left]], at[stamps[r, right]]
         flat = ro == lo_offset
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -539,8 +762,7 @@ class TimeColumns:
             return row
         row = len(self._partition_of)
         if row == len(self.count):
-            self.origin, self.rises, self.stamps, self.count, self.last_seen = _grown(
-                self.origin, self.rises, self.stamps, self.count, self.last_seen)
+            self._grow()
         self._partition_of.append(tp)
         return row
 

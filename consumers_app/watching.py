@@ -220,6 +220,7 @@ class GroupEvaluation:
         self.stats["lag_windows"] = self._windows.windows()
         if self._windows.groups() != len(groups):
             self._windows.retain(groups)
+        self._windows.settle()
         written, trim = self._history.select(history)
         if store.append_lag_history(self.cluster, written, trim=trim):
             self._history.stored(written, trim)

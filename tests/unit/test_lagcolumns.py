@@ -3,15 +3,25 @@ evaluate_partition: random observation sequences, every window and status compar
 
 from __future__ import annotations
 
+import collections
 import random
 
 import numpy as np
 import pytest
 
 from consumers_app import lagcolumns
-from consumers_app.lagcolumns import GROUP_RANK, STATUS_NAMES, STATUS_OF_RANK, TimeColumns, WindowColumns
+from consumers_app.lagcolumns import GROUP_RANK, STATUS_NAMES, STATUS_OF_RANK, Narrow, TimeColumns, WindowColumns
 from consumers_app.lagstatus import ERR, OK, REWIND, STALL, STOP, WARN, PartitionWindow, evaluate_partition, group_status_of
 from consumers_app.timelag import OffsetTimeTable, time_lag
+
+
+def _small_narrow(monkeypatch, rng: random.Random) -> None:
+    """Narrow columns whose 2 and 4 bytes hold a few dozen or hundred: rows spill and come back,
+    whole columns go plain and narrow again, wide rows widen to 8, all the time."""
+    narrow = rng.choice([3, 20, 60])
+    monkeypatch.setattr(Narrow, "NARROW_MAX", narrow)
+    monkeypatch.setattr(Narrow, "WIDE_MAX", rng.choice([narrow, 5 * narrow, 2**31 - 1]))
+    monkeypatch.setattr(Narrow, "SETTLE_EVERY", rng.choice([1, 2, 5]))
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -25,8 +35,8 @@ def test_columns_record_and_judge_exactly_as_the_reference_windows(seed, monkeyp
         monkeypatch.setattr(lagcolumns.Stamps, "CAPACITY", rng.choice([2, 3]))
     elif seed % 4 == 1:  # numbers past 2 bytes early: the stamps widen to 4 on the way
         monkeypatch.setattr(lagcolumns, "STAMP_MAX", rng.choice([3, 20, 100]))
-    if seed % 5 in (1, 3):  # rises kept in a small range: origins move, and the column may widen, all the time
-        monkeypatch.setattr(WindowColumns, "RISE_MAX", rng.choice([20, 60, 400]))
+    if seed % 5 in (1, 3):  # entries kept in small ranges: origins move, rows spill, columns go plain and widen, all the time
+        _small_narrow(monkeypatch, rng)
     size = rng.choice([2, 3, 4, 10])
     cols = WindowColumns(size=size, min_distance=1.0, capacity=2)  # small: grows while recording
     n = rng.randint(1, 12)
@@ -59,6 +69,8 @@ def test_columns_record_and_judge_exactly_as_the_reference_windows(seed, monkeyp
             idx = np.array(seen)
             cols.record(rows[idx], np.array(committed)[idx], np.array(ends)[idx], at,
                         np.array(committing)[idx])
+        if rng.random() < 0.3:  # (once a pass, in the watcher)
+            cols.settle()
         now = at + rng.choice([0.0, 1.0, 5.0, 60.0])
         allowed = rng.choice([0, 0, 5])
         codes = cols.status(rows, now, allowed)
@@ -149,8 +161,8 @@ def test_time_columns_add_and_interpolate_exactly_as_the_reference_tables(seed, 
         monkeypatch.setattr(lagcolumns.Stamps, "CAPACITY", rng.choice([2, 3]))
     limit = rng.choice([2, 3, 5, 60])
     forget_after = rng.choice([4.0, 1e9])  # partitions unlisted for longer lose their tables
-    if seed % 4 == 1:  # rises kept in a small range: origins move up, and the column may widen, all the time
-        monkeypatch.setattr(TimeColumns, "RISE_MAX", rng.choice([120, 300, 1000]))
+    if seed % 4 in (1, 2):  # rises kept in small ranges: origins move up, rows spill, columns go plain and widen, all the time
+        _small_narrow(monkeypatch, rng)
     if seed % 5 == 2:  # numbers past 2 bytes early: the stamps widen to 4 on the way
         monkeypatch.setattr(lagcolumns, "STAMP_MAX", rng.choice([3, 20, 100]))
     cols = TimeColumns(limit=limit, capacity=1, forget_after=forget_after)
@@ -249,11 +261,11 @@ def test_sample_numbers_are_given_back_so_their_room_stays_bounded(monkeypatch):
     assert windows.stamps.dtype == np.int16 and tables.stamps.dtype == np.int16  # (2 bytes: the numbers stay small)
 
 
-def test_end_offsets_beyond_four_bytes_of_the_commit_widen_the_column_and_stay_exact() -> None:
-    """End offsets are kept as their distance from the entry's offset, in 4 bytes until one does not
-    fit: a lag of three billion messages (or a commit that far past the end) widens the column, and
-    every window still equals the reference."""
-    cols = WindowColumns(size=2, min_distance=1.0, capacity=2)
+def test_end_offsets_beyond_four_bytes_of_the_commit_spill_the_row_widen_it_and_stay_exact() -> None:
+    """End offsets are kept as their distance from the entry's offset, in 2 bytes for the rows where
+    all fit: a lag of three billion messages (or a commit that far past the end) keeps its row
+    wide, in 8 bytes, and every window still equals the reference."""
+    cols = WindowColumns(size=2, min_distance=1.0, capacity=4)
     rows = cols.rows_of("g", (("t", 0), ("t", 1)))
     reference = [PartitionWindow(2, 1.0), PartitionWindow(2, 1.0)]
     steps = [((5, 10), (7, 9)), ((6, 3_000_000_010), (7, 9)), ((6, 3_000_000_020), (4_000_000_000, 9))]
@@ -263,32 +275,47 @@ def test_end_offsets_beyond_four_bytes_of_the_commit_widen_the_column_and_stay_e
         reference[0].record(c0, e0, at, True)
         reference[1].record(c1, e1, at, True)
         assert cols.gaps.dtype == (np.int32 if k == 0 else np.int64)
+        assert cols.gaps.spilled() == k  # (the rows whose lags do not fit in 2 bytes)
         for i in range(2):
             assert cols.window(int(rows[i])) == reference[i], (k, i)
             assert STATUS_NAMES[cols.status(rows, at + 1.0)[i]] == evaluate_partition(reference[i], at + 1.0, 0)
     assert cols.ends[int(rows[0]), :2].tolist() == [3_000_000_010, 3_000_000_020]
 
 
-def test_a_tables_origin_moves_up_when_a_rise_does_not_fit_and_the_column_widens_when_it_spans_more(monkeypatch) -> None:
-    """Offsets are kept as rises over their row's origin in 4 bytes: a rise that does not fit moves
-    the origin up to the oldest point kept, and the column widens only for a table whose own span
-    does not fit."""
-    monkeypatch.setattr(TimeColumns, "RISE_MAX", 120)
-    cols = TimeColumns(limit=3, capacity=2)
+def test_a_tables_origin_moves_up_when_a_rise_does_not_fit_its_row_spills_when_it_spans_more_and_comes_back(monkeypatch) -> None:
+    """Offsets are kept as rises over their row's origin in 2 bytes where they fit: a rise that does
+    not fit moves the origin up to the oldest point kept, a table whose own span does not fit is
+    kept wide (in 8 bytes once it spans more than 4 hold), and it goes back to 2 bytes once its
+    points span little again."""
+    monkeypatch.setattr(Narrow, "NARROW_MAX", 120)
+    monkeypatch.setattr(Narrow, "WIDE_MAX", 300)
+    cols = TimeColumns(limit=3, capacity=4)
     table = OffsetTimeTable(3)
+
+    def add(offset: int, at: float) -> None:
+        cols.add_all({("t", 0): offset, ("t", 1): 7}, at)
+        table.add(offset, at)
+
     for i, offset in enumerate([1000, 1050, 1090, 1150, 1200]):  # each table of 3 spans at most 120
-        cols.add_all({("t", 0): offset}, 10.0 + i)
-        table.add(offset, 10.0 + i)
+        add(offset, 10.0 + i)
     row = cols.row(("t", 0))
-    assert cols.rises.dtype == np.int32 and cols.origin[row] == 1090  # (moved up twice)
+    assert cols.rises.spilled() == 0 and cols.origin[row] == 1090  # (moved up twice)
     assert cols.offsets[row, :3].tolist() == [p.offset for p in table.points] == [1090, 1150, 1200]
     assert cols.time_lag(np.array([row]), np.array([1100]), 20.0)[0] == time_lag(table, 1100, 20.0)
-    cols.add_all({("t", 0): 1500}, 20.0)  # 1150 to 1500: more than 120 even from the oldest kept point
-    table.add(1500, 20.0)
-    assert cols.rises.dtype == np.int64
-    assert cols.offsets[row, :3].tolist() == [p.offset for p in table.points]
-    for committed in (1100, 1160, 1499, 1500):
+    add(1300, 20.0)  # 1150 to 1300: more than 120 even from the oldest kept point
+    assert cols.rises.spilled() == 1 and cols.rises.dtype == np.int32
+    add(1600, 21.0)  # 1200 to 1600: more than 300
+    assert cols.rises.spilled() == 1 and cols.rises.dtype == np.int64
+    assert cols.offsets[row, :3].tolist() == [p.offset for p in table.points] == [1200, 1300, 1600]
+    for committed in (1100, 1250, 1599, 1600):
         assert cols.time_lag(np.array([row]), np.array([committed]), 30.0)[0] == time_lag(table, committed, 30.0)
+    add(1610, 22.0)  # 1300 to 1610
+    assert cols.rises.spilled() == 1
+    add(1620, 23.0)  # 1600 to 1620: back to 2 bytes, over the oldest point
+    assert cols.rises.spilled() == 0 and cols.origin[row] == 1600
+    add(1630, 24.0)
+    assert cols.offsets[row, :3].tolist() == [p.offset for p in table.points] == [1610, 1620, 1630]
+    assert cols.time_lag(np.array([row]), np.array([1615]), 30.0)[0] == time_lag(table, 1615, 30.0)
 
 
 def test_sample_numbers_past_two_bytes_widen_the_stamps_and_every_time_stays_exact(monkeypatch) -> None:
@@ -311,12 +338,14 @@ def test_sample_numbers_past_two_bytes_widen_the_stamps_and_every_time_stays_exa
     assert tables.times[tables.row(("t", 0)), :8].tolist() == [100.0 + 2 * i for i in range(8)]
 
 
-def test_window_offsets_far_apart_move_the_origin_or_widen_the_column_and_stay_exact(monkeypatch) -> None:
-    """Entry offsets are kept as rises over their row's origin in 4 bytes: a consumer that moved on
-    far past its first commit has its row's origin moved up, a row spanning more than a rise holds
-    (a reset far back) widens the column, and every window still equals the reference."""
-    monkeypatch.setattr(WindowColumns, "RISE_MAX", 100)
-    cols = WindowColumns(size=3, min_distance=1.0, capacity=2)
+def test_window_offsets_far_apart_move_the_origin_or_spill_the_row_and_stay_exact(monkeypatch) -> None:
+    """Entry offsets are kept as rises over their row's origin in 2 bytes where they fit: a consumer
+    that moved on far past its first commit has its row's origin moved up, a row spanning more than
+    that (a reset far back) is kept wide (8 bytes once it spans more than 4 hold), and every window
+    still equals the reference."""
+    monkeypatch.setattr(Narrow, "NARROW_MAX", 100)
+    monkeypatch.setattr(Narrow, "WIDE_MAX", 1000)
+    cols = WindowColumns(size=3, min_distance=1.0, capacity=4)
     rows = cols.rows_of("g", (("t", 0), ("t", 1)))
     reference = [PartitionWindow(3, 1.0), PartitionWindow(3, 1.0)]
     commits = [1000, 1030, 1060, 1090, 1120, 1150, 10]  # ("t", 0); ("t", 1) steady
@@ -326,9 +355,9 @@ def test_window_offsets_far_apart_move_the_origin_or_widen_the_column_and_stay_e
             reference[i].record(c, c + 7, at, True)
         cols.record(rows, np.array([committed, 500 + k]), np.array([committed + 7, 507 + k]), at, np.array([True, True]))
         assert [cols.window(int(r)) for r in rows] == reference, k
-        if k == 5:  # 1120 and 1150 rose more than 100 over 1000: the origin moved up, still 4 bytes
-            assert cols.rises.dtype == np.int32 and cols.origin[rows[0]] == 1060 and cols.origin[rows[1]] == 500
-    assert cols.rises.dtype == np.int64  # back to 10 beside 1090 .. 1150: more than a rise of 100 holds
+        if k == 5:  # 1120 and 1150 rose more than 100 over 1000: the origin moved up, still 2 bytes
+            assert cols.rises.spilled() == 0 and cols.origin[rows[0]] == 1060 and cols.origin[rows[1]] == 500
+    assert cols.rises.spilled() == 1 and cols.rises.dtype == np.int64  # 10 beside 1090 .. 1150: more than 1000
     assert cols.status(rows, 200.0).tolist() == [
         lagcolumns.STATUS_NAMES.index(evaluate_partition(w, 200.0)) for w in reference]
 
@@ -351,6 +380,60 @@ def test_full_tables_taking_a_point_each_shift_a_block_of_rows_at_a_time() -> No
         beyond = tracemalloc.get_traced_memory()[1] - held
     finally:
         tracemalloc.stop()
-    assert beyond < 0.4 * tables.rises.nbytes, (beyond, tables.rises.nbytes)
+    assert beyond < 0.3 * (tables.rises.nbytes + tables.stamps.nbytes), (beyond, tables.rises.nbytes, tables.stamps.nbytes)
     assert tables.offsets[0, 0] == 1000 + 10 * 2 and tables.offsets[0, -1] == 1000 + 10 * 201
     assert tables.offsets[-1, -1] == 1000 + 10 * 201 and (tables.times[:, -1] == 1201.0).all()
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_a_narrow_column_reads_back_what_was_written_however_its_rows_are_kept(seed, monkeypatch) -> None:
+    """Narrow against a plain int64 array: random writes of whole rows, of one column, of a column
+    per row, shifts and growth, with values from a few to beyond 4 bytes, and `settle` (with and
+    without origins) at random; every read equals the reference, and the held values are what a
+    row keeps."""
+    rng = random.Random(seed)
+    _small_narrow(monkeypatch, rng)
+    size = rng.choice([2, 3, 5])
+    column = Narrow(rng.randint(1, 6), size)
+    reference = np.zeros((len(column), size), np.int64)
+    origin = np.zeros(len(column), np.int64)  # (the rises' origins `settle` may move: reference = origin + kept)
+    count = np.full(len(column), size, np.int16)
+    big = rng.choice([4 * Narrow.NARROW_MAX, 20 * Narrow.NARROW_MAX, 2**40])
+    kinds = collections.Counter()
+    for _step in range(300):
+        n = len(column)
+        rows = np.array(rng.sample(range(n), rng.randint(1, n)), np.int64)
+        kind = rng.choice(["rows", "one", "each", "shift", "grow", "settle", "settle origin"])
+        kinds["plain" if column.narrow is None else f"wide {column.spilled() > 0}"] += 1
+        values = np.array([[rng.randint(-big, big) if rng.random() < 0.3 else rng.randint(-3, 3) for _ in range(size)]
+                           for _ in rows], np.int64)
+        if kind == "rows":
+            column.set(rows, values - origin[rows][:, None])
+            reference[rows] = values
+        elif kind == "one":
+            at = rng.randrange(size)
+            column.set(rows, values[:, 0] - origin[rows], at)
+            reference[rows, at] = values[:, 0]
+        elif kind == "each":
+            at = np.array([rng.randrange(size) for _ in rows])
+            column.set(rows, values[:, 0] - origin[rows], at)
+            reference[rows, at] = values[:, 0]
+        elif kind == "shift":
+            column.shift_in(rows, values[:, 0] - origin[rows])
+            reference[rows, :-1] = reference[rows, 1:]
+            reference[rows, -1] = values[:, 0]
+        elif kind == "grow":
+            more = rng.randint(1, 4)
+            column.grow(n + more)
+            reference = np.concatenate([reference, np.zeros((more, size), np.int64)])
+            origin = np.concatenate([origin, np.zeros(more, np.int64)])
+            count = np.concatenate([count, np.full(more, size, np.int16)])
+        elif kind == "settle":
+            column.settle(count)
+        else:
+            column.settle(count, origin)
+        everything = np.arange(len(column), dtype=np.int64)
+        assert (origin[:, None] + column.get(everything) == reference).all(), (seed, _step, kind)
+        at = np.array([rng.randrange(size) for _ in everything])
+        assert (origin + column.get(everything, at) == reference[everything, at]).all(), (seed, _step, kind)
+    assert len(kinds) >= 2, kinds  # (the column was kept more than one way)
