@@ -15,7 +15,7 @@ from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from operator import itemgetter
-from typing import Any, TypeGuard, cast
+from typing import Any, cast
 
 import numpy as np
 from django.conf import settings
@@ -24,10 +24,9 @@ from django.db import close_old_connections
 from console.watcher import store
 from console.watcher.history import LagHistoryFilter
 from console.watcher.registry import EmitEvents, EventRow
-from console.watcher.snapshot import Commits, GroupState, MemberState
+from console.watcher.snapshot import Commits, GroupState
 from consumers_app.lagcolumns import CODE_OK, GROUP_RANK, STATUS_NAMES, STATUS_OF_RANK, Rows, TimeColumns, WindowColumns
-from consumers_app.rebalance import Member as RbMember
-from consumers_app.rebalance import Observation, Rebalance, RebalanceTracker
+from consumers_app.rebalance import MembersOf, Observation, Rebalance, RebalanceTracker
 
 _ZERO = 0.0
 # Windows recorded and judged together (`_evaluate_batch`): a few MB of arrays a batch.
@@ -105,11 +104,6 @@ def _behind(end: int, committed: int) -> int:
     return end - committed if end > committed else 0
 
 
-def _tuples(assignment: Any) -> TypeGuard[tuple[tuple[str, int], ...]]:
-    """A tuple of (topic, partition) tuples (as the sampler keeps them), to be shared as it is."""
-    return type(assignment) is tuple and all(type(a) is tuple for a in assignment)
-
-
 def _partition_of(key: str, tp_of: dict[str, tuple[str, int]]) -> tuple[str, int]:
     topic, _, part = key.rpartition(":")
     tp = tp_of[key] = (sys.intern(topic), int(part))  # (one topic string for all its partitions: 20 MB at 300,000)
@@ -173,9 +167,8 @@ class GroupEvaluation:
         self._time_tables = TimeColumns()
         self._trackers: dict[str, RebalanceTracker] = {}
         self._history = LagHistoryFilter()
-        # Derived once per group state (a state carried over is the same object): the tracker's
-        # member mapping and the committed offsets with their partitions.
-        self._members_cache: dict[str, tuple[list[MemberState], dict[str, RbMember]]] = {}
+        # Derived once per group state (a state carried over is the same object): the committed
+        # offsets with their partitions.
         self._entries_cache: dict[str, _Entries] = {}
         # The time tables' rows of each set of partitions groups commit on (the set's tuple), for the
         # time tables' `generation` they were read in: one array for the groups that share the set
@@ -227,9 +220,8 @@ class GroupEvaluation:
         self._history.retain(groups)
         for gid in set(self._trackers) - set(groups):
             del self._trackers[gid]
-        for cache in (self._members_cache, self._entries_cache):
-            for gid in cache.keys() - groups.keys():
-                del cache[gid]
+        for gid in self._entries_cache.keys() - groups.keys():
+            del self._entries_cache[gid]
         if len(self._tp_of) > 2 * total + 100_000:  # partitions no group commits on any more
             self._tp_of = {}
         return ended
@@ -352,14 +344,10 @@ class GroupEvaluation:
 
     def _observe(self, g: GroupState, now: float, ended: list[tuple[str, Rebalance]]) -> None:
         tracker = self._trackers.setdefault(g.group_id, RebalanceTracker())
-        cached = self._members_cache.get(g.group_id)
-        if cached is not None and cached[0] is g.members:
-            members = cached[1]  # a state carried over: the same mapping (the tracker compares it by identity first)
-        else:
-            # (the sampler's assignments are tuples of the shared partition tuples)
-            members = {m.member_id: RbMember(m.client_id, m.host, m.assignment if _tuples(m.assignment) else tuple(
-                (a[0], int(a[1])) for a in m.assignment)) for m in g.members}
-            self._members_cache[g.group_id] = (g.members, members)
+        last = tracker.last
+        # (a state carried over has the same list of members: the tracker's last mapping is over it)
+        members = last.members if last is not None and isinstance(last.members, MembersOf) and last.members.source is g.members \
+            else MembersOf(g.members)
         ended += [(g.group_id, r) for r in tracker.observe(Observation(now, g.state, g.generation, members))]
 
     def _time_rows_of(self, tps: tuple[tuple[str, int], ...]) -> array[int]:

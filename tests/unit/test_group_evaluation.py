@@ -194,3 +194,38 @@ def test_groups_on_the_same_partitions_share_one_array_of_time_table_rows(monkey
     fresh = evaluation._entries_cache["g1"].time_rows
     assert fresh is evaluation._entries_cache["g2"].time_rows and fresh is not rows["g1"]
     assert list(fresh) == [tables.row(("a", p)) for p in range(3)]
+
+
+def test_the_evaluation_keeps_no_member_objects_for_groups_carried_over_and_still_sees_a_rebalance(monkeypatch):
+    """The rebalance trackers take a group's members over its list of member states: no Member
+    object, nor a mapping of them, is kept per group (17 MB at 50,000 groups), and a group whose
+    members change is still told to have rebalanced."""
+    import gc
+
+    from consumers_app.rebalance import Member
+
+    monkeypatch.setattr(store, "append_lag_history", lambda *args, **kwargs: True)
+    ended: list = []
+    evaluation = GroupEvaluation("c", incremental=True, emit=lambda rows: None)
+    monkeypatch.setattr(evaluation, "_record_rebalances", lambda found: ended.extend(found))
+
+    def group(gid: str, members: int, generation: int) -> GroupState:
+        return GroupState(gid, "Stable", "consumer", "classic", "range",
+                          [MemberState(f"{gid}-m{k}", "c", "/h", (("a", k),)) for k in range(members)],
+                          {"a:0": 5, "a:1": 5}, generation=generation)
+
+    def members_alive() -> int:
+        gc.collect()
+        return sum(type(o) is Member for o in gc.get_objects())
+
+    ends = {("a", 0): 5, ("a", 1): 5}
+    groups = {f"g{i}": group(f"g{i}", 2, 1) for i in range(50)}
+    alive = members_alive()  # (other tests' may be)
+    evaluation.evaluate(groups, None, ends, 1000.0)
+    evaluation.evaluate(groups, groups, ends, 1003.0)  # every state carried over
+    assert members_alive() <= alive
+    changed = {**groups, "g7": group("g7", 1, 2)}  # a member left, a new generation
+    evaluation.evaluate(changed, groups, ends, 1006.0)
+    assert [(gid, r.trigger, r.generation_before, r.generation_after, r.missed) for gid, r in ended] == [
+        ("g7", "member left or timed out", 1, 2, True)]
+    assert [m.member_id for m in ended[0][1].left] == ["g7-m1"]

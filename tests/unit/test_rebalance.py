@@ -295,3 +295,46 @@ def test_a_members_assignment_is_one_sorted_tuple_shared_when_given_so() -> None
     assert Member("c", "h", frozenset(given)).assignment == given  # type: ignore[arg-type]
     o = obs(1.0, "Stable", 3, ("m-1", shuffled))
     assert Observation.from_dict(o.to_dict()) == o
+
+
+@pytest.mark.parametrize("seed", range(25))
+def test_members_read_over_the_watchers_member_states_give_the_same_rebalances(seed) -> None:
+    """MembersOf (the watcher's: a mapping over its list of member states, a Member made when one
+    is read) against plain {member id: Member} dicts: random describes (states, generations,
+    members joining, leaving and trading partitions, assignments as tuples or JSON's lists, a list
+    carried over as it was), fed to one tracker each way, give the same rebalances."""
+    import random
+
+    from console.watcher.snapshot import MemberState
+    from consumers_app.rebalance import MembersOf
+
+    rng = random.Random(seed)
+    partitions = [("t", p) for p in range(6)] + [("u", 0)]
+    plain, over = RebalanceTracker(), RebalanceTracker()
+    members: list[MemberState] = []
+    at, generation, found = 0.0, 1, 0
+    for _step in range(120):
+        at += rng.choice([1.0, 3.0, -1.0])
+        roll = rng.random()
+        if roll < 0.4:  # carried over: the same list
+            pass
+        else:
+            ids = sorted({m.member_id for m in members} | ({f"m{rng.randint(0, 4)}"} if rng.random() < 0.5 else set()))
+            if ids and rng.random() < 0.3:
+                ids.remove(rng.choice(ids))
+            taken = rng.sample(partitions, rng.randint(0, len(partitions)))
+            members = []
+            for i, mid in enumerate(ids):
+                mine = sorted(taken[i::len(ids)])
+                assignment = tuple(mine) if rng.random() < 0.5 else [[t, p] for t, p in mine]
+                members.append(MemberState(mid, f"client-{mid}", "/10.0.0.1", assignment))
+            if rng.random() < 0.5:
+                generation += rng.choice([1, 1, 2])
+        state = rng.choice(["Stable", "Stable", "PreparingRebalance", "Empty"] if members else ["Empty", "Stable"])
+        gen = generation if rng.random() < 0.8 else None
+        as_dict = {m.member_id: Member(m.client_id, m.host, tuple((t, int(p)) for t, p in m.assignment)) for m in members}
+        expected = plain.observe(Observation(at, state, gen, as_dict))
+        got = over.observe(Observation(at, state, gen, MembersOf(members)))
+        assert got == expected, (seed, _step)
+        found += len(got)
+    assert found > 0  # (the sequences make rebalances to compare)
