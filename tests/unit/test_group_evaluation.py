@@ -229,3 +229,23 @@ def test_the_evaluation_keeps_no_member_objects_for_groups_carried_over_and_stil
     assert [(gid, r.trigger, r.generation_before, r.generation_after, r.missed) for gid, r in ended] == [
         ("g7", "member left or timed out", 1, 2, True)]
     assert [m.member_id for m in ended[0][1].left] == ["g7-m1"]
+
+
+def test_time_lags_kept_in_milliseconds_read_back_as_the_rounded_seconds() -> None:
+    """A group's time lags are kept in whole milliseconds (what the evaluation rounds them to), 4
+    bytes each while all are under 24 days, 8 past that; each reads back as the very float it was
+    rounded to, unknown as None, through JSON and a pickle alike."""
+    import pickle
+
+    from consumers_app.watching import LagSeconds
+
+    rng = random.Random(5)
+    values = [round(rng.random() * rng.choice([1.0, 90.0, 86_400.0, 1_000_000.0]), 3) for _ in range(20_000)]
+    held = LagSeconds([*values, None, 0.0])
+    assert held.itemsize == 4
+    assert list(held) == [*values, None, 0.0] == held.json_value() == held[:]
+    assert held[0] == values[0] and held[len(values)] is None
+    again = pickle.loads(pickle.dumps(held))
+    assert type(again) is LagSeconds and list(again) == list(held)
+    far = LagSeconds([3_000_000.125, None])  # 34 days behind
+    assert far.itemsize == 8 and list(far) == [3_000_000.125, None]
