@@ -38,6 +38,9 @@ TopicPartition = tuple[str, int]
 # coordinator each): what a pass holds of Kafka's answers at once.
 GROUP_CHUNK = 2000
 SIZE_BROKERS = 10  # brokers whose log dir sizes are read at a time (Sampler._read_sizes)
+# Partition numbers PartitionNames keeps in its per-topic lists; any other (Kafka's are 0 to the
+# topic's count less one) is kept apart, in a dict.
+PARTITION_NUMBERS = 1 << 20
 TEXTS_MAX = 200_000  # strings and assignments shared (PartitionNames.text, .tps): forgotten all at once beyond this
 _T = TypeVar("_T")
 _NONE: dict[Any, Any] = {}  # (a group's committed or share offsets when it has none: never changed)
@@ -127,33 +130,65 @@ def _interned(table: dict[_T, _T], value: _T) -> _T:
 class PartitionNames:
     """One (topic, partition) tuple and one "topic:partition" string per partition, shared by every
     group state that names it: 50,000 groups commit on 1.5 million group partitions of 300,000
-    partitions, and the gateway's answers are new objects at every pass. Cleared when it holds far
-    more partitions than are in use (deleted topics), so it never grows without bound."""
+    partitions, and the gateway's answers are new objects at every pass. Kept per topic, in two
+    lists indexed by partition number (partition numbers are dense: 0 to the count less one): as
+    two dicts keyed by tuple and by string they were 21 MB at 300,000 partitions, here about 6.
+    Cleared when it holds far more partitions than are in use (deleted topics), so it never grows
+    without bound; `generation` counts the clearings."""
 
-    __slots__ = ("_key", "_sets", "_texts", "by_key")
+    __slots__ = ("_count", "_other", "_sets", "_texts", "_topics", "by_key", "generation")
 
     def __init__(self) -> None:
-        self._key: dict[TopicPartition, str] = {}  # keyed by the shared tuple
-        self.by_key: dict[str, TopicPartition] = {}  # each key's tuple (for the evaluation, which shares them)
+        # topic -> (each partition's key, each partition's tuple), by partition number (None: not named yet)
+        self._topics: dict[str, tuple[list[str | None], list[TopicPartition | None]]] = {}
+        self._other: dict[TopicPartition, tuple[str, TopicPartition]] = {}  # (numbers beyond the lists')
+        self._count = 0
+        self.generation = 0
+        self.by_key: Mapping[str, TopicPartition] = _ByKey(self._topics, self._other)  # each key's tuple (for the evaluation, which shares them)
         self._texts: dict[str, str] = {}  # (see `text`)
         self._sets: dict[tuple[TopicPartition, ...], tuple[TopicPartition, ...]] = {}  # (see `tps`)
 
     def __len__(self) -> int:
-        return len(self._key)
+        return self._count
+
+    def entry(self, tp: TopicPartition) -> tuple[str, TopicPartition]:
+        """The shared "topic:partition" key of `tp`, and its shared tuple."""
+        found = self._topics.get(tp[0])
+        number = tp[1]
+        if found is not None and 0 <= number < len(found[0]):
+            key = found[0][number]
+            if key is not None:
+                return key, found[1][number]  # type: ignore[return-value]
+        return self._add(tp)
+
+    def _add(self, tp: TopicPartition) -> tuple[str, TopicPartition]:
+        # (one topic string for all its partitions: the gateway's answers hold one per partition)
+        name, number = sys.intern(tp[0]), int(tp[1])
+        if not 0 <= number < PARTITION_NUMBERS:
+            known = self._other.get((name, number))
+            if known is None:
+                known = self._other[(name, number)] = (f"{name}:{number}", (name, number))
+                self._count += 1
+            return known
+        found = self._topics.get(name)
+        if found is None:
+            found = self._topics[name] = ([], [])
+        keys, tuples = found
+        if number >= len(keys):
+            keys.extend([None] * (number + 1 - len(keys)))
+            tuples.extend([None] * (number + 1 - len(tuples)))
+        key, shared = f"{name}:{number}", (name, number)
+        keys[number], tuples[number] = key, shared
+        self._count += 1
+        return key, shared
 
     def key(self, tp: TopicPartition) -> str:
         """The shared "topic:partition" key of `tp`."""
-        found = self._key.get(tp)
-        if found is None:
-            # (one topic string for all its partitions: the gateway's answers hold one per partition)
-            tp = (sys.intern(tp[0]), int(tp[1]))
-            found = self._key[tp] = f"{tp[0]}:{tp[1]}"
-            self.by_key[found] = tp
-        return found
+        return self.entry(tp)[0]
 
     def shared(self, tp: TopicPartition) -> TopicPartition:
         """The shared (topic, partition) tuple equal to `tp`."""
-        return self.by_key[self.key(tp)]
+        return self.entry(tp)[1]
 
     def tps(self, tps: tuple[TopicPartition, ...]) -> tuple[TopicPartition, ...]:
         """One tuple of the shared tuples for each list of partitions (a member's assignment): the
@@ -169,8 +204,41 @@ class PartitionNames:
         return _interned(self._texts, value)
 
     def bound(self, in_use: int) -> None:
-        if len(self._key) > 2 * in_use + 100_000:
-            self._key, self.by_key, self._sets = {}, {}, {}
+        if self._count > 2 * in_use + 100_000:
+            self._topics, self._other, self._count, self._sets = {}, {}, 0, {}
+            self.by_key = _ByKey(self._topics, self._other)
+            self.generation += 1
+
+
+class _ByKey(Mapping[str, TopicPartition]):
+    """PartitionNames' tuples by key ("topic:partition")."""
+
+    __slots__ = ("_other", "_topics")
+
+    def __init__(self, topics: dict[str, tuple[list[str | None], list[TopicPartition | None]]],
+                 other: dict[TopicPartition, tuple[str, TopicPartition]]) -> None:
+        self._topics, self._other = topics, other
+
+    def __getitem__(self, key: str) -> TopicPartition:
+        topic, _, number = key.rpartition(":")
+        found = self._topics.get(topic)
+        if found is not None and number.isdigit() and int(number) < len(found[0]) and found[0][int(number)] == key:
+            return found[1][int(number)]  # type: ignore[return-value]
+        try:
+            known = self._other.get((topic, int(number)))
+        except ValueError:
+            known = None
+        if known is None:
+            raise KeyError(key)
+        return known[1]
+
+    def __iter__(self) -> Iterator[str]:
+        for keys, _tuples in self._topics.values():
+            yield from (k for k in keys if k is not None)
+        yield from (key for key, _tp in self._other.values())
+
+    def __len__(self) -> int:
+        return sum(len(keys) - keys.count(None) for keys, _tuples in self._topics.values()) + len(self._other)
 
 
 def _described_as(state: GroupState, assignment_epoch: int | None, g: ConsumerGroup) -> bool:
@@ -227,7 +295,7 @@ class Sampler:
         # The partitions to ask for as the shared tuples (`_asked`): of which collection, as of which names.
         self._asked_list: list[TopicPartition] = []
         self._asked_for: Collection[TopicPartition] | None = None
-        self._asked_names: dict[str, TopicPartition] | None = None
+        self._asked_names = -1  # (the names' generation they were made in)
 
     def take(self, partitions: Collection[TopicPartition], live_brokers: list[int],
              on_refused: Callable[[str], None] | None = None) -> Sample:
@@ -309,10 +377,10 @@ class Sampler:
     def _asked(self, partitions: Collection[TopicPartition]) -> list[TopicPartition]:
         """`partitions` as the shared tuples, made once for each collection the watcher hands over
         (the same object while its layout is unchanged), and again after the names are cleared."""
-        if self._asked_for is not partitions or self._asked_names is not self.names.by_key:
+        if self._asked_for is not partitions or self._asked_names != self.names.generation:
             shared = self.names.shared
             self._asked_list = [shared(tp) for tp in partitions]
-            self._asked_for, self._asked_names = partitions, self.names.by_key
+            self._asked_for, self._asked_names = partitions, self.names.generation
         return self._asked_list
 
     def _read_sizes(self, brokers: list[int], before: Mapping[TopicPartition, Mapping[str, int]] | None) -> SizeColumns:
@@ -415,7 +483,7 @@ class Sampler:
         """Each described group's state into `out` (and `cache`): the last pass's state when it was
         described and committed as then."""
         names = self.names
-        key, by_key = names.key, names.by_key
+        key, entry = names.key, names.entry
         text = names.text
         for g in described:
             mine, shares = committed.get(g.group_id, _NONE), share_offsets.get(g.group_id, _NONE)
@@ -439,7 +507,7 @@ class Sampler:
                                            None if m.target_assignment is None else names.tps(m.target_assignment))
                                for m in g.members]
                 ordered = sorted(mine.items())
-                offsets = Commits(self._partitions_of(tuple([by_key[key(tp)] for tp, _o in ordered])),
+                offsets = Commits(self._partitions_of(tuple([entry(tp)[1] for tp, _o in ordered])),
                                   array("q", [o for _tp, o in ordered]))
                 # The next pass compares its answer with the state's offsets through this (the
                 # answer itself was kept for that: 58 MB of dicts at 50,000 groups).

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Generator
 
 import pytest
@@ -57,8 +58,51 @@ def test_partition_names_are_bounded() -> None:
     assert len(names) == 1000 and names.shared(("t", 1)) is first
     for i in range(200_000):
         names.key(("x", i))
+    generation = names.generation
     names.bound(in_use=10_000)  # deleted topics' partitions piled up: started afresh
-    assert len(names) == 0
+    assert len(names) == 0 and names.generation == generation + 1 and ("t:1" not in names.by_key)
+
+
+def test_partition_names_give_one_key_and_tuple_per_partition_from_lists_per_topic() -> None:
+    """Random partitions, named again and again (new tuple objects each time, numbers out of order,
+    and numbers Kafka never gives, which are kept apart): each gets one key and one tuple, the same
+    objects every time; `by_key` finds the tuple of each key and nothing else; and the names take
+    less than half the room of the two dicts they were (tuple -> key, key -> tuple)."""
+    import random
+    import tracemalloc
+
+    rng = random.Random(3)
+    names = PartitionNames()
+    seen: dict[tuple[str, int], tuple[str, tuple[str, int]]] = {}
+    for _ in range(3000):
+        tp = ("".join(["topic-", str(rng.randint(0, 30))]), rng.choice([rng.randint(0, 40), rng.randint(0, 40), -1, 1 << 21]))
+        key, shared = names.entry(tp)
+        assert key == f"{tp[0]}:{tp[1]}" and shared == tp and names.key(tp) is key and names.shared(tp) is shared
+        assert seen.setdefault(tp, (key, shared)) == (key, shared) and seen[tp][0] is key and seen[tp][1] is shared
+        assert names.by_key[key] is shared
+    assert len(names) == len(seen) == len(names.by_key) and sorted(names.by_key) == sorted(k for k, _ in seen.values())
+    for missing in ("topic-0:9999", "nope:1", "topic-1:x", "topic-1", "topic-1:-2"):
+        assert missing not in names.by_key
+    tps = [(f"t{t}", p) for t in range(1000) for p in range(30)]
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        held = PartitionNames()
+        for tp in tps:
+            held.entry(tp)
+        lists = tracemalloc.get_traced_memory()[0] - base
+        del held
+        base = tracemalloc.get_traced_memory()[0]
+        by_tuple: dict[tuple[str, int], str] = {}
+        by_key: dict[str, tuple[str, int]] = {}
+        for name, p in tps:
+            key, shared = f"{name}:{p}", (name, p)
+            by_tuple[shared], by_key[key] = key, shared
+        dicts = tracemalloc.get_traced_memory()[0] - base
+    finally:
+        tracemalloc.stop()
+    keys_and_tuples = len(tps) * (sys.getsizeof("t999:29") + sys.getsizeof(("t999", 29)))
+    assert lists - keys_and_tuples < 0.5 * (dicts - keys_and_tuples), (lists, dicts, keys_and_tuples)
 
 
 def test_a_groups_commits_are_compared_with_its_states_offsets_not_a_kept_copy() -> None:
