@@ -17,7 +17,7 @@ def test_lag_seconds_read_as_the_list_with_none_where_unknown() -> None:
     values = [0.0, None, 12.5, 3600.125, None]
     lag = LagSeconds(values)
     assert list(lag) == values and [lag[i] for i in range(5)] == values and lag[1:3] == [None, 12.5] and len(lag) == 5
-    assert lag.itemsize == 8 and lag == LagSeconds(values) and lag != LagSeconds([0.0, None, 12.5, 3600.125, 1.0])
+    assert lag.itemsize == 4 and lag == LagSeconds(values) and lag != LagSeconds([0.0, None, 12.5, 3600.125, 1.0])
     assert lag.json_value() == values
 
 
