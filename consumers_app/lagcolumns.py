@@ -56,6 +56,7 @@ Rows = npt.NDArray[np.int64]
 # arrays, and 1.5 million windows at once made each of them 120 MB.
 CHUNK = 1 << 16
 SHIFT_ENTRIES = 1 << 19  # entries shifted at once when full rows take a new one (`_append`)
+SETTLE_ROWS = 1 << 14  # wide rows a `Narrow.settle` looks at, at least (tests make it small)
 TopicPartition = tuple[str, int]
 _INT_MIN = np.iinfo(np.int64).min
 # Entries keep their sample's number in 2 bytes while every number handed out fits (4 from the first
@@ -147,20 +148,25 @@ class Narrow:
     NARROW_MAX = int(np.iinfo(np.int16).max)  # (tests make both small, to spill and widen often)
     WIDE_MAX = int(np.iinfo(np.int32).max)
     SETTLE_EVERY = 16  # a plain column's check whether it would narrow again: every so many `settle`s
+    SETTLE_SHARE = 8  # a `settle` looks at this share of the wide rows (the next ones each time), at least SETTLE_ROWS
 
     def __init__(self, capacity: int, size: int) -> None:
         self.size = size
         self.narrow: npt.NDArray[np.int16] | None = np.zeros((capacity, size), np.int16)
         self.wide_rows: Rows = np.zeros(0, np.int64)  # (sorted)
+        # Whether each row is wide (a byte a row): only those are looked up in `wide_rows`.
+        self.is_wide: npt.NDArray[np.bool_] | None = np.zeros(capacity, np.bool_)
         self.wide: npt.NDArray[np.int32] | npt.NDArray[np.int64] = np.zeros((0, size), np.int32)
         self._settles = 0
+        self._settle_from = 0  # (where the next `settle` starts in `wide_rows`)
 
     def __len__(self) -> int:
         return len(self.wide) if self.narrow is None else len(self.narrow)
 
     @property
     def nbytes(self) -> int:
-        return self.wide.nbytes + self.wide_rows.nbytes + (0 if self.narrow is None else self.narrow.nbytes)
+        return self.wide.nbytes + self.wide_rows.nbytes + (0 if self.narrow is None or self.is_wide is None
+                                                           else self.narrow.nbytes + self.is_wide.nbytes)
 
     @property
     def dtype(self) -> np.dtype[Any]:
@@ -176,15 +182,18 @@ class Narrow:
         if self.narrow is None:
             self.wide = np.concatenate([self.wide, np.zeros((to - len(self.wide), self.size), self.wide.dtype)])
         else:
+            assert self.is_wide is not None
+            self.is_wide = np.concatenate([self.is_wide, np.zeros(to - len(self.narrow), np.bool_)])
             self.narrow = np.concatenate([self.narrow, np.zeros((to - len(self.narrow), self.size), np.int16)])
 
     def _slots(self, rows: Rows) -> tuple[Rows, npt.NDArray[np.bool_]] | None:
         """Where each of `rows` is in `wide`, and whether it is there (None: no row is)."""
-        k = len(self.wide_rows)
-        if not k:
+        if not len(self.wide_rows) or self.is_wide is None:
             return None
-        slots = np.minimum(np.searchsorted(self.wide_rows, rows), k - 1)
-        return slots, self.wide_rows[slots] == rows
+        hit = self.is_wide[rows]
+        slots = np.zeros(len(rows), np.int64)
+        slots[hit] = np.searchsorted(self.wide_rows, rows[hit])
+        return slots, hit
 
     def limits(self, rows: Rows) -> npt.NDArray[np.int64] | int:
         """The largest value each row keeps as it is kept now (the least is minus this, less one)."""
@@ -194,11 +203,17 @@ class Narrow:
         found = self._slots(rows)
         return self.NARROW_MAX if found is None else np.where(found[1], wide_top, self.NARROW_MAX)
 
-    def get(self, rows: Rows, cols: Any = None) -> npt.NDArray[np.int64]:
+    def lookup(self, rows: Rows) -> tuple[Rows, npt.NDArray[np.bool_]] | None:
+        """Where `rows` are kept, for `get` on those rows (or on a part of them, the lookup cut as
+        they are) while nothing is written."""
+        return self._slots(rows)
+
+    def get(self, rows: Rows, cols: Any = None, found: Any = False) -> npt.NDArray[np.int64]:
         if self.narrow is None:
             return (self.wide[rows] if cols is None else self.wide[rows, cols]).astype(np.int64)
         out = (self.narrow[rows] if cols is None else self.narrow[rows, cols]).astype(np.int64)
-        found = self._slots(rows)
+        if found is False:
+            found = self._slots(rows)
         if found is not None and found[1].any():
             slots, hit = found
             if cols is None:
@@ -281,8 +296,10 @@ class Narrow:
             for i in range(0, len(wide), CHUNK):
                 wide[i:i + CHUNK] = self.narrow[i:i + CHUNK]
             wide[self.wide_rows] = self.wide
-            self.wide, self.narrow, self.wide_rows = wide, None, np.zeros(0, np.int64)
+            self.wide, self.narrow, self.wide_rows, self.is_wide = wide, None, np.zeros(0, np.int64), None
             return
+        assert self.is_wide is not None
+        self.is_wide[rows] = True
         order = np.argsort(every, kind="stable")
         self.wide = np.concatenate([self.wide, self.narrow[rows].astype(self.wide.dtype)])[order]
         self.wide_rows = every[order]
@@ -298,17 +315,28 @@ class Narrow:
             if self._settles % self.SETTLE_EVERY == 0:
                 self._narrow_again(count, origin)
             return
-        if not len(self.wide_rows):
+        k = len(self.wide_rows)
+        if not k:
             return
-        rows = self.wide_rows
-        back, low, fits = self._fitting(self.wide, count[rows], origin is not None)
+        # (a share of the wide rows at a time, the next ones each call: a busy cluster's wide rows
+        # stay wide, and looking at all of them every pass cost as much as recording them)
+        start = self._settle_from if self._settle_from < k else 0
+        end = min(k, start + max(SETTLE_ROWS, -(-k // self.SETTLE_SHARE)))
+        self._settle_from = end
+        rows = self.wide_rows[start:end]
+        back, low, fits = self._fitting(self.wide[start:end], count[rows], origin is not None)
         if not fits.any():
             return
         gone = rows[fits]
         if origin is not None:
             origin[gone] += low[fits]
         self.narrow[gone] = back[fits]
-        self.wide_rows, self.wide = rows[~fits], self.wide[~fits]
+        assert self.is_wide is not None
+        self.is_wide[gone] = False
+        keep = np.ones(k, np.bool_)
+        keep[start:end] = ~fits
+        self.wide_rows, self.wide = self.wide_rows[keep], self.wide[keep]
+        self._settle_from = start + int((~fits).sum())
 
     def _fitting(self, wide: npt.NDArray[Any], count: npt.NDArray[np.integer[Any]], rebase: bool) -> tuple[
             npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
@@ -337,7 +365,7 @@ class Narrow:
             if origin is not None:
                 origin[i:i + CHUNK][ok] += low[ok]
         self.wide_rows = np.flatnonzero(~fits).astype(np.int64)
-        self.wide, self.narrow = self.wide[self.wide_rows], narrow
+        self.wide, self.narrow, self.is_wide = self.wide[self.wide_rows], narrow, ~fits
 
 
 class WindowColumns:
@@ -725,14 +753,15 @@ class TimeColumns:
         origin = self.origin[r]
         y = x - origin  # (the offset as its row's points are kept: a rise over the origin)
         last = np.maximum(n - 1, 0)
-        newest = rises.get(r, last)
+        found = rises.lookup(r)  # (once for the rows' several reads)
+        newest = rises.get(r, last, found)
         exact = (n > 0) & (newest == y)
         # k: the points with this offset or a smaller one (a table's offsets never go down), found by
         # a binary search in every row at once: log2(limit) steps of one element per row.
         lo, hi = np.zeros(len(r), np.int64), n.copy()
         # Most consumers are near the end of the log: an offset at or past the second newest point
         # (and short of the newest) lies in the newest pair, k = n - 1, with no search.
-        near = (n >= 2) & (rises.get(r, np.maximum(n - 2, 0)) <= y) & (newest > y)
+        near = (n >= 2) & (rises.get(r, np.maximum(n - 2, 0), found) <= y) & (newest > y)
         lo[near] = n[near] - 1
         hi[near] = lo[near]
         while True:
@@ -740,14 +769,14 @@ class TimeColumns:
             if not len(active):
                 break
             mid = (lo[active] + hi[active]) >> 1
-            right_of = rises.get(r[active], mid) <= y[active]
+            right_of = rises.get(r[active], mid, None if found is None else (found[0][active], found[1][active])) <= y[active]
             lo[active[right_of]] = mid[right_of] + 1
             hi[active[~right_of]] = mid[~right_of]
         k = lo
         between = (k >= 1) & (k <= n - 1)
         left = np.where(between, k - 1, 0)
         right = np.where(between, k, last)
-        lo_offset, ro = origin + rises.get(r, left), origin + rises.get(r, right)
+        lo_offset, ro = origin + rises.get(r, left, found), origin + rises.get(r, right, found)
         lt, rt = at[stamps[r, left]], at[stamps[r, right]]
         flat = ro == lo_offset
         with np.errstate(divide="ignore", invalid="ignore"):

@@ -22,6 +22,7 @@ def _small_narrow(monkeypatch, rng: random.Random) -> None:
     monkeypatch.setattr(Narrow, "NARROW_MAX", narrow)
     monkeypatch.setattr(Narrow, "WIDE_MAX", rng.choice([narrow, 5 * narrow, 2**31 - 1]))
     monkeypatch.setattr(Narrow, "SETTLE_EVERY", rng.choice([1, 2, 5]))
+    monkeypatch.setattr(lagcolumns, "SETTLE_ROWS", rng.choice([1, 2, 1 << 14]))  # (a few wide rows at a time, in turn)
 
 
 @pytest.mark.parametrize("seed", range(40))
