@@ -400,7 +400,7 @@ def test_a_narrow_column_reads_back_what_was_written_however_its_rows_are_kept(s
     origin = np.zeros(len(column), np.int64)  # (the rises' origins `settle` may move: reference = origin + kept)
     count = np.full(len(column), size, np.int16)
     big = rng.choice([4 * Narrow.NARROW_MAX, 20 * Narrow.NARROW_MAX, 2**40])
-    kinds = collections.Counter()
+    kinds: collections.Counter[str] = collections.Counter()
     for _step in range(300):
         n = len(column)
         rows = np.array(rng.sample(range(n), rng.randint(1, n)), np.int64)
@@ -416,9 +416,9 @@ def test_a_narrow_column_reads_back_what_was_written_however_its_rows_are_kept(s
             column.set(rows, values[:, 0] - origin[rows], at)
             reference[rows, at] = values[:, 0]
         elif kind == "each":
-            at = np.array([rng.randrange(size) for _ in rows])
-            column.set(rows, values[:, 0] - origin[rows], at)
-            reference[rows, at] = values[:, 0]
+            each = np.array([rng.randrange(size) for _ in rows])
+            column.set(rows, values[:, 0] - origin[rows], each)
+            reference[rows, each] = values[:, 0]
         elif kind == "shift":
             column.shift_in(rows, values[:, 0] - origin[rows])
             reference[rows, :-1] = reference[rows, 1:]
@@ -435,6 +435,6 @@ def test_a_narrow_column_reads_back_what_was_written_however_its_rows_are_kept(s
             column.settle(count, origin)
         everything = np.arange(len(column), dtype=np.int64)
         assert (origin[:, None] + column.get(everything) == reference).all(), (seed, _step, kind)
-        at = np.array([rng.randrange(size) for _ in everything])
-        assert (origin + column.get(everything, at) == reference[everything, at]).all(), (seed, _step, kind)
+        picked = np.array([rng.randrange(size) for _ in everything])
+        assert (origin + column.get(everything, picked) == reference[everything, picked]).all(), (seed, _step, kind)
     assert len(kinds) >= 2, kinds  # (the column was kept more than one way)
