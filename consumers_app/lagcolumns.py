@@ -186,8 +186,10 @@ class Narrow:
             self.is_wide = np.concatenate([self.is_wide, np.zeros(to - len(self.narrow), np.bool_)])
             self.narrow = np.concatenate([self.narrow, np.zeros((to - len(self.narrow), self.size), np.int16)])
 
-    def _slots(self, rows: Rows) -> tuple[Rows, npt.NDArray[np.bool_]] | None:
-        """Where each of `rows` is in `wide`, and whether it is there (None: no row is)."""
+    def lookup(self, rows: Rows) -> tuple[Rows, npt.NDArray[np.bool_]] | None:
+        """Where each of `rows` is in `wide`, and whether it is there (None: no row is): what `get`
+        takes as `found` to read those rows (or a part of them, the lookup cut as they are) again
+        while nothing is written."""
         if not len(self.wide_rows) or self.is_wide is None:
             return None
         hit = self.is_wide[rows]
@@ -200,20 +202,15 @@ class Narrow:
         wide_top = _INT64_MAX if self.wide.dtype == np.int64 else self.WIDE_MAX
         if self.narrow is None:
             return wide_top
-        found = self._slots(rows)
+        found = self.lookup(rows)
         return self.NARROW_MAX if found is None else np.where(found[1], wide_top, self.NARROW_MAX)
-
-    def lookup(self, rows: Rows) -> tuple[Rows, npt.NDArray[np.bool_]] | None:
-        """Where `rows` are kept, for `get` on those rows (or on a part of them, the lookup cut as
-        they are) while nothing is written."""
-        return self._slots(rows)
 
     def get(self, rows: Rows, cols: Any = None, found: Any = False) -> npt.NDArray[np.int64]:
         if self.narrow is None:
             return (self.wide[rows] if cols is None else self.wide[rows, cols]).astype(np.int64)
         out = (self.narrow[rows] if cols is None else self.narrow[rows, cols]).astype(np.int64)
         if found is False:
-            found = self._slots(rows)
+            found = self.lookup(rows)
         if found is not None and found[1].any():
             slots, hit = found
             if cols is None:
@@ -236,7 +233,7 @@ class Narrow:
             else:
                 self.wide[rows, cols] = values
             return
-        found = self._slots(rows)
+        found = self.lookup(rows)
         spill = (low < -self.NARROW_MAX - 1) | (high > self.NARROW_MAX)
         if found is not None:
             spill &= ~found[1]
@@ -245,7 +242,7 @@ class Narrow:
             if self.narrow is None:
                 self.set(rows, values, cols)
                 return
-            found = self._slots(rows)
+            found = self.lookup(rows)
         if found is None:
             if cols is None:
                 self.narrow[rows] = values
@@ -274,7 +271,7 @@ class Narrow:
             self.set(rows, values, self.size - 1)
             return
         easy = (values >= -self.NARROW_MAX - 1) & (values <= self.NARROW_MAX)
-        found = self._slots(rows)
+        found = self.lookup(rows)
         if found is not None:
             easy &= ~found[1]
         within = rows[easy]

@@ -349,11 +349,8 @@ class GroupEvaluation:
 
     def _observe(self, g: GroupState, now: float, ended: list[tuple[str, Rebalance]]) -> None:
         tracker = self._trackers.setdefault(g.group_id, RebalanceTracker())
-        last = tracker.last
-        # (a state carried over has the same list of members: the tracker's last mapping is over it)
-        members = last.members if last is not None and isinstance(last.members, MembersOf) and last.members.source is g.members \
-            else MembersOf(g.members)
-        ended += [(g.group_id, r) for r in tracker.observe(Observation(now, g.state, g.generation, members))]
+        # (a state carried over has the same list of members: the tracker tells it by that, unread)
+        ended += [(g.group_id, r) for r in tracker.observe(Observation(now, g.state, g.generation, MembersOf(g.members)))]
 
     def _time_rows_of(self, tps: tuple[tuple[str, int], ...]) -> array[int]:
         """The time tables' rows of `tps` (each has a table: every one has an end offset), shared by
