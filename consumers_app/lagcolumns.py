@@ -6,10 +6,12 @@ objects (a window, two lists, ten `Commit`s) they took about 3 KB each, 4 GB in 
 and judging the 900,000 that change between two samples took seconds of one core. Here a window is
 one row of three (rows x size) arrays, 100 bytes at the default size, and a sample records and
 judges every changed window in a few array operations. An entry's time is kept as the number of its
-sample (`Stamps`), in 2 bytes while every number fits (`STAMP_MAX`; 4 after): every entry a sample
-records has that sample's time, so 8 bytes per entry were spent on a few distinct values (90 MB of
-windows and 108 MB of time tables at that scale). Its end offset is kept as its distance from the entry's offset, and its offset as its rise over its
-row's origin, each in 4 bytes while all fit (60 MB less each).
+sample (`Stamps`): every entry a sample records has that sample's time, so 8 bytes per entry were
+spent on a few distinct values (90 MB of windows and 108 MB of time tables at that scale). The
+number is kept as its rise over its row's `stamp_origin`, in 1 byte for the rows whose entries are
+within 127 samples of each other, else in 2 (`Narrow`: 25 MB less at that scale than 2 bytes for
+all). Its end offset is kept as its distance from the entry's offset, and its offset as its rise
+over its row's origin, each in 2 bytes where all fit (`Narrow`).
 
 The rows of a group are a block handed out once per set of partitions (`rows_of`): the group's
 (topic, partition) tuple is the key, so no per-partition key is kept. Entries are left-aligned: a
@@ -23,7 +25,7 @@ Only a full window is judged (`DEFAULT_MIN_FULLNESS` = 1.0, as the watcher uses 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -59,12 +61,7 @@ SHIFT_ENTRIES = 1 << 19  # entries shifted at once when full rows take a new one
 SETTLE_ROWS = 1 << 14  # wide rows a `Narrow.settle` looks at, at least (tests make it small)
 TopicPartition = tuple[str, int]
 _INT_MIN = np.iinfo(np.int64).min
-# Entries keep their sample's number in 2 bytes while every number handed out fits (4 from the first
-# that does not: more than 32,767 samples' times held at once, 27 hours of them at 3 s). 66 MB less
-# at 1.5 million windows and 300,000 time tables. (Tests make it small, to widen often.)
-STAMP_MAX = int(np.iinfo(np.int16).max)
 _COUNT = np.int16  # a row's entries; a window or table holds at most this many
-Entries = npt.NDArray[np.int16] | npt.NDArray[np.int32]  # (rows x size) stamps: each entry's sample, by number
 
 
 class Stamps:
@@ -94,33 +91,62 @@ class Stamps:
         self._last = (at, number)
         return number
 
-    def renumber(self, entries: Entries, held: npt.NDArray[np.bool_]) -> None:
-        """Give back the numbers no `held` entry of `entries` has; the others keep their order
-        (in place, a block of rows at a time: the columns hold millions of entries)."""
+    def renumber(self, origin: npt.NDArray[np.int32], stamps: Narrow, count: npt.NDArray[np.integer[Any]]) -> None:
+        """Give back the numbers no held entry has (the first `count` of each row, kept as rises
+        over the row's `origin` in `stamps`); the others keep their order, and each row's origin
+        becomes its first entry's number (a block of rows at a time: the columns hold millions of
+        entries; a rise never grows, so a row kept in 1 byte stays so)."""
         used = np.zeros(self.n, np.bool_)
         used[0] = True
-        for i in range(0, len(entries), CHUNK):
-            used[entries[i:i + CHUNK][held[i:i + CHUNK]]] = True
+        for _rows, held, numbers in _numbers(origin, stamps, count):
+            used[numbers[held]] = True
         kept = np.flatnonzero(used)
-        new_of = np.zeros(self.n, np.int32)
-        new_of[kept] = np.arange(len(kept), dtype=np.int32)
-        for i in range(0, len(entries), CHUNK):
-            block = entries[i:i + CHUNK]
-            block[...] = np.where(held[i:i + CHUNK], new_of[block], 0)
+        new_of = np.zeros(self.n, np.int64)
+        new_of[kept] = np.arange(len(kept), dtype=np.int64)
+        for rows, held, numbers in _numbers(origin, stamps, count):
+            renewed = new_of[numbers]
+            first = np.where(count[rows] > 0, renewed[:, 0], 0)
+            stamps.set(rows, np.where(held, renewed - first[:, None], 0))
+            origin[rows] = first
         self.at[:len(kept)] = self.at[kept]
         self.at[len(kept):] = 0.0
         self.n = len(kept)
         self._last = (0.0, 0)
 
 
-def _stamped(clock: Stamps, at: float, compact: Callable[[], None], columns: Any) -> tuple[int, Entries]:
-    """The number of the sample at `at`, and the columns' stamps: widened to 4 bytes (for good) when
-    the number does not fit in 2 (read after `compact`, which may renumber them in place)."""
-    stamp = clock.of(at, compact)
-    stamps: Entries = columns.stamps
-    if stamp > STAMP_MAX and stamps.dtype == np.int16:
-        stamps = stamps.astype(np.int32)
-    return stamp, stamps
+def _numbers(origin: npt.NDArray[np.int32], stamps: Narrow, count: npt.NDArray[np.integer[Any]]) -> Iterator[
+        tuple[Rows, npt.NDArray[np.bool_], npt.NDArray[np.int64]]]:
+    """Each block of rows, which of their entries are held, and the held entries' sample numbers (0
+    for the others)."""
+    for i in range(0, len(count), CHUNK):
+        rows = np.arange(i, min(len(count), i + CHUNK), dtype=np.int64)
+        held = _held(count[rows], stamps.size)
+        yield rows, held, np.where(held, origin[rows][:, None] + stamps.get(rows), 0)
+
+
+def _over_origin(column: Narrow, origin: npt.NDArray[Any], count: npt.NDArray[np.integer[Any]], rows: Rows,
+                 values: npt.NDArray[np.int64], leaving: npt.NDArray[np.bool_] | None = None) -> npt.NDArray[np.int64]:
+    """`values` as rises over their rows' `origin`, about to be written into those rows (distinct),
+    which hold the first `count` entries of `column` (`leaving`: rows whose first entry is about to
+    be shifted out, not counted). A row whose rise does not fit as the row is kept has its origin
+    moved to the least of its entries and the value (its rises rewritten: `Narrow.set` keeps the
+    row wider if they still do not fit)."""
+    rises = values - origin[rows]
+    if not len(rises):
+        return rises
+    top = column.limits(rows)
+    far = (rises < -top - 1) | (rises > top)
+    if not far.any():
+        return rises
+    rf, vf = rows[far], values[far]
+    held = _held(count[rf], column.size)
+    if leaving is not None:
+        held[leaving[far], 0] = False
+    current = origin[rf][:, None] + column.get(rf)
+    low = np.minimum(np.where(held, current, _INT64_MAX).min(axis=1), vf)
+    column.set(rf, np.where(held, current - low[:, None], 0))
+    origin[rf] = low
+    return values - origin[rows]
 
 
 def _held(count: npt.NDArray[np.integer[Any]], size: int) -> npt.NDArray[np.bool_]:
@@ -135,10 +161,11 @@ class Narrow:
     """A (rows x size) column of integers kept in 2 bytes an entry for every row whose entries all
     fit, and whole in a side table of 4 bytes an entry (8 from the first entry that does not fit in
     4, for good) for the rows that do not: their rows in order (`wide_rows`), each row's entries in
-    `wide`. A busy partition's offsets or a lagging consumer's lags spill its row; most rows of a
-    large cluster (idle partitions, consumers at the end of their logs) never do, and the windows
-    and tables then take half the room (about 90 MB less at 300,000 partitions and 1.5 million
-    windows). When more than half the rows are wide the column is kept plain (every row in `wide`,
+    `wide`. (Those are the offsets' sizes; the entries' times are kept in 1 byte, and 2 in the side
+    table, 4 and 8 after: the `narrow` and `wide` types given.) A busy partition's offsets or a
+    lagging consumer's lags spill its row; most rows of a large cluster (idle partitions, consumers
+    at the end of their logs) never do, and the windows and tables then take half the room (about
+    90 MB less at 300,000 partitions and 1.5 million windows). When more than half the rows are wide the column is kept plain (every row in `wide`,
     indexed by row: `narrow` is None), so a busy cluster's columns take no more than 4 bytes an entry
     as before; it narrows again once at most a quarter would be wide (`settle`).
 
@@ -146,17 +173,19 @@ class Narrow:
     either no columns (whole rows), one column for all, or one per row."""
 
     NARROW_MAX = int(np.iinfo(np.int16).max)  # (tests make both small, to spill and widen often)
-    WIDE_MAX = int(np.iinfo(np.int32).max)
+    WIDE_MAX = int(np.iinfo(np.int32).max)  # (of 4-byte wide rows; 2-byte ones keep at most this and 32,767)
     SETTLE_EVERY = 16  # a plain column's check whether it would narrow again: every so many `settle`s
     SETTLE_SHARE = 8  # a `settle` looks at this share of the wide rows (the next ones each time), at least SETTLE_ROWS
 
-    def __init__(self, capacity: int, size: int) -> None:
+    def __init__(self, capacity: int, size: int, narrow: type[np.signedinteger[Any]] = np.int16,
+                 wide: type[np.signedinteger[Any]] = np.int32) -> None:
         self.size = size
-        self.narrow: npt.NDArray[np.int16] | None = np.zeros((capacity, size), np.int16)
+        self._narrow_type = np.dtype(narrow)
+        self.narrow: npt.NDArray[np.signedinteger[Any]] | None = np.zeros((capacity, size), narrow)
         self.wide_rows: Rows = np.zeros(0, np.int64)  # (sorted)
         # Whether each row is wide (a byte a row): only those are looked up in `wide_rows`.
         self.is_wide: npt.NDArray[np.bool_] | None = np.zeros(capacity, np.bool_)
-        self.wide: npt.NDArray[np.int32] | npt.NDArray[np.int64] = np.zeros((0, size), np.int32)
+        self.wide: npt.NDArray[np.signedinteger[Any]] = np.zeros((0, size), wide)
         self._settles = 0
         self._settle_from = 0  # (where the next `settle` starts in `wide_rows`)
 
@@ -170,8 +199,23 @@ class Narrow:
 
     @property
     def dtype(self) -> np.dtype[Any]:
-        """What a wide row's entries are kept in (int32, or int64 for good)."""
+        """What a wide row's entries are kept in (as made, or wider for good)."""
         return self.wide.dtype
+
+    @property
+    def top(self) -> int:
+        """The largest value a narrow row keeps (the least is minus this, less one)."""
+        return min(self.NARROW_MAX, int(np.iinfo(self._narrow_type).max))
+
+    def _wide_top(self) -> int:
+        if self.wide.dtype == np.int64:
+            return _INT64_MAX
+        return min(self.WIDE_MAX, int(np.iinfo(self.wide.dtype).max))
+
+    def _widen(self, low: int, high: int) -> None:
+        """The wide rows' entries made wide enough for `low` and `high` (for good)."""
+        while low < -self._wide_top() - 1 or high > self._wide_top():
+            self.wide = self.wide.astype(np.int32 if self.wide.dtype == np.int16 else np.int64)
 
     def spilled(self) -> int:
         """The rows kept wide (all of them in a plain column)."""
@@ -184,7 +228,7 @@ class Narrow:
         else:
             assert self.is_wide is not None
             self.is_wide = np.concatenate([self.is_wide, np.zeros(to - len(self.narrow), np.bool_)])
-            self.narrow = np.concatenate([self.narrow, np.zeros((to - len(self.narrow), self.size), np.int16)])
+            self.narrow = np.concatenate([self.narrow, np.zeros((to - len(self.narrow), self.size), self._narrow_type)])
 
     def lookup(self, rows: Rows) -> tuple[Rows, npt.NDArray[np.bool_]] | None:
         """Where each of `rows` is in `wide`, and whether it is there (None: no row is): what `get`
@@ -199,11 +243,11 @@ class Narrow:
 
     def limits(self, rows: Rows) -> npt.NDArray[np.int64] | int:
         """The largest value each row keeps as it is kept now (the least is minus this, less one)."""
-        wide_top = _INT64_MAX if self.wide.dtype == np.int64 else self.WIDE_MAX
+        wide_top, top = self._wide_top(), self.top
         if self.narrow is None:
             return wide_top
         found = self.lookup(rows)
-        return self.NARROW_MAX if found is None else np.where(found[1], wide_top, self.NARROW_MAX)
+        return top if found is None else np.where(found[1], wide_top, top)
 
     def get(self, rows: Rows, cols: Any = None, found: Any = False) -> npt.NDArray[np.int64]:
         if self.narrow is None:
@@ -225,8 +269,7 @@ class Narrow:
         if not len(rows):
             return
         low, high = (values.min(axis=1), values.max(axis=1)) if cols is None else (values, values)
-        if self.wide.dtype == np.int32 and (int(low.min()) < -self.WIDE_MAX - 1 or int(high.max()) > self.WIDE_MAX):
-            self.wide = self.wide.astype(np.int64)
+        self._widen(int(low.min()), int(high.max()))
         if self.narrow is None:
             if cols is None:
                 self.wide[rows] = values
@@ -234,7 +277,8 @@ class Narrow:
                 self.wide[rows, cols] = values
             return
         found = self.lookup(rows)
-        spill = (low < -self.NARROW_MAX - 1) | (high > self.NARROW_MAX)
+        top = self.top
+        spill = (low < -top - 1) | (high > top)
         if found is not None:
             spill &= ~found[1]
         if spill.any():
@@ -270,7 +314,8 @@ class Narrow:
             self.wide[rows, :-1] = self.wide[rows, 1:]
             self.set(rows, values, self.size - 1)
             return
-        easy = (values >= -self.NARROW_MAX - 1) & (values <= self.NARROW_MAX)
+        top = self.top
+        easy = (values >= -top - 1) & (values <= top)
         found = self.lookup(rows)
         if found is not None:
             easy &= ~found[1]
@@ -301,7 +346,7 @@ class Narrow:
         self.wide = np.concatenate([self.wide, self.narrow[rows].astype(self.wide.dtype)])[order]
         self.wide_rows = every[order]
 
-    def settle(self, count: npt.NDArray[np.integer[Any]], origin: npt.NDArray[np.int64] | None = None) -> None:
+    def settle(self, count: npt.NDArray[np.integer[Any]], origin: npt.NDArray[Any] | None = None) -> None:
         """The wide rows whose held entries (the first `count` of each row) all fit go back to 2
         bytes, the others' entries as they are; with `origin` (the values being rises over it), a
         row is first brought down to its least held value, its origin moved up as much. A plain
@@ -344,17 +389,18 @@ class Narrow:
         low: npt.NDArray[np.int64] = np.where(held, values, _INT64_MAX).min(axis=1) if rebase else np.zeros(len(values), np.int64)
         low[count == 0] = 0
         values = np.where(held, values - low[:, None], 0)
-        fits = np.asarray(((values >= -self.NARROW_MAX - 1) & (values <= self.NARROW_MAX)).all(axis=1))
+        top = self.top
+        fits = np.asarray(((values >= -top - 1) & (values <= top)).all(axis=1))
         return values, low, fits
 
-    def _narrow_again(self, count: npt.NDArray[np.integer[Any]], origin: npt.NDArray[np.int64] | None) -> None:
+    def _narrow_again(self, count: npt.NDArray[np.integer[Any]], origin: npt.NDArray[Any] | None) -> None:
         n = len(self.wide)
         fits = np.zeros(n, np.bool_)
         for i in range(0, n, CHUNK):
             fits[i:i + CHUNK] = self._fitting(self.wide[i:i + CHUNK], count[i:i + CHUNK], origin is not None)[2]
         if n - int(fits.sum()) > n // 4:
             return
-        narrow = np.zeros((n, self.size), np.int16)
+        narrow = np.zeros((n, self.size), self._narrow_type)
         for i in range(0, n, CHUNK):
             values, low, ok = self._fitting(self.wide[i:i + CHUNK], count[i:i + CHUNK], origin is not None)
             block = narrow[i:i + CHUNK]
@@ -381,7 +427,10 @@ class WindowColumns:
         self.origin = np.zeros(capacity, np.int64)  # set by a row's first entry, moved by `_rebased`
         self.rises = Narrow(capacity, size)  # offset - origin
         self.gaps = Narrow(capacity, size)  # each entry's end offset as its distance from the entry's offset (end - offset)
-        self.stamps: Entries = np.zeros((capacity, size), np.int16)  # each entry's time, by number (`clock`, `_stamp`)
+        # Each entry's time, by number (`clock`, `_stamp`), as its rise over the row's stamp origin
+        # (a number at or below its entries'): 1 byte where the row's fit (`Narrow`), 2 else.
+        self.stamps = Narrow(capacity, size, np.int8, np.int16)
+        self.stamp_origin = np.zeros(capacity, np.int32)
         self.clock = Stamps()
         self.count = np.zeros(capacity, _COUNT)  # (entries held: at most `size`)
         # The end offset at each row's latest observation (PartitionWindow.latest_end), as its
@@ -432,8 +481,8 @@ class WindowColumns:
             self._grow(windows + max(1024, windows // 50))
 
     def _grow(self, to: int | None = None) -> None:
-        self.origin, self.stamps, self.count = _grown(self.origin, self.stamps, self.count, to=to)
-        for column in (self.rises, self.gaps, self.latest_gap):
+        self.origin, self.stamp_origin, self.count = _grown(self.origin, self.stamp_origin, self.count, to=to)
+        for column in (self.rises, self.gaps, self.latest_gap, self.stamps):
             column.grow(len(self.count))
 
     def settle(self) -> None:
@@ -441,6 +490,7 @@ class WindowColumns:
         self.rises.settle(self.count, self.origin)
         self.gaps.settle(self.count)
         self.latest_gap.settle(np.minimum(self.count, 1))
+        self.stamps.settle(self.count, self.stamp_origin)
 
     def _allocate(self) -> int:
         if self._free:
@@ -466,22 +516,21 @@ class WindowColumns:
 
     @property
     def times(self) -> npt.NDArray[np.float64]:
-        """Each entry's time (a copy: to read)."""
-        return self.clock.at[self.stamps]
+        """Each entry's time (a copy: to read; 0.0 where no entry is held)."""
+        return _times(self.clock, self.stamp_origin, self.stamps, self.count)
 
     def _compact(self) -> None:
-        self.clock.renumber(self.stamps, _held(self.count, self.size))
+        self.clock.renumber(self.stamp_origin, self.stamps, self.count)
 
     def _stamp(self, at: float) -> int:
-        stamp, self.stamps = _stamped(self.clock, at, self._compact, self)
-        return stamp
+        return self.clock.of(at, self._compact)
 
     def _record(self, rows: Rows, committed: npt.NDArray[np.int64], end: npt.NDArray[np.int64], at: float, stamp: int,
                 committing: npt.NDArray[np.bool_]) -> None:
         n = self.count[rows]
         has = n > 0
         last = np.maximum(n - 1, 0)
-        last_at = self.clock.at[self.stamps[rows, last]]
+        last_at = self.clock.at[self.stamp_origin[rows] + self.stamps.get(rows, last)]
         last_offset = self.origin[rows] + self.rises.get(rows, last)
         kept = ~(has & (at < last_at))  # an observation older than the last entry is dropped
         noted = has & kept & ~committing & (committed == last_offset)  # not a commit: only the end is noted
@@ -499,28 +548,14 @@ class WindowColumns:
         ra, na, ca = rows[append], n[append], committed[append]
         fresh = na == 0
         self.origin[ra[fresh]] = ca[fresh]  # (an empty window's first entry is its origin)
+        self.stamp_origin[ra[fresh]] = stamp
         rises = self._rebased(ra, ca)  # (first: it may move origins)
-        _append(ra, na, self.count, self.size, [(self.rises, rises), (self.gaps, gaps), (self.stamps, stamp)])
+        stamps = _over_origin(self.stamps, self.stamp_origin, self.count, ra, np.full(len(ra), stamp, np.int64), na >= self.size)
+        _append(ra, na, self.count, self.size, [(self.rises, rises), (self.gaps, gaps), (self.stamps, stamps)])
 
     def _rebased(self, rows: Rows, values: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-        """`values` as rises over their rows' origins, about to be written into those rows (distinct);
-        a row whose rise does not fit as the row is kept has its origin moved to the least of its
-        offsets and the value (its rises rewritten: `Narrow.set` keeps the row wider if they still
-        do not fit)."""
-        rises = values - self.origin[rows]
-        if not len(rises):
-            return rises
-        top = self.rises.limits(rows)
-        far = (rises < -top - 1) | (rises > top)
-        if not far.any():
-            return rises
-        rf, vf = rows[far], values[far]
-        held = _held(self.count[rf], self.size)
-        offsets = self.origin[rf][:, None] + self.rises.get(rf)
-        low = np.minimum(np.where(held, offsets, np.iinfo(np.int64).max).min(axis=1), vf)
-        self.rises.set(rf, np.where(held, offsets - low[:, None], 0))
-        self.origin[rf] = low
-        return values - self.origin[rows]
+        """`values` as rises over their rows' origins, about to be written into those rows (`_over_origin`)."""
+        return _over_origin(self.rises, self.origin, self.count, rows, values)
 
     @property
     def offsets(self) -> npt.NDArray[np.int64]:
@@ -541,7 +576,7 @@ class WindowColumns:
         if not full.any():
             return out
         fr = rows[full]
-        off, times = self.origin[fr][:, None] + self.rises.get(fr), self.clock.at[self.stamps[fr]]
+        off, times = self.origin[fr][:, None] + self.rises.get(fr), self.clock.at[self.stamp_origin[fr][:, None] + self.stamps.get(fr)]
         ends = off + self.gaps.get(fr)
         lag = np.maximum(ends - off, 0)
         last_offset = off[:, -1]
@@ -564,7 +599,7 @@ class WindowColumns:
         one = np.array([row], np.int64)
         held = self.origin[row] + self.rises.get(one)[0, :n]
         offsets, ends = held.tolist(), (held + self.gaps.get(one)[0, :n]).tolist()
-        times = self.clock.at[self.stamps[row, :n]].tolist()
+        times = self.clock.at[self.stamp_origin[row] + self.stamps.get(one)[0, :n]].tolist()
         return PartitionWindow(
             size=self.size, min_distance=self.min_distance,
             commits=[Commit(o, t, max(0, e - o)) for o, t, e in zip(offsets, times, ends, strict=True)],
@@ -577,19 +612,21 @@ def _rows(block: tuple[tuple[TopicPartition, ...], Rows | int]) -> Rows:
     return np.arange(rows, rows + len(block[0]), dtype=np.int64) if isinstance(rows, int) else rows
 
 
+def _times(clock: Stamps, origin: npt.NDArray[np.int32], stamps: Narrow, count: npt.NDArray[np.integer[Any]]) -> npt.NDArray[np.float64]:
+    """Each held entry's time, 0.0 for the others (a copy)."""
+    return np.concatenate([clock.at[numbers] for _rows, _held, numbers in _numbers(origin, stamps, count)]
+                          or [np.zeros((0, stamps.size))])
+
+
 def _append(rows: Rows, n: npt.NDArray[np.integer[Any]], count: npt.NDArray[np.integer[Any]], size: int,
-            columns: list[tuple[Narrow | Entries, npt.NDArray[np.int64] | int]]) -> None:
+            columns: list[tuple[Narrow, npt.NDArray[np.int64]]]) -> None:
     """A new newest entry in each of `rows` (holding `n` entries): `value` into each column, after
     the others where there is room, else with the oldest shifted out."""
     room = n < size
     if room.any():
         rr, ii = rows[room], n[room]
         for column, value in columns:
-            v = value[room] if isinstance(value, np.ndarray) else value
-            if isinstance(column, Narrow):
-                column.set(rr, v, ii)
-            else:
-                column[rr, ii] = v
+            column.set(rr, value[room], ii)
         count[rr] = ii + 1
     full = ~room
     if full.any():
@@ -598,14 +635,9 @@ def _append(rows: Rows, n: npt.NDArray[np.integer[Any]], count: npt.NDArray[np.i
         # tables shift every row each sample, 71 MB at once at 300,000 tables of 60 points)
         block = max(1, SHIFT_ENTRIES // size)
         for column, value in columns:
-            vf = value[full] if isinstance(value, np.ndarray) else value
+            vf = value[full]
             for i in range(0, len(rf), block):
-                rb = rf[i:i + block]
-                if isinstance(column, Narrow):
-                    column.shift_in(rb, vf[i:i + block] if isinstance(vf, np.ndarray) else vf)
-                    continue
-                column[rb, :-1] = column[rb, 1:]
-                column[rb, -1] = vf[i:i + block] if isinstance(vf, np.ndarray) else vf
+                column.shift_in(rf[i:i + block], vf[i:i + block])
 
 
 def _grown(*arrays: npt.NDArray[Any], to: int | None = None) -> list[npt.NDArray[Any]]:
@@ -637,7 +669,10 @@ class TimeColumns:
         self.forget_after = forget_after
         self.origin = np.zeros(capacity, np.int64)
         self.rises = Narrow(capacity, limit)  # offset - origin
-        self.stamps: Entries = np.zeros((capacity, limit), np.int16)  # each point's time, by number (`clock`, `_stamp`)
+        # Each point's time, by number (`clock`), as its rise over the row's stamp origin: 1 byte where
+        # the row's fit (a table whose points are within 127 samples), 2 else (`Narrow`).
+        self.stamps = Narrow(capacity, limit, np.int8, np.int16)
+        self.stamp_origin = np.zeros(capacity, np.int32)
         self.clock = Stamps()
         self.count = np.zeros(capacity, _COUNT)  # (points held: at most `limit`)
         self.last_seen = np.full(capacity, np.inf)  # when each row's partition was last added (inf: free)
@@ -674,11 +709,11 @@ class TimeColumns:
         if (self.last_seen < at - self.forget_after).any():
             self._forget(at)
         values = np.fromiter(ends.values(), np.int64, len(keys))
-        stamp, self.stamps = _stamped(self.clock, at, self._compact, self)
+        stamp = self.clock.of(at, self._compact)
         n = self.count[rows]
         has = n > 0
         last = np.maximum(n - 1, 0)
-        newest_at = self.clock.at[self.stamps[rows, last]]
+        newest_at = self.clock.at[self.stamp_origin[rows] + self.stamps.get(rows, last)]
         origin = self.origin[rows]
         newest = origin + self.rises.get(rows, last)
         # Rejected: not newer than the newest point, or an offset below it.
@@ -688,40 +723,27 @@ class TimeColumns:
         if update.any():
             update[update] = origin[update] + self.rises.get(rows[update], np.maximum(n[update] - 2, 0)) == values[update]
         if update.any():
-            self.stamps[rows[update], last[update]] = stamp
+            ru = rows[update]
+            self.stamps.set(ru, _over_origin(self.stamps, self.stamp_origin, self.count, ru, np.full(len(ru), stamp, np.int64)),
+                            last[update])
         append = ok & ~update
         if append.any():
             ra, na, va = rows[append], n[append], values[append]
             fresh = na == 0
             self.origin[ra[fresh]] = va[fresh]  # (an empty table's first point is its origin)
-            rises = self._rises(ra, na, va)  # (first: it may move origins)
-            _append(ra, na, self.count, self.limit, [(self.rises, rises), (self.stamps, stamp)])
+            self.stamp_origin[ra[fresh]] = stamp
+            full = na >= self.limit
+            rises = _over_origin(self.rises, self.origin, self.count, ra, va, full)  # (first: it may move origins)
+            stamps = _over_origin(self.stamps, self.stamp_origin, self.count, ra, np.full(len(ra), stamp, np.int64), full)
+            _append(ra, na, self.count, self.limit, [(self.rises, rises), (self.stamps, stamps)])
         self.rises.settle(self.count, self.origin)
+        self.stamps.settle(self.count, self.stamp_origin)
 
     def _grow(self, to: int | None = None) -> None:
-        self.origin, self.stamps, self.count, self.last_seen = _grown(self.origin, self.stamps, self.count, self.last_seen, to=to)
+        self.origin, self.stamp_origin, self.count, self.last_seen = _grown(self.origin, self.stamp_origin, self.count,
+                                                                            self.last_seen, to=to)
         self.rises.grow(len(self.count))
-
-    def _rises(self, rows: Rows, n: npt.NDArray[np.integer[Any]], values: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-        """`values` over their rows' origins, about to be added to rows holding `n` points; a row
-        whose rise does not fit as the row is kept has its origin moved up to the oldest point it
-        will keep (the second when it is full: the first is shifted out; `Narrow.set` keeps the row
-        wider if its rises still do not fit)."""
-        rises = values - self.origin[rows]
-        if not len(rises):
-            return rises
-        far = rises > self.rises.limits(rows)
-        if not far.any():
-            return rises
-        rf, nf = rows[far], n[far]
-        full = nf >= self.limit
-        keep = np.where(full, 1, 0)
-        up = self.rises.get(rf, keep)
-        held = _held(nf, self.limit)
-        held[full, 0] = False  # (shifted out with this point)
-        self.rises.set(rf, np.where(held, self.rises.get(rf) - up[:, None], 0))
-        self.origin[rf] += up
-        return values - self.origin[rows]
+        self.stamps.grow(len(self.count))
 
     @property
     def offsets(self) -> npt.NDArray[np.int64]:
@@ -730,11 +752,11 @@ class TimeColumns:
 
     @property
     def times(self) -> npt.NDArray[np.float64]:
-        """Each point's time (a copy: to read)."""
-        return self.clock.at[self.stamps]
+        """Each point's time (a copy: to read; 0.0 where no point is held)."""
+        return _times(self.clock, self.stamp_origin, self.stamps, self.count)
 
     def _compact(self) -> None:
-        self.clock.renumber(self.stamps, _held(self.count, self.limit))
+        self.clock.renumber(self.stamp_origin, self.stamps, self.count)
 
     def time_lag(self, rows: Rows, committed: npt.NDArray[np.int64], now: float) -> npt.NDArray[np.float64]:
         """`time_lag(table, committed[i], now)` for the table in each row; NaN where that is None
@@ -747,6 +769,7 @@ class TimeColumns:
         r, x = rows[known], committed[known]
         n = self.count[r]
         rises, stamps, at = self.rises, self.stamps, self.clock.at
+        stamp_origin, found_stamps = self.stamp_origin[r], stamps.lookup(r)
         origin = self.origin[r]
         y = x - origin  # (the offset as its row's points are kept: a rise over the origin)
         last = np.maximum(n - 1, 0)
@@ -774,7 +797,7 @@ class TimeColumns:
         left = np.where(between, k - 1, 0)
         right = np.where(between, k, last)
         lo_offset, ro = origin + rises.get(r, left, found), origin + rises.get(r, right, found)
-        lt, rt = at[stamps[r, left]], at[stamps[r, right]]
+        lt, rt = at[stamp_origin + stamps.get(r, left, found_stamps)], at[stamp_origin + stamps.get(r, right, found_stamps)]
         flat = ro == lo_offset
         with np.errstate(divide="ignore", invalid="ignore"):
             predicted = np.where(flat, np.where(x < lo_offset, lt, np.inf),

@@ -34,8 +34,9 @@ def test_columns_record_and_judge_exactly_as_the_reference_windows(seed, monkeyp
         monkeypatch.setattr(lagcolumns, "SHIFT_ENTRIES", rng.choice([1, 7, 30]))
     if seed % 3 == 0:  # room for a few sample numbers: they are given back and renumbered all the time
         monkeypatch.setattr(lagcolumns.Stamps, "CAPACITY", rng.choice([2, 3]))
-    elif seed % 4 == 1:  # numbers past 2 bytes early: the stamps widen to 4 on the way
-        monkeypatch.setattr(lagcolumns, "STAMP_MAX", rng.choice([3, 20, 100]))
+    elif seed % 4 == 1:  # rows whose sample numbers are far apart: their stamps spill to 2 bytes and widen
+        monkeypatch.setattr(lagcolumns.Stamps, "CAPACITY", rng.choice([4, 64]))
+        _small_narrow(monkeypatch, rng)
     if seed % 5 in (1, 3):  # entries kept in small ranges: origins move, rows spill, columns go plain and widen, all the time
         _small_narrow(monkeypatch, rng)
     size = rng.choice([2, 3, 4, 10])
@@ -164,8 +165,9 @@ def test_time_columns_add_and_interpolate_exactly_as_the_reference_tables(seed, 
     forget_after = rng.choice([4.0, 1e9])  # partitions unlisted for longer lose their tables
     if seed % 4 in (1, 2):  # rises kept in small ranges: origins move up, rows spill, columns go plain and widen, all the time
         _small_narrow(monkeypatch, rng)
-    if seed % 5 == 2:  # numbers past 2 bytes early: the stamps widen to 4 on the way
-        monkeypatch.setattr(lagcolumns, "STAMP_MAX", rng.choice([3, 20, 100]))
+    if seed % 5 == 2:  # rows whose sample numbers are far apart: their stamps spill to 2 bytes and widen
+        monkeypatch.setattr(lagcolumns.Stamps, "CAPACITY", rng.choice([4, 64]))
+        _small_narrow(monkeypatch, rng)
     cols = TimeColumns(limit=limit, capacity=1, forget_after=forget_after)
     tps = [("t", p) for p in range(rng.randint(1, 8))]
     reference: dict[tuple[str, int], OffsetTimeTable] = {}
@@ -259,7 +261,8 @@ def test_sample_numbers_are_given_back_so_their_room_stays_bounded(monkeypatch):
     row_a, row_b = tables.row(("t", 0)), tables.row(("t", 1))
     assert tables.times[row_a, :4].tolist() == [100.0 + 2 * i for i in range(4996, 5000)]
     assert tables.times[row_b, :2].tolist() == [100.0, 100.0 + 2 * 4999]
-    assert windows.stamps.dtype == np.int16 and tables.stamps.dtype == np.int16  # (2 bytes: the numbers stay small)
+    # (given back and renumbered, a row's numbers stay close: every row's in 1 byte)
+    assert windows.stamps.spilled() == 0 and tables.stamps.spilled() == 0
 
 
 def test_end_offsets_beyond_four_bytes_of_the_commit_spill_the_row_widen_it_and_stay_exact() -> None:
@@ -319,24 +322,53 @@ def test_a_tables_origin_moves_up_when_a_rise_does_not_fit_its_row_spills_when_i
     assert cols.time_lag(np.array([row]), np.array([1615]), 30.0)[0] == time_lag(table, 1615, 30.0)
 
 
-def test_sample_numbers_past_two_bytes_widen_the_stamps_and_every_time_stays_exact(monkeypatch) -> None:
-    """Entries keep their sample's number in 2 bytes; a number that does not fit (more samples'
-    times held at once than 2 bytes count) widens the stamps to 4 for good, with every time kept."""
-    monkeypatch.setattr(lagcolumns, "STAMP_MAX", 6)
-    windows = WindowColumns(size=3, min_distance=1.0, capacity=4)
-    tables = TimeColumns(limit=10, capacity=2)
-    rows = windows.rows_of("g", (("t", 0),))
-    stopped = windows.rows_of("h", (("t", 1),))
-    windows.record(stopped, np.array([1]), np.array([1]), 50.0, np.array([True]))  # held for good: number 1
-    for i in range(8):
+def test_sample_numbers_far_apart_in_a_row_spill_it_widen_it_and_every_time_stays_exact(monkeypatch) -> None:
+    """An entry's sample number is kept as its rise over its row's stamp origin, in 1 byte while the
+    row's numbers are close: a table whose first point stays while its last moves on (a flat run)
+    spills to 2 bytes, widens past them, and goes back to 1 byte once its points are close again;
+    every time and time lag stays the reference's. So does a window whose first entry stays."""
+    monkeypatch.setattr(Narrow, "NARROW_MAX", 5)
+    monkeypatch.setattr(Narrow, "WIDE_MAX", 12)
+    tables = TimeColumns(limit=4, capacity=2)
+    windows = WindowColumns(size=3, min_distance=1.0, capacity=2)
+    table = OffsetTimeTable(4)
+    reference = PartitionWindow(3, 1.0)
+    rows = windows.rows_of("g", (("t", 0), ("t", 1)))
+    moving = PartitionWindow(3, 1.0)
+
+    def check(at: float) -> None:
+        row = tables.row(("t", 0))
+        assert tables.times[row, :len(table.points)].tolist() == [p.at for p in table.points]
+        for committed in (5, 7, 8, 9, 30):
+            assert np.array_equal(tables.time_lag(np.array([row]), np.array([committed]), at + 1.0),
+                                  np.array([time_lag(table, committed, at + 1.0)], np.float64), equal_nan=True)
+        assert windows.window(int(rows[0])) == reference and windows.window(int(rows[1])) == moving
+
+    for i in range(20):  # ("t", 0) flat at 7: its table's first point stays, its last moves on
         at = 100.0 + 2 * i
-        windows.record(rows, np.array([i]), np.array([i + 3]), at, np.array([True]))  # number i + 2
-        tables.add_all({("t", 0): i + 3}, at)  # number i + 1
-        assert windows.stamps.dtype == (np.int16 if i + 2 <= 6 else np.int32), i
-        assert tables.stamps.dtype == (np.int16 if i + 1 <= 6 else np.int32), i
-    assert windows.window(int(stopped[0])).commits[0].at == 50.0
-    assert [c.at for c in windows.window(int(rows[0])).commits] == [110.0, 112.0, 114.0]
-    assert tables.times[tables.row(("t", 0)), :8].tolist() == [100.0 + 2 * i for i in range(8)]
+        tables.add_all({("t", 0): 7, ("t", 1): 3 + i}, at)
+        table.add(7, at)
+        # (a window noting only its end: its one entry stays, next to one that moves on)
+        committed = np.array([7, 3 + i])
+        windows.record(rows, committed, np.array([7 + i, 4 + i]), at, np.array([False, True]))
+        reference.record(7, 7 + i, at, False)
+        moving.record(3 + i, 4 + i, at, True)
+        assert tables.stamps.spilled() == (1 if i > 5 else 0), i  # (its points' numbers are 1 and i + 1)
+        assert tables.stamps.dtype == (np.int16 if i <= 12 else np.int64), i
+        check(at)
+    for i in range(20, 26):  # it moves again: its old points go, its numbers are close again
+        at = 100.0 + 2 * i
+        tables.add_all({("t", 0): 7 + i, ("t", 1): 3 + i}, at)
+        table.add(7 + i, at)
+        windows.record(rows, np.array([7 + i, 3 + i]), np.array([7 + i, 4 + i]), at, np.array([True, True]))
+        reference.record(7 + i, 7 + i, at, True)
+        moving.record(3 + i, 4 + i, at, True)
+        if i == 20:  # (the window's new entry is 20 samples after the one it kept: its row spills)
+            assert windows.stamps.spilled() == 1 and windows.stamps.dtype == np.int64
+        check(at)
+    windows.settle()
+    assert tables.stamps.spilled() == 0 and windows.stamps.spilled() == 0
+    check(at)
 
 
 def test_window_offsets_far_apart_move_the_origin_or_spill_the_row_and_stay_exact(monkeypatch) -> None:
