@@ -62,6 +62,7 @@ SETTLE_ROWS = 1 << 14  # wide rows a `Narrow.settle` looks at, at least (tests m
 TopicPartition = tuple[str, int]
 _INT_MIN = np.iinfo(np.int64).min
 _COUNT = np.int16  # a row's entries; a window or table holds at most this many
+PARTITION_NUMBERS = 1 << 20  # partition numbers a time table's row is found by in an array (others: in a dict)
 
 
 class Stamps:
@@ -342,9 +343,12 @@ class Narrow:
             return
         assert self.is_wide is not None
         self.is_wide[rows] = True
-        order = np.argsort(every, kind="stable")
-        self.wide = np.concatenate([self.wide, self.narrow[rows].astype(self.wide.dtype)])[order]
-        self.wide_rows = every[order]
+        rows = np.sort(rows)
+        # (put in their places in one new table: a busy cluster's rows spill a few thousand at a
+        # time, and a table concatenated then reordered was two new copies of it each time)
+        places = np.searchsorted(self.wide_rows, rows)
+        self.wide = np.insert(self.wide, places, self.narrow[rows].astype(self.wide.dtype), axis=0)
+        self.wide_rows = np.insert(self.wide_rows, places, rows)
 
     def settle(self, count: npt.NDArray[np.integer[Any]], origin: npt.NDArray[Any] | None = None) -> None:
         """The wide rows whose held entries (the first `count` of each row) all fit go back to 2
@@ -676,7 +680,11 @@ class TimeColumns:
         self.clock = Stamps()
         self.count = np.zeros(capacity, _COUNT)  # (points held: at most `limit`)
         self.last_seen = np.full(capacity, np.inf)  # when each row's partition was last added (inf: free)
-        self.index: dict[TopicPartition, int] = {}
+        # Each partition's row, by topic and partition number (-1: none): 4 bytes a partition. (A dict
+        # keyed by (topic, partition) and its row numbers as ints was 19 MB at 300,000 partitions.)
+        # Numbers Kafka never gives (below 0, or PARTITION_NUMBERS and above) are kept apart.
+        self._row_of: dict[str, npt.NDArray[np.int32]] = {}
+        self._other_rows: dict[TopicPartition, int] = {}
         self.generation = 0
         self._partition_of: list[TopicPartition | None] = []  # by row
         self._free: list[int] = []
@@ -684,11 +692,37 @@ class TimeColumns:
         self._rows: Rows = np.zeros(0, np.int64)
 
     def row(self, tp: TopicPartition) -> int | None:
-        return self.index.get(tp)
+        found = self._row_of.get(tp[0])
+        number = tp[1]
+        if found is not None and 0 <= number < len(found):
+            row = int(found[number])
+            return row if row >= 0 else None
+        return self._other_rows.get(tp) if self._other_rows else None
 
     def rows(self, tps: Iterable[TopicPartition]) -> list[int | None]:
-        index = self.index
-        return [index.get(tp) for tp in tps]
+        row = self.row
+        return [row(tp) for tp in tps]
+
+    def _place(self, tp: TopicPartition, row: int) -> None:
+        """`tp`'s row (-1: none)."""
+        name, number = tp
+        if not 0 <= number < PARTITION_NUMBERS:
+            if row < 0:
+                self._other_rows.pop(tp, None)
+            else:
+                self._other_rows[tp] = row
+            return
+        found = self._row_of.get(name)
+        if found is None or number >= len(found):
+            if row < 0:
+                return
+            grown = np.full(max(number + 1, len(found) + 8 if found is not None else 0), -1, np.int32)  # (8 spare at most)
+            if found is not None:
+                grown[:len(found)] = found
+            found = self._row_of[name] = grown
+        found[number] = row
+        if row < 0 and not (found >= 0).any():
+            del self._row_of[name]  # (a deleted topic's)
 
     def add_all(self, ends: Mapping[TopicPartition, int], at: float) -> None:
         """`OffsetTimeTable.add(offset, at)` on the table of each partition in `ends`."""
@@ -696,14 +730,15 @@ class TimeColumns:
             return
         keys = list(ends)
         if keys != self._keys:  # (the same partitions in the same order: the rows of last time)
-            index = self.index
-            new = [tp for tp in keys if tp not in index]
+            row = self.row
+            rows = np.fromiter((-1 if (r := row(tp)) is None else r for tp in keys), np.int64, len(keys))
+            new = np.flatnonzero(rows < 0).tolist()
             needed = len(self._partition_of) + len(new) - len(self._free)
             if needed > len(self.count):  # (room for them all at once, not half again as much)
                 self._grow(needed + max(1024, needed // 50))
-            for tp in new:
-                index[tp] = self._allocate(tp)
-            self._keys, self._rows = keys, np.fromiter((index[tp] for tp in keys), np.int64, len(keys))
+            for i in new:
+                rows[i] = self._allocate(keys[i])
+            self._keys, self._rows = keys, rows
         rows = self._rows
         self.last_seen[rows] = at
         if (self.last_seen < at - self.forget_after).any():
@@ -812,18 +847,19 @@ class TimeColumns:
         if self._free:
             row = self._free.pop()
             self._partition_of[row] = tp
-            return row
-        row = len(self._partition_of)
-        if row == len(self.count):
-            self._grow()
-        self._partition_of.append(tp)
+        else:
+            row = len(self._partition_of)
+            if row == len(self.count):
+                self._grow()
+            self._partition_of.append(tp)
+        self._place(tp, row)
         return row
 
     def _forget(self, at: float) -> None:
         for row in np.flatnonzero(self.last_seen < at - self.forget_after).tolist():
             tp = self._partition_of[row]
             if tp is not None:
-                del self.index[tp]
+                self._place(tp, -1)
             self._partition_of[row] = None
             self.count[row] = 0
             self.last_seen[row] = np.inf

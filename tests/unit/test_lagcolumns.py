@@ -241,6 +241,29 @@ def test_a_partition_unlisted_for_long_loses_its_table_and_its_row_goes_to_a_new
     assert lag[0] == 0.0 and lag[1] == 11.0
 
 
+def test_a_partitions_row_is_found_by_topic_and_number_in_four_bytes_and_a_forgotten_topic_leaves_nothing():
+    """Tables are found by topic, in an array of rows by partition number (4 bytes a partition, not a
+    dict entry and an int object); a number Kafka never gives (below 0, or 2^20 and above) is kept
+    apart; a topic whose partitions are all forgotten is let go."""
+    cols = TimeColumns(limit=3, forget_after=10.0)
+    odd = [("odd", -1), ("odd", lagcolumns.PARTITION_NUMBERS), ("odd", 2**40)]
+    ends = {**{(f"t{t}", p): 10 * t + p for t in range(40) for p in range(30)}, **dict.fromkeys(odd, 5)}
+    for tp in random.Random(3).sample(sorted(ends), len(ends)):  # (in any order)
+        ends = {tp: ends.pop(tp), **ends}
+    cols.add_all(ends, 100.0)
+    rows = cols.rows(list(ends))
+    assert sorted(rows) == list(range(len(ends)))  # (every partition its own row)
+    assert all(cols.row(tp) == r and cols.offsets[r, 0] == ends[tp] for tp, r in zip(ends, rows, strict=True))
+    assert cols.row(("t0", 30)) is None and cols.row(("nope", 0)) is None and cols.row(("odd", 0)) is None
+    assert set(cols._other_rows) == set(odd)
+    held = sum(a.nbytes for a in cols._row_of.values())
+    assert held <= 4 * 38 * 40, held  # (4 bytes a partition: 30 of each topic, 8 spare places at most)
+    cols.add_all({tp: v + 1 for tp, v in ends.items() if tp[0] != "t7" and tp not in odd}, 105.0)
+    cols.add_all({tp: v + 2 for tp, v in ends.items() if tp[0] != "t7" and tp not in odd}, 111.0)  # t7 and odd forgotten
+    assert "t7" not in cols._row_of and not cols._other_rows
+    assert cols.row(("t7", 3)) is None and cols.row(("t8", 3)) == rows[list(ends).index(("t8", 3))]
+
+
 def test_sample_numbers_are_given_back_so_their_room_stays_bounded(monkeypatch):
     """Entries keep their sample's time as a 4-byte number. Over 5,000 samples the numbers no entry
     holds any more are given back: the room stays a few times what the entries hold, and every
