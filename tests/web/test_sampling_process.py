@@ -397,6 +397,8 @@ def test_the_delta_maker_keeps_no_groups_time_lags_or_statuses_from_the_pass_bef
     assert second.groups is not None and set(second.groups) == {"seconds", "status"}
     held = [x for marks in maker._sent.values() for x in marks]
     assert not any(isinstance(x, (LagSeconds, LagStatuses)) for x in held)
+    # (each group's mark is its state and one digest of its figures: 32 bytes, not a tuple of them)
+    assert all(len(marks) == 2 and marks[0] is groups[gid] and type(marks[1]) is int for gid, marks in maker._sent.items())
     # (a time lag turning unknown is a change too)
     groups["same"].lag_seconds = LagSeconds([None, None])
     third = maker.make(sample(groups, 3.0), [], {})
