@@ -8,9 +8,10 @@ one row of three (rows x size) arrays, 100 bytes at the default size, and a samp
 judges every changed window in a few array operations. An entry's time is kept as the number of its
 sample (`Stamps`): every entry a sample records has that sample's time, so 8 bytes per entry were
 spent on a few distinct values (90 MB of windows and 108 MB of time tables at that scale). The
-number is kept as its rise over its row's `stamp_origin`, in 1 byte for the rows whose entries are
-within 127 samples of each other, else in 2 (`Narrow`: 25 MB less at that scale than 2 bytes for
-all). Its end offset is kept as its distance from the entry's offset, and its offset as its rise
+number is kept as its rise over its row's `stamp_origin` (`Narrow`): a window's in 1 byte while its
+entries are within 127 samples of each other (a consumer's commits are seen one a sample), else in 2
+(8 MB less at that scale than 2 bytes for all); a table's in 2, as an idle partition's table keeps
+the first point of its flat run for hours. Its end offset is kept as its distance from the entry's offset, and its offset as its rise
 over its row's origin, each in 2 bytes where all fit (`Narrow`).
 
 The rows of a group are a block handed out once per set of partitions (`rows_of`): the group's
@@ -140,13 +141,18 @@ def _over_origin(column: Narrow, origin: npt.NDArray[Any], count: npt.NDArray[np
     if not far.any():
         return rises
     rf, vf = rows[far], values[far]
-    held = _held(count[rf], column.size)
-    if leaving is not None:
-        held[leaving[far], 0] = False
-    current = origin[rf][:, None] + column.get(rf)
-    low = np.minimum(np.where(held, current, _INT64_MAX).min(axis=1), vf)
-    column.set(rf, np.where(held, current - low[:, None], 0))
-    origin[rf] = low
+    away = leaving[far] if leaving is not None else None
+    # (a block of rows at a time: every table's first point can fall out of 1 byte at the same
+    # sample, and 300,000 rows of 60 entries at once made each temporary here 144 MB)
+    for i in range(0, len(rf), CHUNK):
+        rb = rf[i:i + CHUNK]
+        held = _held(count[rb], column.size)
+        if away is not None:
+            held[away[i:i + CHUNK], 0] = False
+        current = origin[rb][:, None] + column.get(rb)
+        low = np.minimum(np.where(held, current, _INT64_MAX).min(axis=1), vf[i:i + CHUNK])
+        column.set(rb, np.where(held, current - low[:, None], 0))
+        origin[rb] = low
     return values - origin[rows]
 
 
@@ -370,13 +376,17 @@ class Narrow:
         end = min(k, start + max(SETTLE_ROWS, -(-k // self.SETTLE_SHARE)))
         self._settle_from = end
         rows = self.wide_rows[start:end]
-        back, low, fits = self._fitting(self.wide[start:end], count[rows], origin is not None)
+        fits = np.zeros(len(rows), np.bool_)
+        for i in range(0, len(rows), CHUNK):  # (a block at a time: each temporary is 8 bytes an entry)
+            rb = rows[i:i + CHUNK]
+            back, low, ok = self._fitting(self.wide[start + i:start + i + len(rb)], count[rb], origin is not None)
+            fits[i:i + CHUNK] = ok
+            if origin is not None:
+                origin[rb[ok]] += low[ok]
+            self.narrow[rb[ok]] = back[ok]
         if not fits.any():
             return
         gone = rows[fits]
-        if origin is not None:
-            origin[gone] += low[fits]
-        self.narrow[gone] = back[fits]
         assert self.is_wide is not None
         self.is_wide[gone] = False
         keep = np.ones(k, np.bool_)
@@ -673,9 +683,11 @@ class TimeColumns:
         self.forget_after = forget_after
         self.origin = np.zeros(capacity, np.int64)
         self.rises = Narrow(capacity, limit)  # offset - origin
-        # Each point's time, by number (`clock`), as its rise over the row's stamp origin: 1 byte where
-        # the row's fit (a table whose points are within 127 samples), 2 else (`Narrow`).
-        self.stamps = Narrow(capacity, limit, np.int8, np.int16)
+        # Each point's time, by number (`clock`), as its rise over the row's stamp origin, in 2 bytes
+        # (`Narrow`; 4 for a table whose points span more than 32,767 numbers). Not 1 as the
+        # windows': an idle partition's table keeps the first point of its flat run, and every
+        # table of a console started at once passes 127 samples from its first at the same sample.
+        self.stamps = Narrow(capacity, limit, np.int16, np.int32)
         self.stamp_origin = np.zeros(capacity, np.int32)
         self.clock = Stamps()
         self.count = np.zeros(capacity, _COUNT)  # (points held: at most `limit`)
