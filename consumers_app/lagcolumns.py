@@ -632,6 +632,18 @@ def _times(clock: Stamps, origin: npt.NDArray[np.int32], stamps: Narrow, count: 
                           or [np.zeros((0, stamps.size))])
 
 
+def _by_topic(tps: Iterable[TopicPartition]) -> dict[str, tuple[Rows, Rows]]:
+    """Of each topic, where its partitions are in `tps` and their numbers."""
+    places: dict[str, tuple[list[int], list[int]]] = {}
+    for i, (name, number) in enumerate(tps):
+        found = places.get(name)
+        if found is None:
+            found = places[name] = ([], [])
+        found[0].append(i)
+        found[1].append(number)
+    return {name: (np.array(at, np.int64), np.array(numbers, np.int64)) for name, (at, numbers) in places.items()}
+
+
 def _append(rows: Rows, n: npt.NDArray[np.integer[Any]], count: npt.NDArray[np.integer[Any]], size: int,
             columns: list[tuple[Narrow, npt.NDArray[np.int64]]]) -> None:
     """A new newest entry in each of `rows` (holding `n` entries): `value` into each column, after
@@ -715,25 +727,39 @@ class TimeColumns:
         row = self.row
         return [row(tp) for tp in tps]
 
-    def _place(self, tp: TopicPartition, row: int) -> None:
-        """`tp`'s row (-1: none)."""
-        name, number = tp
-        if not 0 <= number < PARTITION_NUMBERS:
-            if row < 0:
-                self._other_rows.pop(tp, None)
-            else:
-                self._other_rows[tp] = row
-            return
+    def _rows_in(self, name: str, numbers: Rows) -> Rows:
+        """The rows of a topic's partitions numbered `numbers` (-1: none)."""
+        out = np.full(len(numbers), -1, np.int64)
         found = self._row_of.get(name)
-        if found is None or number >= len(found):
-            if row < 0:
+        if found is not None:
+            inside = (numbers >= 0) & (numbers < len(found))
+            out[inside] = found[numbers[inside]]
+        if self._other_rows:
+            for i in np.flatnonzero((numbers < 0) | (numbers >= PARTITION_NUMBERS)).tolist():
+                out[i] = self._other_rows.get((name, int(numbers[i])), -1)
+        return out
+
+    def _place(self, name: str, numbers: Rows, rows: Rows) -> None:
+        """The rows of a topic's partitions numbered `numbers` (-1: none)."""
+        odd = (numbers < 0) | (numbers >= PARTITION_NUMBERS)
+        for i in np.flatnonzero(odd).tolist():
+            if rows[i] < 0:
+                self._other_rows.pop((name, int(numbers[i])), None)
+            else:
+                self._other_rows[(name, int(numbers[i]))] = int(rows[i])
+        numbers, rows = numbers[~odd], rows[~odd]
+        found = self._row_of.get(name)
+        top = int(numbers[rows >= 0].max()) + 1 if (rows >= 0).any() else 0
+        if found is None or top > len(found):
+            if not top:
                 return
-            grown = np.full(max(number + 1, len(found) + 8 if found is not None else 0), -1, np.int32)  # (8 spare at most)
+            grown = np.full(max(top, len(found) + 8 if found is not None else 0), -1, np.int32)  # (8 spare at most)
             if found is not None:
                 grown[:len(found)] = found
             found = self._row_of[name] = grown
-        found[number] = row
-        if row < 0 and not (found >= 0).any():
+        inside = numbers < len(found)
+        found[numbers[inside]] = rows[inside]
+        if not (found >= 0).any():
             del self._row_of[name]  # (a deleted topic's)
 
     def add_all(self, ends: Mapping[TopicPartition, int], at: float) -> None:
@@ -742,14 +768,17 @@ class TimeColumns:
             return
         keys = list(ends)
         if keys != self._keys:  # (the same partitions in the same order: the rows of last time)
-            row = self.row
-            rows = np.fromiter((-1 if (r := row(tp)) is None else r for tp in keys), np.int64, len(keys))
+            rows = np.full(len(keys), -1, np.int64)
+            for name, (places, numbers) in _by_topic(keys).items():
+                rows[places] = self._rows_in(name, numbers)
             new = np.flatnonzero(rows < 0).tolist()
             needed = len(self._partition_of) + len(new) - len(self._free)
             if needed > len(self.count):  # (room for them all at once, not half again as much)
                 self._grow(needed + max(1024, needed // 50))
             for i in new:
                 rows[i] = self._allocate(keys[i])
+            for name, (places, numbers) in _by_topic([keys[i] for i in new]).items():
+                self._place(name, numbers, rows[np.asarray(new, np.int64)[places]])
             self._keys, self._rows = keys, rows
         rows = self._rows
         self.last_seen[rows] = at
@@ -864,14 +893,13 @@ class TimeColumns:
             if row == len(self.count):
                 self._grow()
             self._partition_of.append(tp)
-        self._place(tp, row)
         return row
 
     def _forget(self, at: float) -> None:
         for row in np.flatnonzero(self.last_seen < at - self.forget_after).tolist():
             tp = self._partition_of[row]
             if tp is not None:
-                self._place(tp, -1)
+                self._place(tp[0], np.array([tp[1]], np.int64), np.array([-1], np.int64))
             self._partition_of[row] = None
             self.count[row] = 0
             self.last_seen[row] = np.inf
