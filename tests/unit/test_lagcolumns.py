@@ -294,9 +294,9 @@ def test_every_table_spilling_at_the_same_sample_is_rebased_a_block_of_rows_at_a
 
 
 def test_sample_numbers_are_given_back_so_their_room_stays_bounded(monkeypatch):
-    """Entries keep their sample's time as a 4-byte number. Over 5,000 samples the numbers no entry
-    holds any more are given back: the room stays a few times what the entries hold, and every
-    entry's time is still the one it was recorded with."""
+    """Entries keep their sample's time as a number (its rise over the row's stamp origin). Over
+    5,000 samples the numbers no entry holds any more are given back: the room stays a few times
+    what the entries hold, and every entry's time is still the one it was recorded with."""
     monkeypatch.setattr(lagcolumns.Stamps, "CAPACITY", 4)
     windows = WindowColumns(size=3, min_distance=1.0, capacity=4)
     tables = TimeColumns(limit=4, capacity=2)
