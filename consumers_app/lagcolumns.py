@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from console.watcher.numbers import PARTITION_NUMBERS
 from consumers_app.lagstatus import (
     DEFAULT_MIN_DISTANCE,
     DEFAULT_WINDOW,
@@ -63,7 +64,6 @@ SETTLE_ROWS = 1 << 14  # wide rows a `Narrow.settle` looks at, at least (tests m
 TopicPartition = tuple[str, int]
 _INT_MIN = np.iinfo(np.int64).min
 _COUNT = np.int16  # a row's entries; a window or table holds at most this many
-PARTITION_NUMBERS = 1 << 20  # partition numbers a time table's row is found by in an array (others: in a dict)
 
 
 class Stamps:
@@ -440,7 +440,7 @@ class WindowColumns:
             raise ValueError(f"column windows need a size of 2 to {np.iinfo(_COUNT).max}, got {size}")
         self.size = size
         self.min_distance = min_distance
-        self.origin = np.zeros(capacity, np.int64)  # set by a row's first entry, moved by `_rebased`
+        self.origin = np.zeros(capacity, np.int64)  # set by a row's first entry, moved by `_over_origin`
         self.rises = Narrow(capacity, size)  # offset - origin
         self.gaps = Narrow(capacity, size)  # each entry's end offset as its distance from the entry's offset (end - offset)
         # Each entry's time, by number (`clock`, `_stamp`), as its rise over the row's stamp origin
@@ -555,7 +555,7 @@ class WindowColumns:
         replace = has & kept & ~noted & (at - last_at < self.min_distance)
         if replace.any():
             r, i = rows[replace], last[replace]
-            self.rises.set(r, self._rebased(r, committed[replace]), i)  # (`_rebased` first: it may move origins)
+            self.rises.set(r, _over_origin(self.rises, self.origin, self.count, r, committed[replace]), i)  # (first: it may move origins)
             self.gaps.set(r, end[replace] - committed[replace], i)
         append = kept & ~noted & ~replace
         if not append.any():
@@ -565,13 +565,9 @@ class WindowColumns:
         fresh = na == 0
         self.origin[ra[fresh]] = ca[fresh]  # (an empty window's first entry is its origin)
         self.stamp_origin[ra[fresh]] = stamp
-        rises = self._rebased(ra, ca)  # (first: it may move origins)
+        rises = _over_origin(self.rises, self.origin, self.count, ra, ca)  # (first: it may move origins)
         stamps = _over_origin(self.stamps, self.stamp_origin, self.count, ra, np.full(len(ra), stamp, np.int64), na >= self.size)
         _append(ra, na, self.count, self.size, [(self.rises, rises), (self.gaps, gaps), (self.stamps, stamps)])
-
-    def _rebased(self, rows: Rows, values: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-        """`values` as rises over their rows' origins, about to be written into those rows (`_over_origin`)."""
-        return _over_origin(self.rises, self.origin, self.count, rows, values)
 
     @property
     def offsets(self) -> npt.NDArray[np.int64]:

@@ -28,6 +28,7 @@ from console.gateway.errors import GatewayError
 from console.gateway.types import ConsumerGroup
 from console.watcher import registry
 from console.watcher.columns import OffsetColumns, SizeColumns
+from console.watcher.numbers import PARTITION_NUMBERS
 from console.watcher.registry import EmitEvents, EventRow
 from console.watcher.snapshot import Commits, GroupPartitions, GroupState, MemberState
 
@@ -38,9 +39,6 @@ TopicPartition = tuple[str, int]
 # coordinator each): what a pass holds of Kafka's answers at once.
 GROUP_CHUNK = 2000
 SIZE_BROKERS = 10  # brokers whose log dir sizes are read at a time (Sampler._read_sizes)
-# Partition numbers PartitionNames keeps in its per-topic lists; any other (Kafka's are 0 to the
-# topic's count less one) is kept apart, in a dict.
-PARTITION_NUMBERS = 1 << 20
 TEXTS_MAX = 200_000  # strings and assignments shared (PartitionNames.text, .tps): forgotten all at once beyond this
 _T = TypeVar("_T")
 _NONE: dict[Any, Any] = {}  # (a group's committed or share offsets when it has none: never changed)
