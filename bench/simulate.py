@@ -385,6 +385,9 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
 
     os.environ["CONSOLE_PROCESS"] = "watcher"  # as manage.py watch sets it (no web server loaded)
     setup_django()
+    from console.lifecycle import tune_malloc
+
+    tune_malloc()  # as `manage.py watch` does in the watcher's process (its sampling process does its own)
     from django.conf import settings
     from django.core.management import call_command
     from django.db.models import Count

@@ -31,7 +31,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
-from console.lifecycle import die_with_parent, exit_reason
+from console.lifecycle import die_with_parent, exit_reason, tune_malloc
 from console.watcher import store
 from console.watcher.columns import (
     ListColumns,
@@ -453,6 +453,7 @@ def child_main(cluster: str, incremental: bool, factory: GatewayFactory | None, 
     """The child: sample what the watcher last asked for, every WATCHER_OFFSETS_INTERVAL (at once
     when a change made through the console nudges it), and send each pass as a delta."""
     die_with_parent()
+    tune_malloc()
     # Below the watcher's priority: when both want the CPU, a leader move reaching the pages goes
     # before the next lag evaluation (which comes every few seconds anyway).
     with contextlib.suppress(OSError):

@@ -23,7 +23,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from console.lifecycle import die_with_parent, exit_reason
+from console.lifecycle import die_with_parent, exit_reason, tune_malloc
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +63,7 @@ class Command(BaseCommand):
         if opts["child"]:
             from console.watcher.runner import run
 
+            tune_malloc()  # (before the watcher's threads start)
             self.stdout.write("watcher started")
             self.stdout.flush()
             run(stop)
