@@ -425,7 +425,7 @@ def test_sample_numbers_far_apart_in_a_row_spill_it_widen_it_and_every_time_stay
 
 
 def test_window_offsets_far_apart_move_the_origin_or_spill_the_row_and_stay_exact(monkeypatch) -> None:
-    """Entry offsets are kept as rises over their row's origin in 2 bytes where they fit: a consumer
+    """Entry offsets are kept as rises over their row's origin in 1 byte where they fit: a consumer
     that moved on far past its first commit has its row's origin moved up, a row spanning more than
     that (a reset far back) is kept wide (8 bytes once it spans more than 4 hold), and every window
     still equals the reference."""
@@ -446,6 +446,23 @@ def test_window_offsets_far_apart_move_the_origin_or_spill_the_row_and_stay_exac
     assert cols.rises.spilled() == 1 and cols.rises.dtype == np.int64  # 10 beside 1090 .. 1150: more than 1000
     assert cols.status(rows, 200.0).tolist() == [
         lagcolumns.STATUS_NAMES.index(evaluate_partition(w, 200.0)) for w in reference]
+
+
+def test_a_windows_offsets_are_kept_in_one_byte_where_its_commits_are_near_and_spill_where_they_are_not() -> None:
+    """A consumer's ten commits near each other (most windows of a large cluster) take 1 byte an
+    entry for their offsets; one whose commits span more than 127 (here 900) is kept in the side
+    table, and both stay exact."""
+    cols = WindowColumns(size=10, min_distance=1.0, capacity=4)
+    rows = cols.rows_of("g", (("t", 0), ("t", 1)))
+    reference = [PartitionWindow(10, 1.0), PartitionWindow(10, 1.0)]
+    for k in range(12):
+        at, near, far = 100.0 + 5 * k, 5_000_000_000 + 10 * k, 7_000 + 100 * k
+        for window, committed in zip(reference, (near, far), strict=True):
+            window.record(committed, committed + 3, at, True)
+        cols.record(rows, np.array([near, far]), np.array([near + 3, far + 3]), at, np.array([True, True]))
+    assert cols.rises.narrow is not None and cols.rises.narrow.dtype == np.int8
+    assert cols.rises.spilled() == 1 and cols.rises.wide_rows.tolist() == [int(rows[1])]
+    assert [cols.window(int(r)) for r in rows] == reference
 
 
 def test_full_tables_taking_a_point_each_shift_a_block_of_rows_at_a_time() -> None:
