@@ -196,19 +196,15 @@ class SimGateway:
         return self._brokers
 
     def metadata(self) -> Any:
-        from console.gateway.types import ClusterMetadata, Partition, Topic, shared_ids
+        from console.gateway.types import ClusterMetadata, PartitionTable, Topic
 
         self._maybe_fail("read the cluster metadata")
         version, names, changed = self.ask("metadata_since", self._version)
         self._version = version
         for name, layout in changed.items():
-            # As the real gateway compares raw fields: a partition whose fields did not change is the same object.
-            before = self._topics.get(name)
-            was = before.partitions if before is not None else ()
-            self._topics[name] = Topic(name=name, internal=False, partitions=tuple(
-                was[p] if p < len(was) and (was[p].leader, was[p].replicas, was[p].isr) == v else
-                Partition(topic=name, partition=p, leader=v[0], replicas=shared_ids(v[1]), isr=shared_ids(v[2]))
-                for p, v in enumerate(layout)))
+            # (a changed topic as the real gateway makes it: its partitions' columns)
+            self._topics[name] = Topic(name=name, internal=False, partitions=PartitionTable.of(
+                name, ((p, v[0], v[1], v[2], None) for p, v in enumerate(layout))))
         if len(self._topics) != len(names):
             self._topics = {n: self._topics[n] for n in names if n in self._topics}
         if self.failure_rate and self.rng.random() < self.failure_rate:

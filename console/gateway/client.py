@@ -17,6 +17,7 @@ from concurrent.futures import Future, as_completed
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextvars import ContextVar
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any, TypeVar, cast
 
 import kafka.errors as kp_errors
@@ -62,9 +63,11 @@ from console.gateway.types import (
     GroupMember,
     OngoingReassignment,
     Partition,
+    PartitionTable,
     Quorum,
     QuorumReplica,
     Topic,
+    partition_rows,
     shared_ids,
 )
 
@@ -222,11 +225,11 @@ def _says(tm: Any, topic: Topic) -> bool:
     if _error_text(tm.error) != topic.error or len(tm.partitions) != len(topic.partitions):
         return False
     answered = tm.partitions
-    for p in topic.partitions:
-        pm = answered.get(p.partition)
-        if pm is None or pm.leader != p.leader or tuple(pm.replicas) != p.replicas or tuple(pm.isrs) != p.isr:
+    for number, leader, replicas, isr, error in partition_rows(topic.partitions):
+        pm = answered.get(number)
+        if pm is None or pm.leader != leader or tuple(pm.replicas) != replicas or tuple(pm.isrs) != isr:
             return False
-        if (pm.error is not None or p.error is not None) and _error_text(pm.error) != p.error:
+        if (pm.error is not None or error is not None) and _error_text(pm.error) != error:
             return False
     return True
 
@@ -457,22 +460,9 @@ class ClusterGateway:
                     fresh[name] = known
                     topics.append(known)
                     continue
-                parts = tuple(
-                    sorted(
-                        (
-                            Partition(
-                                topic=name,
-                                partition=pm.id,
-                                leader=pm.leader,
-                                replicas=shared_ids(pm.replicas),
-                                isr=shared_ids(pm.isrs),
-                                error=_error_text(pm.error),
-                            )
-                            for pm in tm.partitions.values()
-                        ),
-                        key=lambda p: p.partition,
-                    )
-                )
+                parts = PartitionTable.of(name, sorted(
+                    ((pm.id, pm.leader, pm.replicas, pm.isrs, _error_text(pm.error)) for pm in tm.partitions.values()),
+                    key=itemgetter(0)))
                 topic = Topic(name=name, internal=name in INTERNAL_TOPICS, partitions=parts, error=_error_text(tm.error))
                 fresh[name] = topic
                 topics.append(topic)

@@ -24,7 +24,7 @@ from django.conf import settings
 from console import gateway
 from console.gateway.client import ClusterGateway
 from console.gateway.errors import GatewayError
-from console.gateway.types import ClusterMetadata, Quorum, Topic
+from console.gateway.types import ClusterMetadata, Quorum, Topic, partition_rows
 from console.watcher import store
 from console.watcher.diff import Change, diff
 from console.watcher.publisher import Publisher
@@ -139,24 +139,26 @@ def build_snapshot(
         # The metadata this topic was last built from: partitions it gives alike keep their state
         # (the same object, shared with the previous snapshot; `fresh` lists the others).
         was = built_from.get(t.name) if built_from is not None and old_topic is not None else None
-        was_parts = was.partitions if was is not None and len(was.partitions) <= len(t.partitions) else ()
+        # (each partition's fields as rows: the gateway keeps them as columns, gateway.types.PartitionTable)
+        was_rows = list(partition_rows(was.partitions)) if was is not None and len(was.partitions) <= len(t.partitions) else []
         parts = []
-        new_ones: list[int] | None = [] if was_parts else None
-        for i, p in enumerate(t.partitions):
-            old = old_parts.get(p.partition)
-            if new_ones is not None and i < len(was_parts) and old is not None and (was_parts[i] is p or was_parts[i] == p):
+        new_ones: list[int] | None = [] if was_rows else None
+        for i, row in enumerate(partition_rows(t.partitions)):
+            number, leader, replicas_of, isr_of, _error = row
+            old = old_parts.get(number)
+            if new_ones is not None and i < len(was_rows) and old is not None and was_rows[i] == row:
                 parts.append(old)
                 continue
             if new_ones is not None:
                 new_ones.append(i)
-            referenced.update(p.replicas)
+            referenced.update(replicas_of)
             parts.append(
                 PartitionState(
-                    partition=p.partition,
-                    leader=p.leader,
-                    replicas=(replicas := shared_list(p.replicas)),
-                    isr=replicas if p.isr == p.replicas else shared_list(p.isr),
-                    offline_replicas=[r for r in p.replicas if r not in live] or _NO_REPLICAS,
+                    partition=number,
+                    leader=leader,
+                    replicas=(replicas := shared_list(replicas_of)),
+                    isr=replicas if isr_of == replicas_of else shared_list(isr_of),
+                    offline_replicas=[r for r in replicas_of if r not in live] or _NO_REPLICAS,
                     start_offset=old.start_offset if old else None,
                     end_offset=old.end_offset if old else None,
                     size=old.size if old else None,

@@ -130,26 +130,32 @@ def test_of_a_changed_topic_only_the_partitions_built_anew_are_looked_through_fo
     state and is not looked through (its brokers are listed already); one built anew is."""
     reads: list[int] = []
 
-    class Counted(Partition):  # (counts who reads its replicas)
-        def __getattribute__(self, name: str):  # type: ignore[no-untyped-def]
-            if name == "replicas":
-                reads.append(object.__getattribute__(self, "partition"))
-            return object.__getattribute__(self, name)
+    class Replicas(tuple):  # type: ignore[type-arg]  # (counts who goes through a partition's replicas)
+        number = -1
 
-    kept = Counted(topic="orders", partition=0, leader=1, replicas=(1, 5), isr=(1, 5))
-    orders = Topic(name="orders", internal=False, partitions=(kept, Counted(topic="orders", partition=1, leader=1,
-                                                                              replicas=(1, 2, 3), isr=(1, 2, 3))))
+        def __iter__(self):  # type: ignore[no-untyped-def]
+            reads.append(self.number)
+            return super().__iter__()
+
+    def replicas(number: int, *ids: int) -> tuple[int, ...]:
+        out = Replicas(ids)
+        out.number = number
+        return out
+
+    kept = Partition(topic="orders", partition=0, leader=1, replicas=replicas(0, 1, 5), isr=(1, 5))
+    orders = Topic(name="orders", internal=False, partitions=(kept, Partition(topic="orders", partition=1, leader=1,
+                                                                                replicas=replicas(1, 1, 2, 3), isr=(1, 2, 3))))
     first = build(metadata(orders, brokers=(1, 2, 3)))
-    assert set(reads) == {0, 1}
+    assert {0, 1} <= set(reads)
     reads.clear()
-    moved = Counted(topic="orders", partition=1, leader=2, replicas=(2, 8), isr=(2, 8))  # now on a broker never seen
+    moved = Partition(topic="orders", partition=1, leader=2, replicas=replicas(1, 2, 8), isr=(2, 8))  # now on a broker never seen
     changed = Topic(name="orders", internal=False, partitions=(kept, moved))
     fresh: dict[str, list[int]] = {}
     snap = build_snapshot("main", first, metadata(changed, brokers=(1, 2, 3)), None, None, {}, {}, NOW,
                           built_from={"orders": orders}, fresh=fresh)
     assert fresh == {"orders": [1]} and snap.topics["orders"].partitions[0] is first.topics["orders"].partitions[0]
     assert snap.brokers[5].host == "?" and snap.brokers[8].host == "?" and not snap.brokers[8].up
-    assert set(reads) == {1}  # only the partition built anew
+    assert set(reads) == {1}  # only the partition built anew (the kept one's replicas are compared, not gone through)
 
 
 def test_quorum_voter_never_seen_as_a_broker_is_not_listed_as_a_dead_broker():
