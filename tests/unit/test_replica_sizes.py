@@ -4,6 +4,7 @@ pickle and serialise as the dict they stand for."""
 from __future__ import annotations
 
 import pickle
+from array import array
 
 import orjson
 import pytest
@@ -67,3 +68,19 @@ def test_a_partition_with_replica_sizes_serialises_as_with_the_dict() -> None:
     assert read.partitions[0].replica_sizes == plain and isinstance(read.partitions[0].replica_sizes, dict)
     assert orjson.loads(Snapshot(cluster="c", topics={"t": compact}).to_json())["topics"]["t"]["partitions"][0][
         "replica_sizes"] == plain
+
+
+def test_replica_sizes_are_one_bytes_object_of_their_count_ids_and_sizes() -> None:
+    """88 bytes a partition of three replicas (an object holding the keys and a bytes object of the
+    sizes were two objects, 112): 7 MB of the watcher's process at 300,000 partitions."""
+    import sys
+
+    sizes = replica_sizes_of(("1", "2", "30"), [10, 2**40, 7])
+    assert isinstance(sizes, bytes) and sys.getsizeof(sizes) <= 88
+    assert bytes(sizes) == bytes([3]) + array("i", [1, 2, 30]).tobytes() + array("q", [10, 2**40, 7]).tobytes()
+    assert sizes.brokers is replica_sizes_of(("1", "2", "30"), [1, 1, 1]).brokers  # (the keys' tuple shared)
+    assert str(sizes) == repr(sizes) == "ReplicaSizes({'1': 10, '2': 1099511627776, '30': 7})"
+    assert sizes != replica_sizes_of(("1", "2", "31"), [10, 2**40, 7]) and (sizes != dict(sizes.items())) is False  # (__ne__ too)  # noqa: SIM202
+    assert bool(replica_sizes_of((), [])) is False and len(sizes) == 3
+    with pytest.raises(ValueError, match="at most 255"):
+        replica_sizes_of(tuple(str(b) for b in range(256)), range(256))
