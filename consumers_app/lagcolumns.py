@@ -765,10 +765,16 @@ class TimeColumns:
 
     def add_all(self, ends: Mapping[TopicPartition, int], at: float) -> None:
         """`OffsetTimeTable.add(offset, at)` on the table of each partition in `ends`."""
-        if not ends:
+        if ends:
+            self.add_aligned(list(ends), np.fromiter(ends.values(), np.int64, len(ends)), at)
+
+    def add_aligned(self, keys: list[TopicPartition], values: npt.NDArray[np.int64], at: float) -> None:
+        """`add_all` of the partitions `keys` and their offsets `values`, in the same order (a
+        sampling pass's answer as it keeps it, with no dict: console.watcher.columns.PassOffsets).
+        The same list object as last time is known to give the same rows at once."""
+        if not keys:
             return
-        keys = list(ends)
-        if keys != self._keys:  # (the same partitions in the same order: the rows of last time)
+        if keys is not self._keys and keys != self._keys:  # (the same partitions in the same order: the rows of last time)
             rows = np.full(len(keys), -1, np.int64)
             for name, (places, numbers) in _by_topic(keys).items():
                 rows[places] = self._rows_in(name, numbers)
@@ -785,7 +791,6 @@ class TimeColumns:
         self.last_seen[rows] = at
         if (self.last_seen < at - self.forget_after).any():
             self._forget(at)
-        values = np.fromiter(ends.values(), np.int64, len(keys))
         stamp = self.clock.of(at, self._compact)
         n = self.count[rows]
         has = n > 0

@@ -22,9 +22,10 @@ from django.conf import settings
 from django.db import close_old_connections
 
 from console.watcher import store
+from console.watcher.columns import ABSENT, OffsetColumns, PassOffsets
 from console.watcher.history import LagHistoryFilter
 from console.watcher.registry import EmitEvents, EventRow
-from console.watcher.snapshot import Commits, GroupState
+from console.watcher.snapshot import Commits, GroupPartitions, GroupState
 from consumers_app.lagcolumns import CODE_OK, GROUP_RANK, STATUS_NAMES, STATUS_OF_RANK, Rows, TimeColumns, WindowColumns
 from consumers_app.rebalance import MembersOf, Observation, Rebalance, RebalanceTracker
 
@@ -144,6 +145,12 @@ class _Entries:
         """Whether every partition's end offset in `ends` is its committed one (KeyError: one has none)."""
         if self.getter is None:
             return False
+        columns = _columns_of(ends)
+        if columns is not None and isinstance(self.offsets, Commits):
+            found = _read(self.offsets.partitions, columns)
+            if (found == ABSENT).any():
+                raise KeyError("a partition without an end offset")
+            return bool(np.array_equal(found, np.frombuffer(self.offsets.committed, np.int64)))
         found = self.getter(ends)
         if isinstance(self.offsets, Commits):
             return self.offsets.same_as(found)
@@ -152,11 +159,46 @@ class _Entries:
     def ends(self, ends: Mapping[tuple[str, int], int]) -> list[int | None]:
         if self.getter is None:
             return []
+        columns = _columns_of(ends)
+        if columns is not None and isinstance(self.offsets, Commits):
+            found = _read(self.offsets.partitions, columns)
+            if (found == ABSENT).any():
+                return [None if v == ABSENT else v for v in found.tolist()]
+            return cast(list[int | None], found.tolist())
         try:
             found = self.getter(ends)
         except KeyError:
             return [ends.get(tp) for tp in self.tps]
         return list(found) if len(self.tps) != 1 else [found]
+
+
+def _columns_of(ends: Mapping[tuple[str, int], int]) -> OffsetColumns | None:
+    """A pass's offsets by topic, when `ends` has them so (the sampler's), else None."""
+    if isinstance(ends, PassOffsets):
+        return ends.columns
+    return ends if isinstance(ends, OffsetColumns) else None
+
+
+def _read(partitions: GroupPartitions, columns: OffsetColumns) -> np.ndarray:  # type: ignore[type-arg]
+    """The values of a group's partitions, in order, from offsets by topic (ABSENT where none): a
+    topic's slice or pick at a time, not a look-up per partition (the sampler's offsets are
+    arrays, not the 20 MB dict they were: columns.PassOffsets)."""
+    got = []
+    for run in partitions.runs:
+        held = columns.array(run[0])
+        if len(run) == 3:
+            first, n = run[1], run[2]
+            part = held[first:first + n] if held is not None else np.full(n, ABSENT, np.int64)
+            if len(part) < n:
+                part = np.concatenate([part, np.full(n - len(part), ABSENT, np.int64)])
+        else:
+            numbers = np.asarray(run[1], np.int64)
+            part = np.full(len(numbers), ABSENT, np.int64)
+            if held is not None:
+                inside = numbers < len(held)
+                part[inside] = held[numbers[inside]]
+        got.append(part)
+    return got[0] if len(got) == 1 else np.concatenate(got)
 
 
 class GroupEvaluation:
@@ -196,7 +238,10 @@ class GroupEvaluation:
         or so each), the evaluated ones of each batch judged and their time lags interpolated in one
         go (lagcolumns.py); what stays per partition in Python is the snapshot's per-partition entry
         of the groups that changed."""
-        self._time_tables.add_all(ends, now)
+        if isinstance(ends, PassOffsets):
+            self._time_tables.add_aligned(ends.keys_, ends.values_, now)
+        else:
+            self._time_tables.add_all(ends, now)
         self._windows.reserve(sum(map(len, (g.offsets for g in groups.values()))))
         ended: list[tuple[str, Rebalance]] = []
         history: dict[str, tuple[float, int, float | None]] = {}

@@ -27,7 +27,7 @@ from console.gateway.client import ClusterGateway
 from console.gateway.errors import GatewayError
 from console.gateway.types import ConsumerGroup
 from console.watcher import registry
-from console.watcher.columns import OffsetColumns, SizeColumns
+from console.watcher.columns import OffsetColumns, PassOffsets, SizeColumns, topic_runs
 from console.watcher.numbers import PARTITION_NUMBERS
 from console.watcher.registry import EmitEvents, EventRow
 from console.watcher.snapshot import Commits, GroupPartitions, GroupState, MemberState
@@ -292,6 +292,7 @@ class Sampler:
         self._sets_in_use: dict[tuple[TopicPartition, ...], GroupPartitions] = {}
         # The partitions to ask for as the shared tuples (`_asked`): of which collection, as of which names.
         self._asked_list: list[TopicPartition] = []
+        self._asked_runs: list[tuple[str, int, int, Any]] = []  # (each topic's run in it: columns.topic_runs)
         self._asked_for: Collection[TopicPartition] | None = None
         self._asked_names = -1  # (the names' generation they were made in)
 
@@ -300,21 +301,20 @@ class Sampler:
         """Read and evaluate one pass over `partitions` (the online ones of the last snapshot)."""
         started = time.time()
         last = self._last
-        results: dict[str, dict[TopicPartition, int]] = {}
         asked = self._asked(partitions)
-        for which in ("latest", "earliest"):
-            try:
-                self.requests += 1
-                # Keyed by the shared tuples from here on (the gateway keys its answer with the
-                # objects asked for): what keeps a partition's key beyond this pass (the time
-                # tables' index) keeps the one tuple, and the offsets' columns name each topic with
-                # its one string. (Keyed anew here, the answer was held twice: 37 MB at 300,000.)
-                results[which] = self.gateway.list_offsets(asked, which)
-            except GatewayError:
-                results[which] = {}
-        # (the start offsets merged at once: their answer is not held through the groups' reading)
+        last_ends = last.ends if last is not None else None
         last_starts = last.starts if last is not None else None
-        starts = OffsetColumns.merged(last_starts, results.pop("earliest"))
+        # Each answer taken in as arrays at once (PassOffsets: the shared tuples asked with, and the
+        # offsets by topic), its dict let go: held through the whole pass as the gateway's dict,
+        # the end offsets were 20 MB of the sampling process's peak at 300,000 partitions.
+        latest = self._read_offsets(asked, "latest")
+        ends = OffsetColumns.merged(last_ends, latest.columns if latest is not None else {})
+        rates = last.rates if last is not None else {}
+        if last is not None and started > last.started and latest is not None:
+            rates = produce_rates(last.ends, latest.columns, started - last.started)  # (over the partitions answered)
+        earliest = self._read_offsets(asked, "earliest")
+        starts = OffsetColumns.merged(last_starts, earliest.columns if earliest is not None else {})
+        del earliest
         groups = self._poll_groups(len(live_brokers), len(partitions))
         now = time.time()
         sizes = None
@@ -324,34 +324,28 @@ class Sampler:
                 self._next_sizes = now + settings.WATCHER_SIZES_INTERVAL
             except GatewayError:
                 log.info("could not read log dir sizes of %s", self.cluster)
-        last_ends = last.ends if last is not None else {}
         last_sizes = (last.sizes or {}) if last is not None else {}
         groups_changed = True  # unless the evaluation below says otherwise
         if groups is not None:
             try:
                 evaluated = time.monotonic()
-                self.evaluator.evaluate(groups, last.groups if last is not None else None, results["latest"] or last_ends, now,
-                                        self.names.by_key)
+                self.evaluator.evaluate(groups, last.groups if last is not None else None,
+                                        latest if latest is not None else (last_ends or {}), now, self.names.by_key)
                 groups_changed = self.evaluator.changed
                 self.group_stats.update(self.evaluator.stats)
                 self.group_stats["groups_evaluate_seconds"] = round(time.monotonic() - evaluated, 3)
             except Exception:
                 log.exception("evaluating consumer groups of %s failed", self.cluster)
         try:
-            refused = self.writer.write(started, results["latest"], sizes if sizes is not None else last_sizes, groups,
-                                        len(live_brokers))
+            refused = self.writer.write(started, latest if latest is not None else {},
+                                        sizes if sizes is not None else last_sizes, groups, len(live_brokers))
             if refused:
                 self.emit([EventRow(cluster=self.cluster, at=datetime.now(tz=UTC), kind="analytics", severity="warning",
                                     message=refused)])
         except Exception:  # noqa: BLE001 - analytics must never stop the live console
             log.exception("writing analytics samples of %s failed", self.cluster)
-        answer = results.pop("latest")
-        ends = OffsetColumns.merged(last.ends if last is not None else None, answer)
-        rates = last.rates if last is not None else {}
-        if last is not None and started > last.started:
-            # (over the partitions answered: `ends` is the answer itself as columns when it held them all)
-            rates = produce_rates(last_ends, ends if len(answer) == len(ends) else answer, started - last.started)
-        del answer
+        del latest
+        last_ends = last_ends if last_ends is not None else {}
         # Only what changed makes the next metadata cycle rebuild anything: a pass over an idle
         # cluster costs that cycle nothing.
         changed = ends.changed_keys(last_ends) + starts.changed_keys(last_starts)
@@ -372,12 +366,25 @@ class Sampler:
         self.times.append(time.time() - started)
         return sample
 
+    def _read_offsets(self, asked: list[TopicPartition], which: str) -> PassOffsets | None:
+        """One offsets answer as arrays (None: the read failed, or nothing answered)."""
+        try:
+            self.requests += 1
+            # (keyed by the shared tuples asked with: the gateway keys its answer with the objects asked for)
+            answer = self.gateway.list_offsets(asked, which)
+        except GatewayError:
+            return None
+        if not answer:
+            return None
+        return PassOffsets.of(asked, self._asked_runs, answer)
+
     def _asked(self, partitions: Collection[TopicPartition]) -> list[TopicPartition]:
         """`partitions` as the shared tuples, made once for each collection the watcher hands over
         (the same object while its layout is unchanged), and again after the names are cleared."""
         if self._asked_for is not partitions or self._asked_names != self.names.generation:
             shared = self.names.shared
             self._asked_list = [shared(tp) for tp in partitions]
+            self._asked_runs = topic_runs(self._asked_list)
             self._asked_for, self._asked_names = partitions, self.names.generation
         return self._asked_list
 

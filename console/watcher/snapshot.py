@@ -149,12 +149,30 @@ class GroupPartitions:
     its state across passes): the sampling process kept these three, each of 30 entries, three and
     four times over per group at 50,000 groups (Sampler.partitions_of)."""
 
-    __slots__ = ("_index", "getter", "keys", "tps")
+    __slots__ = ("_index", "_runs", "getter", "keys", "tps")
 
     def __init__(self, keys: tuple[str, ...], tps: tuple[tuple[str, int], ...]) -> None:
         self.keys, self.tps = keys, tps
         self.getter: Callable[[Mapping[tuple[str, int], Any]], Any] | None = itemgetter(*tps) if tps else None
         self._index: dict[str, int] | None = None  # (made when a key is looked up: seldom)
+        self._runs: tuple[tuple[str, int, int] | tuple[str, tuple[int, ...]], ...] | None = None
+
+    @property
+    def runs(self) -> tuple[tuple[str, int, int] | tuple[str, tuple[int, ...]], ...]:
+        """The partitions by topic, in order: (topic, first number, how many) for numbers that follow
+        each other (a group reading a whole topic), else (topic, the numbers). What reads their
+        values from a pass's offsets a topic's array at a time (consumers_app.watching)."""
+        if self._runs is None:
+            runs: list[tuple[str, int, int] | tuple[str, tuple[int, ...]]] = []
+            start, tps = 0, self.tps
+            for i in range(1, len(tps) + 1):
+                if i == len(tps) or tps[i][0] != tps[start][0]:
+                    numbers = tuple([tp[1] for tp in tps[start:i]])
+                    follow = numbers == tuple(range(numbers[0], numbers[0] + len(numbers)))
+                    runs.append((tps[start][0], numbers[0], len(numbers)) if follow else (tps[start][0], numbers))
+                    start = i
+            self._runs = tuple(runs)
+        return self._runs
 
     def index(self, key: str) -> int | None:
         if self._index is None:

@@ -289,3 +289,43 @@ def test_a_new_sampling_processs_first_pass_holds_only_the_groups_it_brought() -
     two = merger.apply(sp.SampleDelta(full=True, started=2.0, ends={}, starts={}, sizes=None, rates={},
                                       groups={}, group_ids=["b"], groups_changed=True))
     assert two.group_parts == {"g:b": b"b2"} and two.group_topics == {"b": ["t"]}
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_pass_offsets_answer_as_arrays_is_the_answer_and_a_groups_partitions_read_from_it_are_its_values(seed: int) -> None:
+    """PassOffsets (what a sampling pass keeps of the gateway's dict) says what the dict says, with
+    the shared tuples asked with as its keys (the same list when every partition answered); a
+    group's partitions read from it a topic at a time (consumers_app.watching._Entries) give the
+    dict's values, None or KeyError where it has none."""
+    from array import array
+
+    from console.watcher.columns import PassOffsets, topic_runs
+    from console.watcher.snapshot import Commits, GroupPartitions
+    from consumers_app.watching import _Entries
+
+    rng = random.Random(seed)
+    asked = [(f"t{k}", p) for k in range(rng.randint(1, 4)) for p in rng.sample(range(12), rng.randint(1, 8))]
+    if seed % 5 == 4:
+        asked += [(asked[0][0], 20)]  # (a topic asked for in two runs)
+    answer = {tp: rng.randint(0, 10**12) for tp in asked if rng.random() < (1.0 if seed % 2 else 0.8)}
+    got = PassOffsets.of(asked, topic_runs(asked), answer)
+    assert dict(got.items()) == answer and dict(got) == answer and len(got) == len(answer)
+    assert all(got.get(tp) == answer.get(tp) for tp in asked) and got.get(("nope", 0)) is None
+    assert (got.keys_ is asked) == (len(answer) == len(asked))
+    for _ in range(10):
+        tps = tuple(sorted(rng.sample(asked, rng.randint(1, len(asked))) + ([("gone", 3)] if rng.random() < 0.2 else [])))
+        committed = array("q", [answer.get(tp, 7) if rng.random() < 0.7 else rng.randint(0, 9) for tp in tps])
+        entries = _Entries(Commits(GroupPartitions(tuple(f"{t}:{p}" for t, p in tps), tps), committed), {}, {})
+        assert entries.ends(got) == [answer.get(tp) for tp in tps]
+        if all(tp in answer for tp in tps):
+            assert entries.at_end(got) == (list(committed) == [answer[tp] for tp in tps])
+        else:
+            with pytest.raises(KeyError):
+                entries.at_end(got)
+
+
+def test_a_pass_offsets_answer_refuses_a_partition_number_below_zero() -> None:
+    from console.watcher.columns import PassOffsets, topic_runs
+
+    with pytest.raises(ValueError, match="below 0"):
+        PassOffsets.of([("t", -1)], topic_runs([("t", -1)]), {("t", -1): 5})

@@ -310,3 +310,67 @@ def test_a_description_that_fails_midway_keeps_the_last_complete_groups(
         third = sampler.take(partitions, [1, 2, 3])
         assert third.groups is not None and third.groups_changed and len(third.groups) == 10
         assert any(third.groups[gid].offsets != first.groups[gid].offsets for gid in third.groups)
+
+
+def test_an_offsets_answer_is_let_go_as_soon_as_it_is_taken_in_and_the_evaluation_reads_arrays(
+        redis_server: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The gateway's dict of end offsets (a dict entry and an int object per partition: 20 MB at
+    300,000 partitions) was held through the whole pass, where the sampling process peaks. Now each
+    answer is taken in as arrays at once (PassOffsets) and let go; the evaluation reads a group's
+    partitions a topic at a time, and its statuses and lags are what they were."""
+    import time
+    from types import SimpleNamespace
+
+    from console.watcher.columns import PassOffsets
+
+    clock = SimpleNamespace(now=time.time())  # (both samplers' passes at the same times: their time lags compare)
+    monkeypatch.setattr(sampler_module, "time", SimpleNamespace(time=lambda: clock.now, monotonic=time.monotonic))
+    with override_settings(ANALYTICS_SAMPLES=False):
+        model, partitions, sampler = _small("answer-gone-test")
+        reference = Sampler("answer-gone-reference", SimGateway(model, 0.0), True, lambda rows: None)  # type: ignore[arg-type]
+        answers: list[weakref.ref[_Answer]] = []
+        answer = sampler.gateway.list_offsets
+
+        def watched_answer(tps: Any, which: str) -> dict[tuple[str, int], int]:
+            got = _Answer(answer(tps, which))
+            answers.append(weakref.ref(got))
+            return got
+
+        sampler.gateway.list_offsets = watched_answer  # type: ignore[method-assign,assignment]
+        seen: list[tuple[bool, Any]] = []
+        evaluate = sampler.evaluator.evaluate
+
+        def watched(groups: Any, before: Any, ends: Any, *args: Any) -> None:
+            seen.append((all(ref() is None for ref in answers), ends))
+            evaluate(groups, before, ends, *args)
+
+        sampler.evaluator.evaluate = watched  # type: ignore[method-assign,assignment]
+        # (the reference evaluates the gateway's dict itself, as before)
+        reference.take = _dict_pass(reference)  # type: ignore[method-assign]
+        for _ in range(4):
+            model.step(0.3, 1.0)
+            clock.now += 5.0
+            mine, theirs = sampler.take(partitions, [1, 2, 3]), reference.take(partitions, [1, 2, 3])
+            assert mine.groups is not None and theirs.groups is not None
+            assert {gid: (g.status, g.lag_keys, g.lag_status, g.lag_seconds, g.time_lag) for gid, g in mine.groups.items()} == \
+                {gid: (g.status, g.lag_keys, g.lag_status, g.lag_seconds, g.time_lag) for gid, g in theirs.groups.items()}
+    assert len(seen) == 4 and all(gone for gone, _ends in seen)  # both answers let go before the evaluation
+    assert all(isinstance(ends, PassOffsets) and ends.keys_ is sampler._asked_list for _gone, ends in seen)
+
+
+def _dict_pass(sampler: Sampler) -> Any:
+    """`sampler.take` with the gateway's dict handed to the evaluation (what the passes did before)."""
+    take, evaluate = sampler.take, sampler.evaluator.evaluate
+    answers: dict[str, Any] = {}
+    answer = sampler.gateway.list_offsets
+
+    def keep(tps: Any, which: str) -> dict[tuple[str, int], int]:
+        answers[which] = answer(tps, which)
+        return answers[which]
+
+    def with_dict(groups: Any, before: Any, ends: Any, *args: Any) -> None:
+        evaluate(groups, before, answers["latest"], *args)
+
+    sampler.gateway.list_offsets = keep  # type: ignore[method-assign,assignment]
+    sampler.evaluator.evaluate = with_dict  # type: ignore[method-assign,assignment]
+    return take
