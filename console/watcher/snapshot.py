@@ -281,12 +281,6 @@ class ReplicaSizes(bytes, Mapping[str, int]):
     def __contains__(self, key: object) -> bool:  # type: ignore[override]
         return key in self.brokers
 
-    def get(self, key: str, default: Any = None) -> Any:
-        return self[key] if key in self.brokers else default
-
-    def keys(self) -> Any:
-        return Mapping.keys(self)
-
     def values(self) -> array[int]:  # type: ignore[override]
         held = array("q")
         held.frombytes(self.sizes)
