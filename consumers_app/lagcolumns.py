@@ -175,9 +175,9 @@ class Narrow:
     partition's offsets or a lagging consumer's lags spill its row; most rows of a large cluster
     (idle partitions, consumers at the end of their logs) never do, and the windows and tables then
     take half the room (about 90 MB less at 300,000 partitions and 1.5 million windows). When more
-    than half the rows are wide the column is kept plain (every row in `wide`, indexed by row:
+    than a fifth of the rows are wide the column is kept plain (every row in `wide`, indexed by row:
     `narrow` is None), so a busy cluster's columns take no more than their wide size an entry as
-    before; it narrows again once at most a quarter would be wide (`settle`). Whole rows are moved a
+    before; it narrows again once at most a tenth would be wide (`settle`). Whole rows are moved a
     block at a time (CHUNK rows): a temporary of every row's entries was 144 MB at 300,000 tables.
 
     Values go in and come out as int64s: `get` and `set` take the rows (distinct for `set`) and
@@ -185,6 +185,14 @@ class Narrow:
 
     NARROW_MAX = int(np.iinfo(np.int16).max)  # (tests make both small, to spill and widen often)
     WIDE_MAX = int(np.iinfo(np.int32).max)  # (of 4-byte wide rows; 2-byte ones keep at most this and 32,767)
+    # A column is kept plain once more than 1/PLAIN_SHARE of its rows would be wide, and narrows again
+    # when at most 1/NARROW_SHARE would stay so. A wide row costs its entries in the wide type and 8
+    # bytes of index, and every spill copies the wide table (`_spill`): at half the rows, as it was,
+    # the windows' offsets held twice their plain size before they went plain, and the sampling
+    # process peaked there (300,000 partitions, 50,000 groups: 40 MB above the pass's start, from
+    # the 10th pass to the 23rd). At a fifth, narrow and wide and a spill's copy are about the plain size.
+    PLAIN_SHARE = 5
+    NARROW_SHARE = 10
     SETTLE_EVERY = 16  # a plain column's check whether it would narrow again: every so many `settle`s
     SETTLE_SHARE = 8  # a `settle` looks at this share of the wide rows (the next ones each time), at least SETTLE_ROWS
 
@@ -344,7 +352,7 @@ class Narrow:
         """`rows` (none of them wide yet) kept wide from now on, their entries as they are."""
         assert self.narrow is not None
         every = np.concatenate([self.wide_rows, rows])
-        if len(every) > len(self.narrow) // 2:  # most rows wide: plain
+        if len(every) > len(self.narrow) // self.PLAIN_SHARE:  # many rows wide: plain
             wide = np.empty(self.narrow.shape, self.wide.dtype)
             for i in range(0, len(wide), CHUNK):
                 wide[i:i + CHUNK] = self.narrow[i:i + CHUNK]
@@ -364,7 +372,7 @@ class Narrow:
         """The wide rows whose held entries (the first `count` of each row) all fit go back to 2
         bytes, the others' entries as they are; with `origin` (the values being rises over it), a
         row is first brought down to its least held value, its origin moved up as much. A plain
-        column narrows again (every SETTLE_EVERY calls) when at most a quarter of its rows would
+        column narrows again (every SETTLE_EVERY calls) when at most a tenth of its rows would
         stay wide."""
         if self.narrow is None:
             self._settles += 1
@@ -416,7 +424,7 @@ class Narrow:
         fits = np.zeros(n, np.bool_)
         for i in range(0, n, CHUNK):
             fits[i:i + CHUNK] = self._fitting(self.wide[i:i + CHUNK], count[i:i + CHUNK], origin is not None)[2]
-        if n - int(fits.sum()) > n // 4:
+        if n - int(fits.sum()) > n // self.NARROW_SHARE:
             return
         narrow = np.zeros((n, self.size), self._narrow_type)
         for i in range(0, n, CHUNK):

@@ -23,6 +23,9 @@ def _small_narrow(monkeypatch, rng: random.Random) -> None:
     monkeypatch.setattr(Narrow, "WIDE_MAX", rng.choice([narrow, 5 * narrow, 2**31 - 1]))
     monkeypatch.setattr(Narrow, "SETTLE_EVERY", rng.choice([1, 2, 5]))
     monkeypatch.setattr(lagcolumns, "SETTLE_ROWS", rng.choice([1, 2, 1 << 14]))  # (a few wide rows at a time, in turn)
+    plain, narrow_again = rng.choice([(2, 4), (5, 10)])  # (when whole columns go plain, and narrow again)
+    monkeypatch.setattr(Narrow, "PLAIN_SHARE", plain)
+    monkeypatch.setattr(Narrow, "NARROW_SHARE", narrow_again)
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -317,10 +320,11 @@ def test_sample_numbers_are_given_back_so_their_room_stays_bounded(monkeypatch):
     assert windows.stamps.spilled() == 0 and tables.stamps.spilled() == 0
 
 
-def test_end_offsets_beyond_four_bytes_of_the_commit_spill_the_row_widen_it_and_stay_exact() -> None:
+def test_end_offsets_beyond_four_bytes_of_the_commit_spill_the_row_widen_it_and_stay_exact(monkeypatch) -> None:
     """End offsets are kept as their distance from the entry's offset, in 2 bytes for the rows where
     all fit: a lag of three billion messages (or a commit that far past the end) keeps its row
     wide, in 8 bytes, and every window still equals the reference."""
+    monkeypatch.setattr(Narrow, "PLAIN_SHARE", 2)  # (4 rows: one wide row of them is a fifth)
     cols = WindowColumns(size=2, min_distance=1.0, capacity=4)
     rows = cols.rows_of("g", (("t", 0), ("t", 1)))
     reference = [PartitionWindow(2, 1.0), PartitionWindow(2, 1.0)]
@@ -343,6 +347,7 @@ def test_a_tables_origin_moves_up_when_a_rise_does_not_fit_its_row_spills_when_i
     not fit moves the origin up to the oldest point kept, a table whose own span does not fit is
     kept wide (in 8 bytes once it spans more than 4 hold), and it goes back to 2 bytes once its
     points span little again."""
+    monkeypatch.setattr(Narrow, "PLAIN_SHARE", 2)  # (a few rows: one wide row is a fifth of them; these spill rows one by one)
     monkeypatch.setattr(Narrow, "NARROW_MAX", 120)
     monkeypatch.setattr(Narrow, "WIDE_MAX", 300)
     cols = TimeColumns(limit=3, capacity=4)
@@ -380,6 +385,7 @@ def test_sample_numbers_far_apart_in_a_row_spill_it_widen_it_and_every_time_stay
     first point stays while its last moves on (a flat run) spills, widens past what its wide rows
     hold, and goes back once its points are close again; every time and time lag stays the
     reference's. So does a window whose first entry stays."""
+    monkeypatch.setattr(Narrow, "PLAIN_SHARE", 2)  # (a few rows: one wide row is a fifth of them; these spill rows one by one)
     monkeypatch.setattr(Narrow, "NARROW_MAX", 5)
     monkeypatch.setattr(Narrow, "WIDE_MAX", 12)
     tables = TimeColumns(limit=4, capacity=2)
@@ -429,6 +435,7 @@ def test_window_offsets_far_apart_move_the_origin_or_spill_the_row_and_stay_exac
     that moved on far past its first commit has its row's origin moved up, a row spanning more than
     that (a reset far back) is kept wide (8 bytes once it spans more than 4 hold), and every window
     still equals the reference."""
+    monkeypatch.setattr(Narrow, "PLAIN_SHARE", 2)  # (a few rows: one wide row is a fifth of them; these spill rows one by one)
     monkeypatch.setattr(Narrow, "NARROW_MAX", 100)
     monkeypatch.setattr(Narrow, "WIDE_MAX", 1000)
     cols = WindowColumns(size=3, min_distance=1.0, capacity=4)
@@ -448,10 +455,11 @@ def test_window_offsets_far_apart_move_the_origin_or_spill_the_row_and_stay_exac
         lagcolumns.STATUS_NAMES.index(evaluate_partition(w, 200.0)) for w in reference]
 
 
-def test_a_windows_offsets_are_kept_in_one_byte_where_its_commits_are_near_and_spill_where_they_are_not() -> None:
+def test_a_windows_offsets_are_kept_in_one_byte_where_its_commits_are_near_and_spill_where_they_are_not(monkeypatch) -> None:
     """A consumer's ten commits near each other (most windows of a large cluster) take 1 byte an
     entry for their offsets; one whose commits span more than 127 (here 900) is kept in the side
     table, and both stay exact."""
+    monkeypatch.setattr(Narrow, "PLAIN_SHARE", 2)  # (a few rows: one wide row is a fifth of them; these spill rows one by one)
     cols = WindowColumns(size=10, min_distance=1.0, capacity=4)
     rows = cols.rows_of("g", (("t", 0), ("t", 1)))
     reference = [PartitionWindow(10, 1.0), PartitionWindow(10, 1.0)]
@@ -540,6 +548,40 @@ def test_a_narrow_column_reads_back_what_was_written_however_its_rows_are_kept(s
         picked = np.array([rng.randrange(size) for _ in everything])
         assert (origin + column.get(everything, picked) == reference[everything, picked]).all(), (seed, _step, kind)
     assert len(kinds) >= 2, kinds  # (the column was kept more than one way)
+
+
+def test_a_column_whose_rows_spill_a_few_at_a_time_never_holds_more_than_its_plain_size() -> None:
+    """A busy cluster's windows spill their offsets out of 1 byte a few thousand rows a pass. A
+    wide row costs its entries in 2 bytes and 8 of index, and each spill copies the wide table: kept
+    narrow until half the rows were wide, the column held more than its plain size for many passes
+    and twice as much while spilling (the sampling process's peak at 300,000 partitions, 50,000
+    groups). It goes plain once a fifth of its rows are wide: never more than its plain size
+    between writes, and a spill's peak well below what it was."""
+    import tracemalloc
+
+    rows_n, size = 100_000, 10
+    tracemalloc.start()
+    try:
+        column = Narrow(rows_n, size, np.int8, np.int16)
+        column.set(np.arange(rows_n, dtype=np.int64), np.ones((rows_n, size), np.int64))
+        plain = rows_n * size * 2  # (every row in 2 bytes)
+        order = np.random.default_rng(1).permutation(rows_n)
+        tracemalloc.reset_peak()
+        held = []
+        for i in range(0, rows_n // 2, 2500):  # (half the rows spill, 2,500 at a time)
+            rows = np.sort(order[i:i + 2500])
+            column.set(rows, np.full((len(rows), size), 1000, np.int64))
+            held.append(column.nbytes)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert max(held) <= plain, (max(held), plain)  # (kept narrow until half: 1.25 times)
+    assert peak < 3.2 * plain, (peak, plain)  # (3.65 times when kept narrow until half; the plain switch's copy is most of it)
+    assert column.narrow is None  # (plain)
+    every = np.arange(rows_n, dtype=np.int64)
+    expected = np.ones((rows_n, size), np.int64)
+    expected[order[:rows_n // 2]] = 1000
+    assert (column.get(every) == expected).all()
 
 
 def test_judging_many_full_windows_holds_a_block_of_rows_at_a_time() -> None:
