@@ -505,10 +505,6 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
     child_cpu = (watcher.remote.child_cpu_seconds - child_cpu_before) if watcher.remote is not None else 0.0
     rss_watch.stop()
     child_rss = watcher.remote.child_rss_mb if watcher.remote is not None else 0.0
-    if watcher.remote is not None and watcher.remote.pid:
-        # (its own figure comes with its last pass; the system's high-water mark, read now, was up to
-        # 15 MB higher in a ten-minute run: the larger of the two)
-        child_rss = max(child_rss, _current_rss_mb(watcher.remote.pid, "VmHWM"))
     end_rss = _current_rss_mb()
     child_end_rss = _current_rss_mb(watcher.remote.pid) if watcher.remote is not None and watcher.remote.pid else 0.0
     watcher.close()  # (the events still being written are written)
@@ -596,10 +592,10 @@ class RssWatch:
         self._thread.join(5)
 
 
-def _current_rss_mb(pid: int | None = None, field: str = "VmRSS") -> float:
+def _current_rss_mb(pid: int | None = None) -> float:
     with open(f"/proc/{pid or 'self'}/status") as f:
         for line in f:
-            if line.startswith(field + ":"):
+            if line.startswith("VmRSS:"):
                 return round(int(line.split()[1]) / 1024, 1)
     return 0.0
 
