@@ -437,3 +437,36 @@ def test_a_changed_topic_reserialises_only_its_new_partition_objects_and_writes_
         if replaced >= 0:
             assert cache.partitions_serialised == replaced, (seed, step)
         assert Snapshot.topic_from_json(out["t:" + name]) == topics[name]
+
+
+# A group's stored part ---------------------------------------------------------------------------
+
+
+def test_a_groups_part_is_compressed_with_a_preset_dictionary_a_fifth_smaller_and_names_it():
+    """A group's part is zlib with GROUP_DICTIONARY (a group's field names and common values): a
+    group of 30 partitions takes at least a fifth less than without it, reads back to the same JSON,
+    and names its dictionary, so a part made with one this version does not know is refused with a
+    message, not misread; a part made without a dictionary still reads."""
+    import zlib
+
+    import orjson
+
+    from console.watcher.snapshot import CONTENT_OPTIONS, GROUP_DICTIONARY, GroupState, MemberState, group_part, part_json
+
+    offsets = {f"payments.settled:{p}": 7_000_000 + 13 * p for p in range(30)}
+    g = GroupState(group_id="settlement-workers", state="Stable", protocol_type="consumer", group_type="classic",
+                   assignor="cooperative-sticky",
+                   members=[MemberState(f"consumer-settlement-workers-{m}-6f1c", f"consumer-settlement-workers-{m}", f"/172.16.4.{m}",
+                                        [["payments.settled", p] for p in range(m, 30, 3)]) for m in range(3)],
+                   offsets=offsets, coordinator=2, status="WARN", time_lag=12.5, lag_keys=list(offsets),
+                   lag_status=["OK"] * 27 + ["WARN"] * 3, lag_seconds=[0.0] * 27 + [12.5, 3.25, None])
+    plain = orjson.dumps(g, option=CONTENT_OPTIONS)
+    part = group_part(g)
+    assert part_json(part) == plain
+    without = zlib.compress(plain, 1)
+    assert len(part) <= 0.8 * len(without), (len(part), len(without))
+    assert int.from_bytes(part[2:6], "big") == zlib.adler32(GROUP_DICTIONARY)
+    assert part_json(without) == plain
+    other = zlib.compressobj(1, zdict=b'{"group_id":"a dictionary of another version"}')
+    with pytest.raises(ValueError, match="dictionary this version does not know"):
+        part_json(other.compress(plain) + other.flush())
