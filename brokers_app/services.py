@@ -57,6 +57,8 @@ def live(cluster: str, fresh: bool = True) -> Live:
         if fresh and snap is not None:
             snap = _until_changes_show(cluster, snap)
         return Live(cluster, snap)
+    except store.StoreUnreadable as exc:
+        return Live(cluster, store.cached(cluster), store_error=str(exc))
     except store.StoreUnavailable:  # the cause is in the watcher's log; pages say only what is down
         return Live(cluster, store.cached(cluster), store_error="Redis is unreachable; live updates are paused.")
 

@@ -6,10 +6,12 @@ import json
 import logging
 import threading
 import time
+import zlib
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from itertools import chain
 from typing import Any, cast
 
+import lz4.block
 import orjson
 import redis
 from django.conf import settings
@@ -56,6 +58,12 @@ def client() -> redis.Redis:
 
 class StoreUnavailable(Exception):
     """Redis could not be reached."""
+
+
+class StoreUnreadable(StoreUnavailable):
+    """What Redis holds for a cluster could not be read (a part written by another version of the
+    console, say): treated as an unreachable store, with its own message, until the watcher writes
+    the snapshot again (it rewrites every part when it cannot read the last one)."""
 
 
 _cache: dict[str, Snapshot] = {}
@@ -200,6 +208,10 @@ def load(cluster: str) -> Snapshot | None:
         read = _read_content(cluster, cached, raw_before)
     except redis.RedisError as exc:
         raise StoreUnavailable(f"Redis is unreachable ({exc})") from exc
+    except (ValueError, zlib.error, lz4.block.LZ4BlockError) as exc:  # (orjson's decode error is a ValueError)
+        log.warning("the stored snapshot of %s cannot be read", cluster, exc_info=True)
+        raise StoreUnreadable(f"The stored snapshot of cluster '{cluster}' cannot be read ({exc}); "
+                              "the watcher rewrites it.") from exc
     if read is None:
         return None
     stamp, header, raw, topics, groups = read

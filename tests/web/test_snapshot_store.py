@@ -147,6 +147,24 @@ def test_groups_are_stored_compressed_and_a_plain_json_group_still_reads(cluster
         assert again is not None and again.content_bytes() == v1.content_bytes()
 
 
+def test_a_part_that_cannot_be_read_is_a_store_fault_with_its_message_not_a_crash(cluster: str) -> None:
+    """A part this version cannot read (compressed with a dictionary it does not know: a later
+    version's; or damaged) makes `load` raise StoreUnreadable, a StoreUnavailable, which pages show
+    as the store's fault with its message (brokers_app.services.live), not a server error."""
+    import zlib
+
+    from console.watcher.snapshot import GroupBytes, TopicBytes
+
+    v1 = replace(snapshot(topic("orders.v1")), cluster=cluster, version=1)
+    store.save(v1, v1.content_parts(TopicBytes(), GroupBytes()), None)
+    other = zlib.compressobj(1, zdict=b'{"group_id":"a later version"}')
+    for bad in (other.compress(b'{"group_id":"g"}') + other.flush(), b"x\x01 damaged"):
+        store.client().hset(f"console:snapshot:{cluster}:parts", "g:g", bad)
+        with pytest.raises(store.StoreUnreadable, match=f"stored snapshot of cluster '{cluster}' cannot be read"):
+            fresh_load(cluster)
+        assert issubclass(store.StoreUnreadable, store.StoreUnavailable)
+
+
 def test_a_snapshot_stored_by_an_older_version_reads_as_none(cluster: str) -> None:
     # (Before groups were parts: a header without the format mark; the watcher then starts afresh
     # instead of taking an empty topic list for deletions.)
