@@ -210,6 +210,7 @@ def build_snapshot(
 # changed: a partition carried over is shared by two snapshots already). So is the ISR when it is the
 # replicas, in their order. 40 MB of lists at 300,000 partitions.
 _NO_REPLICAS: list[int] = []
+GROUPS_ASKED_AGAIN = 30.0  # seconds before every group's part is asked for again (ClusterWatcher._ask_groups_again)
 LISTS_MAX = 100_000  # distinct broker lists `shared_list` keeps (then it starts afresh)
 _lists: dict[tuple[int, ...], list[int]] = {}
 
@@ -279,11 +280,12 @@ class ClusterWatcher:
         self._min_isr: dict[str, int] = {}
         self._cycle_times: deque[float] = deque(maxlen=60)
         self._groups: dict[str, GroupState] | None = None
-        # From a sampling process: each group's JSON and the topics it reads (instead of `_groups`),
-        # and the JSON the last snapshot was stored with.
-        self._group_parts: Mapping[str, bytes] | None = None
+        # From a sampling process: each group's part (store.GroupParts) and the topics it reads
+        # (instead of `_groups`), and the parts the last snapshot was made with.
+        self._group_parts: store.GroupParts | None = None
         self._remote_group_topics: Mapping[str, list[str]] = {}
-        self._snapshot_group_parts: Mapping[str, bytes] | None = None
+        self._snapshot_group_parts: store.GroupParts | None = None
+        self._groups_asked_at: float | None = None  # when every group's part was last asked for again
         self._topic_groups_of: tuple[Any, dict[str, list[str]]] = (None, {})
         self._group_topics: dict[str, tuple[GroupState, list[str]]] = {}  # the topics each group state reads
         self._partitions_of: tuple[dict[str, TopicState] | None, Layout] = (None, Layout([]))  # what to sample, per topics
@@ -645,14 +647,40 @@ class ClusterWatcher:
                 self._partitions_of = (snap.topics, Layout([(name, c[1]) for name, c in self._topic_partitions.items()]))
         return self._partitions_of[1]
 
-    def _stored_group_parts(self, snap: Snapshot) -> dict[str, bytes] | None:
-        """The groups' JSON to store with `snap` when they come from a sampling process (an
+    def _stored_group_parts(self, snap: Snapshot) -> store.GroupParts | None:
+        """The groups' parts to store with `snap` when they come from a sampling process (an
         unreachable cluster's snapshot keeps the last ones), else None: its own groups are serialised.
         Keyed as stored ("g:<id>") by the merger (DeltaMerger.group_parts)."""
         parts = self._snapshot_group_parts
         if parts is None or snap.groups:
             return None
-        return cast(dict[str, bytes], parts)
+        return parts
+
+    def _content(self, snap: Snapshot) -> tuple[ContentParts, dict[str, int], dict[str, bytes] | None, bool]:
+        """The content to store with `snap` and every part's digest; of the groups' parts from a
+        sampling process, those carried (the ones not written yet: the rest are in Redis, only
+        their digests here), else None; and whether the content holds every part, as a save that
+        writes everything needs."""
+        groups = self._stored_group_parts(snap)
+        if groups is None:
+            content = snap.content_parts(self._topic_bytes, self._group_bytes)
+            return content, store.digests_of(content[1]), None, True
+        digests, unwritten = groups.taken()
+        content = snap.content_parts(self._topic_bytes, self._group_bytes, unwritten)
+        every = store.digests_of(content[1])  # (a part's digest is cached in its bytes: the groups' cost nothing)
+        every.update(digests)
+        return content, every, unwritten, store.GroupParts.complete(digests, unwritten)
+
+    def _ask_groups_again(self) -> None:
+        """A save must write every part and this process holds only the digests of most groups'
+        (Redis lost them, or never had them from this watcher): the sampling process sends every
+        group again, its pieces put in as a pass's are; asked again if none came within
+        GROUPS_ASKED_AGAIN seconds (a process started anew sends them all anyway)."""
+        now = time.monotonic()
+        if self.remote is not None and (self._groups_asked_at is None or now - self._groups_asked_at >= GROUPS_ASKED_AGAIN):
+            log.info("asking the sampling process of %s for every group's part again", self.cluster)
+            self.remote.ask_groups_again()
+            self._groups_asked_at = now
 
     def cycle(self) -> tuple[Snapshot, list[Change]]:
         now = time.time()
@@ -660,16 +688,18 @@ class ClusterWatcher:
         with no_gc():
             snap = self.poll(now)
         content: ContentParts | None = None
+        carried: dict[str, bytes] | None = None  # (the groups' parts in `content`, from the sampling process)
+        whole = True
         if self.unchanged and self._content_key is not None:
             changes: list[Change] = []
             changed, key = False, self._content_key
             if not self.publisher.saved_once:  # (Redis lost it: the same content again, from the caches)
-                content = snap.content_parts(self._topic_bytes, self._group_bytes, self._stored_group_parts(snap))
-                key = (content[0], store.digests_of(content[1]))  # (what is written, exactly)
+                content, digests, carried, whole = self._content(snap)
+                key = (content[0], digests)  # (what is written, exactly)
         else:
             changes = diff(self.previous, snap)
-            content = snap.content_parts(self._topic_bytes, self._group_bytes, self._stored_group_parts(snap))
-            key = (content[0], store.digests_of(content[1]))
+            content, digests, carried, whole = self._content(snap)
+            key = (content[0], digests)
             changed = key != self._content_key
         if changed:
             snap.version = (self.previous.version if self.previous else 0) + 1
@@ -677,11 +707,17 @@ class ClusterWatcher:
         # The snapshot first: pages see a change without waiting for its events to be written (at
         # 300,000 partitions a cycle can bring thousands, 0.4 s of database work); the events follow
         # in a message of their own.
-        self.publisher.publish(snap, self.previous, [], changed, content if changed or not self.publisher.saved_once else None,
-                               key[1])
-        self.published_at = time.time()
+        to_save = content if changed or not self.publisher.saved_once else None
+        if to_save is not None and self.publisher.writes_all and not whole:
+            # Nothing is stored this cycle (as when Redis refuses it): a snapshot without some
+            # groups is never written; the next cycle writes everything once their parts are here.
+            self._ask_groups_again()
+        else:
+            if self.publisher.publish(snap, self.previous, [], changed, to_save, key[1]) and carried:
+                cast(store.GroupParts, self._snapshot_group_parts).written(carried)  # (in Redis now: let go of)
+            self.published_at = time.time()
         self._content_key = key  # (what is published is the base of the next cycle, whatever the events do)
-        del content
+        del content, to_save, carried
         self.previous = snap
         self.publisher.record_later(snap, changes)
         self.cycles += 1

@@ -45,6 +45,11 @@ class Publisher:
         self._unsaved: list[EventRow] = []  # events the database refused, saved with the next cycle's
         self._writer: EventWriter | None = EventWriter(self) if background else None
 
+    @property
+    def writes_all(self) -> bool:
+        """The next save writes every part (the first, or the first since Redis refused one)."""
+        return self._stored is None
+
     def restart(self, saved: bool) -> None:
         """After loading the last snapshot from Redis: write the content in full at the first save."""
         self.saved_once, self._stored = saved, None

@@ -31,6 +31,7 @@ from console.watcher.columns import OffsetColumns, PassOffsets, SizeColumns, top
 from console.watcher.numbers import PARTITION_NUMBERS
 from console.watcher.registry import EmitEvents, EventRow
 from console.watcher.snapshot import Commits, GroupPartitions, GroupState, MemberState
+from console.watcher.store import GroupParts
 
 log = logging.getLogger(__name__)
 
@@ -78,11 +79,12 @@ class Sample:
     groups: dict[str, GroupState] | None  # None when the groups could not be read
     groups_changed: bool  # the evaluation changed a group state it carried over
     changed: tuple[TopicPartition, ...]  # the partitions whose offsets or sizes differ from the pass before
-    # From the sampling process: each group as its stored JSON (keyed as stored, "g:<id>") and the
-    # topics it reads (by group id), instead of `groups` (which is then None). The topics are a new
-    # mapping when anything in them changed; the JSON mapping is renewed in place as the next
-    # pass's pieces arrive (DeltaMerger.apply_piece), a new one when the set of groups changes.
-    group_parts: Mapping[str, bytes] | None = None
+    # From the sampling process: each group's stored part (its digest, and its JSON until a save
+    # wrote it: store.GroupParts, keyed as stored, "g:<id>") and the topics it reads (by group id),
+    # instead of `groups` (which is then None). The topics are a new mapping when anything in them
+    # changed; the parts are one object, renewed in place as the next pass's pieces arrive
+    # (DeltaMerger.apply_piece).
+    group_parts: GroupParts | None = None
     group_topics: Mapping[str, list[str]] | None = None
 
 

@@ -190,6 +190,17 @@ class DeltaMaker:
 
         return each()
 
+    def every_group(self, piece: int | None = None) -> Iterator[tuple[str, dict[str, tuple[bytes, list[str]]]]]:
+        """Every group as last sent, again, in ("groups", {...}) pieces of `piece` groups
+        (GROUP_PIECE): what the watcher asks for when it must write every group's part and holds
+        only their digests (store.GroupParts). Between passes the states are as last sent (the
+        evaluation renews their figures in place only within a pass)."""
+        size = GROUP_PIECE if piece is None else piece
+        gids = list(self._sent)
+        for start in range(0, len(gids), size):
+            part = {gid: self._sent[gid][0] for gid in gids[start:start + size]}
+            yield ("groups", {gid: (group_part(g), g.topics()) for gid, g in part.items()})
+
 
 class DeltaMerger:
     """In the watcher: each delta back into a whole Sample (new mappings; the ones handed out
@@ -200,8 +211,9 @@ class DeltaMerger:
         self.ends = OffsetColumns()
         self.starts = OffsetColumns()
         self.sizes: ListColumns[Mapping[str, int]] | None = None
-        # Each group's JSON, keyed as stored ("g:<id>"), as the snapshot's content takes it.
-        self.group_parts: dict[str, bytes] | None = None
+        # Each group's digest, and its JSON until a save wrote it, keyed as stored ("g:<id>"): what
+        # the snapshot's content takes (store.GroupParts). None until the first groups came.
+        self.group_parts: store.GroupParts | None = None
         self.group_topics: dict[str, list[str]] = {}
         self.rates: Mapping[str, float] = {}
         # One list of topic names for the groups that read the same topics (each delta brings new
@@ -223,17 +235,18 @@ class DeltaMerger:
         return found
 
     def apply_piece(self, groups: Mapping[str, tuple[bytes, list[str]]]) -> None:
-        """A piece of the next delta's changed groups: each group's JSON replaces its last one in
-        `group_parts` at once, in the mapping handed out. Gathered until their delta came, a pass's
+        """A piece of the next delta's changed groups (or of every group, sent again when asked:
+        `DeltaMaker.every_group`): each group's JSON replaces its last one in `group_parts` at once,
+        in the object handed out. Gathered until their delta came, a pass's
         changed groups (35 MB at 50,000 groups) were held next to the ones they replace, and made
         the watcher's process peak with each pass (70 MB above its cycles at 300,000 partitions).
         A snapshot made meanwhile stores each group as one pass or the next saw it, every group
         there: the set of groups, and the topics each reads, change only with the delta."""
         parts = self.group_parts
         if parts is None:
-            parts = self.group_parts = {}
-        for gid, (raw, topics) in groups.items():
-            parts[GROUP_PART + gid] = raw
+            parts = self.group_parts = store.GroupParts()
+        parts.put((GROUP_PART + gid, raw) for gid, (raw, _topics) in groups.items())
+        for gid, (_raw, topics) in groups.items():
             self._arrived[gid] = self._topics(topics)
 
     def apply_offsets(self, which: str, piece: Mapping[str, Any]) -> None:
@@ -253,17 +266,16 @@ class DeltaMerger:
         if d.full:
             self.ends, self.starts, self.sizes, self.group_topics = OffsetColumns(), OffsetColumns(), None, {}
             if self.group_parts is not None:  # (a new process's first pass: only what it brought)
-                self.group_parts = {key: self.group_parts[key] for key in map(GROUP_PART.__add__, arrived)}
+                self.group_parts.keep(map(GROUP_PART.__add__, arrived))
         self.ends = self.ends.updated_packed(d.ends)
         self.starts = self.starts.updated_packed(d.starts)
         sizes = unpack_sizes(d.sizes) if d.sizes is not None else None
         if sizes is not None:
             self.sizes = (self.sizes or ListColumns()).updated(sizes)
         if d.groups is not None:
-            parts, topics = cast(dict[str, bytes], self.group_parts), self.group_topics
+            parts, topics = cast(store.GroupParts, self.group_parts), self.group_topics
             if d.group_ids is not None:
-                # (a new mapping: groups gone are left out)
-                self.group_parts = {key: parts[key] for key in map(GROUP_PART.__add__, d.group_ids)}
+                parts.keep(map(GROUP_PART.__add__, d.group_ids))  # (groups gone are left out)
                 self.group_topics = {gid: arrived[gid] if gid in arrived else topics[gid] for gid in d.group_ids}
             elif arrived:
                 self.group_topics = {**topics, **arrived}
@@ -309,6 +321,7 @@ class RemoteSampler:
         self._started_at = 0.0
         self._pause = 0.0  # before starting again a process that ended soon after its start
         self._not_before = 0.0
+        self._groups_wanted = False  # every group's part to be sent again (`ask_groups_again`)
 
     @property
     def pid(self) -> int | None:
@@ -326,6 +339,7 @@ class RemoteSampler:
         self._process.start()
         theirs.close()
         self._conn, self._sent, self._merger = mine, None, DeltaMerger()
+        self._groups_wanted = False
         self._heard_at = self._started_at = time.monotonic()
         self._stalled = False
 
@@ -389,6 +403,11 @@ class RemoteSampler:
             self._conn.send(("pause",))
         self._sent = None
 
+    def ask_groups_again(self) -> None:
+        """Have the child send every group's part again (any thread: the sampling thread sends the
+        request with its next `receive`). The pieces come as a pass's do (DeltaMerger.apply_piece)."""
+        self._groups_wanted = True
+
     def receive(self, wait: float) -> list[Sample]:
         """The passes the child finished, waiting up to `wait` seconds for one."""
         if not self._ensure():
@@ -396,10 +415,16 @@ class RemoteSampler:
             return []
         out: list[Sample] = []
         try:
+            if self._groups_wanted:
+                self._groups_wanted = False
+                self._conn.send(("groups",))
             ready = self._conn.poll(wait)
             while ready:
                 message = self._conn.recv()
                 self._heard_at = time.monotonic()
+                if isinstance(message, tuple) and message[0] == "groups_sent":  # (asked for: no delta follows)
+                    ready = self._conn.poll(0)
+                    continue
                 if isinstance(message, tuple):  # a piece of the next delta: the rest follows
                     if message[0] == "offsets":
                         self._merger.apply_offsets(message[1], message[2])
@@ -489,6 +514,11 @@ def child_main(cluster: str, incremental: bool, factory: GatewayFactory | None, 
                 message = conn.recv()
                 if message is None:
                     return
+                if message[0] == "groups":  # every group's part again, now (not a pass: paused too)
+                    for piece in maker.every_group():
+                        conn.send(piece)
+                    conn.send(("groups_sent",))
+                    continue
                 # (the watcher's layout as the sampler's shared tuples, once per target)
                 target = ([sampler.names.shared(tp) for tp in message[1]], message[2]) if message[0] == "target" else None
         except (EOFError, OSError):

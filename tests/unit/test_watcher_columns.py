@@ -224,13 +224,15 @@ def test_a_mapping_packed_against_itself_is_nothing_and_one_value_changed_is_tha
     assert list(packed) == ["b"] and list(packed["b"][0]) == [0] and list(packed["b"][1]) == [2]
 
 
-def test_the_merger_renews_each_groups_json_in_place_as_its_piece_arrives_and_the_set_of_groups_only_with_the_delta() -> None:
-    """A pass's changed groups replace their JSON in the mapping handed out, piece by piece (not
+def test_the_merger_renews_each_groups_part_in_place_as_its_piece_arrives_and_the_set_of_groups_only_with_the_delta() -> None:
+    """A pass's changed groups replace their part in the object handed out, piece by piece (not
     gathered next to the last pass's until the delta); groups come and go, and the topics they read
-    change, only with the delta."""
+    change, only with the delta. The parts are held only until a save wrote them (their digests
+    stay)."""
     import sys
 
     import console.watcher.sampling_process as sp
+    from console.watcher.store import GroupParts, digest
 
     class Part(bytes):  # (bytes the test can tell apart from equal ones)
         pass
@@ -239,40 +241,55 @@ def test_the_merger_renews_each_groups_json_in_place_as_its_piece_arrives_and_th
         return sp.SampleDelta(full=full, started=1.0, ends={}, starts={}, sizes=None, rates={}, groups=groups,
                               group_ids=ids, groups_changed=True)
 
+    def digests(parts: GroupParts) -> dict[str, int]:
+        return parts.taken()[0]
+
     merger = sp.DeltaMerger()
     first = merger.apply(delta({"a": (Part(b"a1"), ["orders"]), "pay<ments>/é": (Part(b"p1"), ["pay"])}, ["a", "pay<ments>/é"],
                                full=True))
     parts, topics = first.group_parts, first.group_topics
-    assert parts == {"g:a": b"a1", "g:pay<ments>/é": b"p1"} and topics == {"a": ["orders"], "pay<ments>/é": ["pay"]}
-    old = parts["g:a"]
-    assert sys.getrefcount(old) > 2  # (held by the merger's mapping, besides this test)
+    assert parts is not None and parts.held() == {"g:a": b"a1", "g:pay<ments>/é": b"p1"}
+    assert digests(parts) == {"g:a": digest(b"a1"), "g:pay<ments>/é": digest(b"p1")}
+    assert topics == {"a": ["orders"], "pay<ments>/é": ["pay"]}
+    old = parts.held()["g:a"]
+    assert sys.getrefcount(old) > 2  # (held by the merger's parts, besides this test)
     # The next pass: a piece renews "a" and brings "new" (reading other topics now), the delta the rest.
     merger.apply_piece({"a": (Part(b"a2"), ["orders", "logs"]), "new": (Part(b"n1"), ["x"])})
     assert sys.getrefcount(old) == 2  # the last pass's JSON of "a" is let go at once: only this test holds it
-    assert parts == {"g:a": b"a2", "g:pay<ments>/é": b"p1", "g:new": b"n1"}  # in the mapping handed out
+    assert parts.held() == {"g:a": b"a2", "g:pay<ments>/é": b"p1", "g:new": b"n1"}  # in the object handed out
     assert first.group_topics is topics and topics == {"a": ["orders"], "pay<ments>/é": ["pay"]}  # topics wait
+    # A save wrote what it took: the parts are let go of, their digests stay.
+    _digests, taken = parts.taken()
+    parts.written(taken)
+    assert parts.held() == {} and len(parts) == 3 and digests(parts)["g:a"] == digest(b"a2")
     second = merger.apply(delta({"pay<ments>/é": (b"p2", ["pay"])}, ["a", "pay<ments>/é", "new"]))
-    assert second.group_parts == {"g:a": b"a2", "g:pay<ments>/é": b"p2", "g:new": b"n1"}
+    assert second.group_parts is parts and parts.held() == {"g:pay<ments>/é": b"p2"}
+    assert digests(parts) == {"g:a": digest(b"a2"), "g:pay<ments>/é": digest(b"p2"), "g:new": digest(b"n1")}
     assert second.group_topics == {"a": ["orders", "logs"], "pay<ments>/é": ["pay"], "new": ["x"]}
     assert topics == {"a": ["orders"], "pay<ments>/é": ["pay"]}  # (the topics handed out are never changed)
-    # A pass in which "new" is gone: its pieces first, then the delta leaves it out of a new mapping.
+    # A pass in which "new" is gone: its pieces first, then the delta leaves it out.
     merger.apply_piece({"a": (b"a3", ["orders", "logs"])})
     third = merger.apply(delta({}, ["a", "pay<ments>/é"]))
-    assert third.group_parts == {"g:a": b"a3", "g:pay<ments>/é": b"p2"} and third.group_parts is not second.group_parts
+    assert parts.held() == {"g:a": b"a3", "g:pay<ments>/é": b"p2"}
+    assert digests(parts) == {"g:a": digest(b"a3"), "g:pay<ments>/é": digest(b"p2")}
     assert third.group_topics == {"a": ["orders", "logs"], "pay<ments>/é": ["pay"]}
-    # A pass that changed groups but not their set: the same mapping, the topics of those changed.
+    # A save that took "a" while a newer part of it came keeps the newer one.
+    _digests, taken = parts.taken()
     merger.apply_piece({"a": (b"a4", ["orders"])})
+    parts.written(taken)
+    assert parts.held() == {"g:a": b"a4"}
+    # A pass that changed groups but not their set: the topics of those changed.
     fourth = merger.apply(delta({"pay<ments>/é": (b"p3", ["pay"])}, None))
-    assert fourth.group_parts is third.group_parts and fourth.group_parts == {"g:a": b"a4", "g:pay<ments>/é": b"p3"}
+    assert fourth.group_parts is parts and parts.held() == {"g:a": b"a4", "g:pay<ments>/é": b"p3"}
     assert fourth.group_topics == {"a": ["orders"], "pay<ments>/é": ["pay"]} and fourth.group_topics is not third.group_topics
-    # Nothing changed: the same mappings again.
+    # Nothing changed: the same objects again.
     fifth = merger.apply(delta({}, None))
     assert fifth.group_parts is fourth.group_parts and fifth.group_topics is fourth.group_topics
     # Groups that could not be read: the last ones stay (None handed out: the watcher keeps its own).
     assert merger.apply(sp.SampleDelta(
         full=False, started=2.0, ends={}, starts={}, sizes=None, rates={}, groups=None, group_ids=None,
         groups_changed=False)).group_parts is None
-    assert merger.group_parts == {"g:a": b"a4", "g:pay<ments>/é": b"p3"}
+    assert merger.group_parts is parts and parts.held() == {"g:a": b"a4", "g:pay<ments>/é": b"p3"}
 
 
 def test_a_new_sampling_processs_first_pass_holds_only_the_groups_it_brought() -> None:
@@ -282,13 +299,36 @@ def test_a_new_sampling_processs_first_pass_holds_only_the_groups_it_brought() -
     merger.apply_piece({"a": (b"a1", ["t"]), "b": (b"b1", ["t"])})
     one = merger.apply(sp.SampleDelta(full=True, started=1.0, ends={}, starts={}, sizes=None, rates={},
                                       groups={"c": (b"c1", ["u"])}, group_ids=["a", "b", "c"], groups_changed=True))
-    assert one.group_parts == {"g:a": b"a1", "g:b": b"b1", "g:c": b"c1"}
+    assert one.group_parts is not None and one.group_parts.held() == {"g:a": b"a1", "g:b": b"b1", "g:c": b"c1"}
     assert one.group_topics == {"a": ["t"], "b": ["t"], "c": ["u"]}
     # (a whole pass again, as a process started anew sends it: what it did not bring is gone)
     merger.apply_piece({"b": (b"b2", ["t"])})
     two = merger.apply(sp.SampleDelta(full=True, started=2.0, ends={}, starts={}, sizes=None, rates={},
                                       groups={}, group_ids=["b"], groups_changed=True))
-    assert two.group_parts == {"g:b": b"b2"} and two.group_topics == {"b": ["t"]}
+    assert two.group_parts is not None and two.group_parts.held() == {"g:b": b"b2"} and len(two.group_parts) == 1
+    assert two.group_topics == {"b": ["t"]}
+
+
+def test_group_parts_say_when_they_hold_every_part_and_ask_for_nothing_twice() -> None:
+    """What a save that writes everything needs (GroupParts.complete), and a part renewed between a
+    save's taking and its writing kept for the next save."""
+    from console.watcher.store import GroupParts, digest
+
+    parts = GroupParts()
+    parts.put([("g:a", b"a1"), ("g:b", b"b1")])
+    digests, held = parts.taken()
+    assert GroupParts.complete(digests, held) and digests == {"g:a": digest(b"a1"), "g:b": digest(b"b1")}
+    parts.written(held)
+    digests, held = parts.taken()
+    assert not GroupParts.complete(digests, held) and held == {} and len(parts) == 2
+    parts.put([("g:b", b"b2")])
+    digests, held = parts.taken()
+    assert not GroupParts.complete(digests, held) and held == {"g:b": b"b2"}
+    parts.put([("g:a", b"a1")])  # (sent again: every group)
+    digests, held = parts.taken()
+    assert GroupParts.complete(digests, held)
+    parts.keep(["g:b", "g:gone"])  # (a group named but never sent is not made up)
+    assert parts.taken() == ({"g:b": digest(b"b2")}, {"g:b": b"b2"})
 
 
 @pytest.mark.parametrize("seed", range(20))

@@ -248,6 +248,62 @@ def test_a_real_sampling_process_brings_the_models_offsets_and_commits(redis_ser
             time.sleep(0.1)
 
 
+def test_the_watcher_holds_only_unwritten_group_parts_and_after_redis_lost_them_writes_every_group_again(
+        redis_server: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once a save wrote the groups' parts the watcher keeps only their digests; when Redis loses
+    everything (a save refused, then an empty Redis) it stores nothing until the sampling process
+    has sent every group again, then the whole snapshot, every group as before: never a snapshot
+    without its groups."""
+    cluster = "sp-redis-lost"
+    with remote_watcher(cluster, {"partitions": 200, "groups": 20, "brokers": 4, "per_topic": 10}) as (w, gw):
+        gw.ask("step", 0.05, 1.0)
+        deadline = time.monotonic() + 60
+        while True:
+            w.sample_offsets(wait=1.0)
+            w.cycle()
+            snap = store.load(cluster)
+            if snap is not None and len(snap.groups) == 20 and all(g.status is not None for g in snap.groups.values()):
+                break
+            assert time.monotonic() < deadline, "the groups never reached the stored snapshot"
+        before = _stored(cluster, "x")
+        parts = w._snapshot_group_parts
+        assert parts is not None and len(parts) == 20
+        assert len(parts.held()) < 20  # written: only their digests stay (the idle model's passes change none)
+        assert len(parts.held()) == 0
+        # Redis goes away and comes back empty: the save in between is refused.
+        real_save = store.save
+
+        def refused(*args: Any, **kwargs: Any) -> Any:
+            raise store.StoreUnavailable("Redis is unreachable (test)")
+
+        monkeypatch.setattr(store, "save", refused)
+        gw.ask("step", 0.05, 1.0)  # (something to store)
+        w.sample_offsets(wait=5.0)
+        w.cycle()
+        assert not w.publisher.saved_once and w.publisher.writes_all
+        monkeypatch.setattr(store, "save", real_save)
+        redis_client = store.client()
+        for key in list(redis_client.scan_iter(f"*{cluster}*")):
+            redis_client.delete(key)
+        store._cache.pop(cluster, None)
+        store._raw_parts.pop(cluster, None)
+        # The next cycle must write everything and holds only the digests of most groups: it writes nothing yet.
+        w.cycle()
+        assert store.load(cluster) is None and w._groups_asked_at is not None
+        assert w.remote is not None and w.remote._groups_wanted
+        while not w.publisher.saved_once:
+            w.sample_offsets(wait=1.0)  # (sends the request; the sampling process answers with every group)
+            w.cycle()
+            assert time.monotonic() < deadline, "every group's part never came again"
+        snap = store.load(cluster)
+        assert snap is not None and len(snap.groups) == 20
+        assert _stored(cluster, "x") != before  # (the model moved on meanwhile)
+        wanted = gw.ask("group_commits", [g[0] for g in gw.ask("group_list")])
+        assert {gid: {int(k.rpartition(":")[2]): v for k, v in g.offsets.items()} for gid, g in snap.groups.items()} == \
+            {gid: commits for gid, (_topic, commits) in wanted.items()}
+        assert len(parts.held()) == 0 or w._snapshot_group_parts is not parts  # written again: let go of
+
+
 def test_a_pass_over_an_idle_cluster_sends_nothing_but_its_stamp(redis_server: str) -> None:
     model = Model(partitions=100, groups=10, brokers=3, per_topic=10, seed=9)
     with override_settings(ANALYTICS_SAMPLES=False):
