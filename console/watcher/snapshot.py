@@ -629,7 +629,8 @@ class Snapshot:
         each topic's and each group's JSON (what `content_bytes` holds, in parts, so a change
         rewrites only the topics and groups it touched). The caches keep each object's JSON while
         it is the same object. `group_parts`: the groups' JSON as made elsewhere (the sampling
-        process), keyed as stored ("g:<id>"), used instead of `groups`."""
+        process), keyed as stored ("g:<id>"), used instead of `groups`: those not stored yet (the
+        watcher holds only the digests of the others: store.GroupParts)."""
         blank = replace(self, version=0, taken_at=None, checked_at=None, offsets_at=None, groups_at=None, quorum=None,
                         quorum_error=None, topics={}, groups={})
         header = _with_format(orjson.dumps(blank, option=CONTENT_OPTIONS))
