@@ -17,6 +17,7 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, cast
 
 from django.conf import settings
@@ -656,20 +657,23 @@ class ClusterWatcher:
             return None
         return parts
 
-    def _content(self, snap: Snapshot) -> tuple[ContentParts, dict[str, int], dict[str, bytes] | None, bool]:
+    def _content(self, snap: Snapshot) -> tuple[ContentParts, dict[str, int], dict[str, bytes] | None, set[str], bool]:
         """The content to store with `snap` and every part's digest; of the groups' parts from a
         sampling process, those carried (the ones not written yet: the rest are in Redis, only
-        their digests here), else None; and whether the content holds every part, as a save that
-        writes everything needs."""
+        their digests here), else None, and those written ahead (store.GroupParts); and whether the
+        content holds every part, as a save that writes everything needs."""
         groups = self._stored_group_parts(snap)
         if groups is None:
             content = snap.content_parts(self._topic_bytes, self._group_bytes)
-            return content, store.digests_of(content[1]), None, True
-        digests, unwritten = groups.taken()
+            return content, store.digests_of(content[1]), None, set(), True
+        # Parts arriving are written ahead while the store holds the last snapshot whole; held
+        # while the next save must write everything.
+        groups.direct(None if self.publisher.writes_all else partial(store.put_parts, self.cluster))
+        digests, unwritten, ahead = groups.taken()
         content = snap.content_parts(self._topic_bytes, self._group_bytes, unwritten)
         every = store.digests_of(content[1])  # (a part's digest is cached in its bytes: the groups' cost nothing)
         every.update(digests)
-        return content, every, unwritten, store.GroupParts.complete(digests, unwritten)
+        return content, every, unwritten, ahead, store.GroupParts.complete(digests, unwritten)
 
     def _ask_groups_again(self) -> None:
         """A save must write every part and this process holds only the digests of most groups'
@@ -689,16 +693,17 @@ class ClusterWatcher:
             snap = self.poll(now)
         content: ContentParts | None = None
         carried: dict[str, bytes] | None = None  # (the groups' parts in `content`, from the sampling process)
+        ahead: set[str] = set()
         whole = True
         if self.unchanged and self._content_key is not None:
             changes: list[Change] = []
             changed, key = False, self._content_key
             if not self.publisher.saved_once:  # (Redis lost it: the same content again, from the caches)
-                content, digests, carried, whole = self._content(snap)
+                content, digests, carried, ahead, whole = self._content(snap)
                 key = (content[0], digests)  # (what is written, exactly)
         else:
             changes = diff(self.previous, snap)
-            content, digests, carried, whole = self._content(snap)
+            content, digests, carried, ahead, whole = self._content(snap)
             key = (content[0], digests)
             changed = key != self._content_key
         if changed:
@@ -713,8 +718,9 @@ class ClusterWatcher:
             # groups is never written; the next cycle writes everything once their parts are here.
             self._ask_groups_again()
         else:
-            if self.publisher.publish(snap, self.previous, [], changed, to_save, key[1]) and carried:
-                cast(store.GroupParts, self._snapshot_group_parts).written(carried)  # (in Redis now: let go of)
+            if self.publisher.publish(snap, self.previous, [], changed, to_save, key[1], ahead if to_save is not None else ()) \
+                    and to_save is not None and carried is not None:
+                cast(store.GroupParts, self._snapshot_group_parts).written(carried, ahead)  # (in Redis now: let go of)
             self.published_at = time.time()
         self._content_key = key  # (what is published is the base of the next cycle, whatever the events do)
         del content, to_save, carried

@@ -11,6 +11,7 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Collection
 from datetime import UTC, datetime
 from typing import Any
 
@@ -130,12 +131,12 @@ class Publisher:
             log.warning("broadcast of events to %s failed", self.cluster, exc_info=True)
 
     def publish(self, snap: Snapshot, previous: Snapshot | None, events: list[dict[str, Any]], changed: bool,
-                content: ContentParts | None, digests: dict[str, int] | None = None) -> bool:
+                content: ContentParts | None, digests: dict[str, int] | None = None, ahead: Collection[str] = ()) -> bool:
         """Store the snapshot (`content` None: only its stamp changed; `digests`: its parts',
-        store.digests_of) and broadcast the update; False when Redis could not take it (the next
-        publish writes the whole content again)."""
+        store.digests_of; `ahead`: parts written ahead, store.save) and broadcast the update; False
+        when Redis could not take it (the next publish writes the whole content again)."""
         try:
-            self._stored = store.save(snap, content, self._stored, digests)
+            self._stored = store.save(snap, content, self._stored, digests, ahead)
             if not self.redis_ok:
                 log.warning("Redis is reachable again")
             self.redis_ok = True

@@ -93,27 +93,63 @@ def digests_of(parts: Mapping[str, bytes]) -> dict[str, int]:
 
 class GroupParts:
     """The groups' stored parts as the watcher keeps them when a sampling process makes them: each
-    group's digest (`digest`), and its part itself only until a save has written it. Holding every
-    group's part for the one save that needs them all (the first after Redis lost what it held)
-    cost the watcher's process their whole size at all times (29 MB at 50,000 groups); that save
-    finds the set `complete` or not, and when not the watcher asks the sampling process for every
-    group again (RemoteSampler.ask_groups_again). Keyed as stored ("g:<id>"). Thread-safe: the
-    sampling thread puts parts in as they arrive while a cycle takes them."""
+    group's digest (`digest`), and its part itself only until it is in Redis. Holding every group's
+    part for the one save that needs them all (the first after Redis lost what it held) cost the
+    watcher's process their whole size at all times (29 MB at 50,000 groups); that save finds the
+    set `complete` or not, and when not the watcher asks the sampling process for every group
+    again (RemoteSampler.ask_groups_again). Keyed as stored ("g:<id>").
 
-    __slots__ = ("_digests", "_lock", "_unwritten")
+    While the store holds the last snapshot whole (`direct`, set by the watcher), a part that
+    arrives for a group whose last part is already in Redis is written there at once, ahead of the
+    snapshot that names it (`early`: the next save lists it among the changed parts without writing
+    it); held until a cycle wrote them, a pass's changed groups (30,000 of 50,000, 18 MB) made the
+    watcher's process peak at each pass. A reader of the whole hash meanwhile sees such a group as
+    the next pass saw it, as a snapshot made while a pass's pieces arrive stores it. A part that
+    arrives for a group whose part is held (a save may be writing the older one) is held too.
+    Thread-safe: the sampling thread puts parts in as they arrive while a cycle takes them."""
+
+    __slots__ = ("_digests", "_direct", "_early", "_lock", "_unwritten")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._digests: dict[str, int] = {}
         self._unwritten: dict[str, bytes] = {}
+        self._early: set[str] = set()  # written directly since the last save that took them
+        self._direct: Callable[[dict[str, bytes]], None] | None = None
+
+    def direct(self, writer: Callable[[dict[str, bytes]], None] | None) -> None:
+        """Write arriving parts with `writer` (put_parts), or hold them all (None: the next save
+        writes everything, and must find every part here)."""
+        with self._lock:
+            self._direct = writer
 
     def put(self, parts: Iterable[tuple[str, bytes]]) -> None:
-        """Parts that arrived (each replaces the group's last one, written or not)."""
+        """Parts that arrived (each replaces the group's last one, written or not). Called from one
+        thread at a time (the sampling thread)."""
+        ahead: dict[str, bytes] = {}
         with self._lock:
-            digests, unwritten = self._digests, self._unwritten
+            digests, unwritten, writer = self._digests, self._unwritten, self._direct
             for key, raw in parts:
-                digests[key] = digest(raw)
-                unwritten[key] = raw
+                if writer is not None and key in digests and key not in unwritten:
+                    ahead[key] = raw
+                else:
+                    digests[key] = digest(raw)
+                    unwritten[key] = raw
+        if not ahead:
+            return
+        try:
+            cast(Callable[[dict[str, bytes]], None], writer)(ahead)
+        except StoreUnavailable:
+            with self._lock:  # (held: a save writes them)
+                for key, raw in ahead.items():
+                    self._digests[key] = digest(raw)
+                    self._unwritten[key] = raw
+            return
+        with self._lock:  # (the new digests only once they are in Redis: a save meanwhile names them not yet)
+            for key, raw in ahead.items():
+                if key in self._digests:  # (not gone meanwhile)
+                    self._digests[key] = digest(raw)
+                self._early.add(key)
 
     def keep(self, keys: Iterable[str]) -> None:
         """Only these groups from now on (those not listed are gone; each listed one has a part)."""
@@ -122,19 +158,21 @@ class GroupParts:
             self._digests = {key: before[key] for key in keys if key in before}
             self._unwritten = {key: raw for key, raw in self._unwritten.items() if key in self._digests}
 
-    def taken(self) -> tuple[dict[str, int], dict[str, bytes]]:
-        """Every group's digest and the parts not written yet, as of one moment (copies: the
-        sampling thread goes on putting parts in)."""
+    def taken(self) -> tuple[dict[str, int], dict[str, bytes], set[str]]:
+        """Every group's digest, the parts not written yet, and those written ahead since (as of one
+        moment: copies, the sampling thread goes on putting parts in)."""
         with self._lock:
-            return dict(self._digests), dict(self._unwritten)
+            return dict(self._digests), dict(self._unwritten), set(self._early)
 
-    def written(self, parts: Mapping[str, bytes]) -> None:
-        """A save stored these parts: each is let go of, unless a newer one came meanwhile."""
+    def written(self, parts: Mapping[str, bytes], early: Collection[str] = ()) -> None:
+        """A save stored these parts, and named those written ahead: each part is let go of, unless
+        a newer one came meanwhile."""
         with self._lock:
             unwritten = self._unwritten
             for key, raw in parts.items():
                 if unwritten.get(key) is raw:
                     del unwritten[key]
+            self._early.difference_update(early)
 
     @staticmethod
     def complete(digests: Mapping[str, int], unwritten: Mapping[str, bytes]) -> bool:
@@ -150,15 +188,25 @@ class GroupParts:
         return len(self._digests)
 
 
+def put_parts(cluster: str, parts: Mapping[str, bytes]) -> None:
+    """Parts written ahead of the snapshot that names them (GroupParts.direct)."""
+    try:
+        client().hset(_parts_key(cluster), mapping=cast(Any, parts))
+    except redis.RedisError as exc:
+        raise StoreUnavailable(f"Redis is unreachable ({exc})") from exc
+
+
 def save(snapshot: Snapshot, content: bytes | ContentParts | None, stored: StoredContent | None = None,
-         digests: dict[str, int] | None = None) -> StoredContent | None:
+         digests: dict[str, int] | None = None, ahead: Collection[str] = ()) -> StoredContent | None:
     """Store the stamp, and the content when it changed (`content` None: unchanged).
 
     The content is kept in parts: a header (everything but the topics and groups) and a hash of
     each topic's and each group's JSON ("t:<topic>", "g:<group>"). Given `stored` (what the last
     call stored: the parts' digests), only the parts whose JSON changed are written, with a record
     of which, so a reader holding the previous version fetches only those. `digests`: the content's
-    parts' digests, when the caller has them (`digests_of`).
+    parts' digests, when the caller has them (`digests_of`); with `stored`, a part named in them
+    and not in the content is in Redis already (GroupParts.direct), and `ahead` names such parts
+    written since `stored` (one of a group gone since is removed with the others).
     `content` as whole bytes (tests, tools) rewrites everything. Returns what is stored now."""
     if isinstance(content, bytes):
         content, stored, digests = snapshot.content_parts(), None, None
@@ -171,16 +219,21 @@ def save(snapshot: Snapshot, content: bytes | ContentParts | None, stored: Store
             cluster = snapshot.cluster
             now = digests if digests is not None else digests_of(parts)
             if stored is None:
+                if len(parts) < len(now):
+                    raise ValueError("a save that writes everything needs every part")
                 changed, removed, base = parts, [], None
+                names = list(changed)
                 yield ("DEL", _parts_key(cluster))
             else:
                 before = stored.digests
-                changed = {name: parts[name] for name, d in now.items() if before.get(name) != d}
+                names = [name for name, d in now.items() if before.get(name) != d]
+                changed = {name: parts[name] for name in names if name in parts}  # (the others: written ahead)
                 removed = [name for name in before if name not in now]
+                removed += [name for name in ahead if name not in now and name not in before]
                 base = stored.version
-            names = list(changed)
-            for start in range(0, len(names), 2000):
-                yield ("HSET", _parts_key(cluster), *chain.from_iterable((n, changed[n]) for n in names[start:start + 2000]))
+            writing = list(changed)
+            for start in range(0, len(writing), 2000):
+                yield ("HSET", _parts_key(cluster), *chain.from_iterable((n, changed[n]) for n in writing[start:start + 2000]))
             if removed:
                 yield ("HDEL", _parts_key(cluster), *removed)
             yield ("SET", _snapshot_key(cluster), header)

@@ -259,7 +259,7 @@ def test_the_merger_renews_each_groups_part_in_place_as_its_piece_arrives_and_th
     assert parts.held() == {"g:a": b"a2", "g:pay<ments>/é": b"p1", "g:new": b"n1"}  # in the object handed out
     assert first.group_topics is topics and topics == {"a": ["orders"], "pay<ments>/é": ["pay"]}  # topics wait
     # A save wrote what it took: the parts are let go of, their digests stay.
-    _digests, taken = parts.taken()
+    _digests, taken, _ahead = parts.taken()
     parts.written(taken)
     assert parts.held() == {} and len(parts) == 3 and digests(parts)["g:a"] == digest(b"a2")
     second = merger.apply(delta({"pay<ments>/é": (b"p2", ["pay"])}, ["a", "pay<ments>/é", "new"]))
@@ -274,7 +274,7 @@ def test_the_merger_renews_each_groups_part_in_place_as_its_piece_arrives_and_th
     assert digests(parts) == {"g:a": digest(b"a3"), "g:pay<ments>/é": digest(b"p2")}
     assert third.group_topics == {"a": ["orders", "logs"], "pay<ments>/é": ["pay"]}
     # A save that took "a" while a newer part of it came keeps the newer one.
-    _digests, taken = parts.taken()
+    _digests, taken, _ahead = parts.taken()
     merger.apply_piece({"a": (b"a4", ["orders"])})
     parts.written(taken)
     assert parts.held() == {"g:a": b"a4"}
@@ -309,26 +309,65 @@ def test_a_new_sampling_processs_first_pass_holds_only_the_groups_it_brought() -
     assert two.group_topics == {"b": ["t"]}
 
 
-def test_group_parts_say_when_they_hold_every_part_and_ask_for_nothing_twice() -> None:
+def test_group_parts_say_when_they_hold_every_part() -> None:
     """What a save that writes everything needs (GroupParts.complete), and a part renewed between a
     save's taking and its writing kept for the next save."""
     from console.watcher.store import GroupParts, digest
 
     parts = GroupParts()
     parts.put([("g:a", b"a1"), ("g:b", b"b1")])
-    digests, held = parts.taken()
+    digests, held, _ahead = parts.taken()
     assert GroupParts.complete(digests, held) and digests == {"g:a": digest(b"a1"), "g:b": digest(b"b1")}
     parts.written(held)
-    digests, held = parts.taken()
+    digests, held, _ahead = parts.taken()
     assert not GroupParts.complete(digests, held) and held == {} and len(parts) == 2
     parts.put([("g:b", b"b2")])
-    digests, held = parts.taken()
+    digests, held, _ahead = parts.taken()
     assert not GroupParts.complete(digests, held) and held == {"g:b": b"b2"}
     parts.put([("g:a", b"a1")])  # (sent again: every group)
-    digests, held = parts.taken()
+    digests, held, _ahead = parts.taken()
     assert GroupParts.complete(digests, held)
     parts.keep(["g:b", "g:gone"])  # (a group named but never sent is not made up)
-    assert parts.taken() == ({"g:b": digest(b"b2")}, {"g:b": b"b2"})
+    assert parts.taken() == ({"g:b": digest(b"b2")}, {"g:b": b"b2"}, set())
+
+
+def test_group_parts_write_ahead_only_groups_whose_last_part_is_in_redis_and_hold_them_when_redis_refuses() -> None:
+    """With a writer (the store holds the last snapshot whole), a part for a group whose last part
+    was written goes to Redis at once and only its digest stays, named as written ahead until a
+    save took it; a new group's part, and one for a group whose part is held (a save may be writing
+    the older one), are held; parts Redis refuses are held; without a writer everything is held."""
+    from console.watcher.store import GroupParts, StoreUnavailable, digest
+
+    redis: dict[str, bytes] = {}
+    refuse = [False]
+
+    def writer(parts: dict[str, bytes]) -> None:
+        if refuse[0]:
+            raise StoreUnavailable("Redis is unreachable (test)")
+        redis.update(parts)
+
+    parts = GroupParts()
+    parts.direct(writer)
+    parts.put([("g:a", b"a1"), ("g:b", b"b1")])  # (new groups: held for the save)
+    assert redis == {} and parts.held() == {"g:a": b"a1", "g:b": b"b1"}
+    digests, held, ahead = parts.taken()
+    parts.put([("g:b", b"b2")])  # (held: the save taken may be writing b1)
+    parts.written(held, ahead)  # (the save wrote a1 and b1)
+    assert parts.held() == {"g:b": b"b2"} and redis == {}
+    parts.put([("g:a", b"a2"), ("g:b", b"b3")])
+    assert redis == {"g:a": b"a2"} and parts.held() == {"g:b": b"b3"}
+    digests, held, ahead = parts.taken()
+    assert digests == {"g:a": digest(b"a2"), "g:b": digest(b"b3")} and ahead == {"g:a"}
+    parts.written(held, ahead)
+    assert parts.taken() == ({"g:a": digest(b"a2"), "g:b": digest(b"b3")}, {}, set())
+    refuse[0] = True
+    parts.put([("g:a", b"a3")])  # (Redis refuses it: held, for the save)
+    assert redis == {"g:a": b"a2"} and parts.held() == {"g:a": b"a3"} and parts.taken()[0]["g:a"] == digest(b"a3")
+    refuse[0] = False
+    parts.written(parts.held())
+    parts.direct(None)  # (the next save writes everything: every part arriving is held)
+    parts.put([("g:a", b"a4"), ("g:b", b"b4")])
+    assert redis == {"g:a": b"a2"} and parts.held() == {"g:a": b"a4", "g:b": b"b4"}
 
 
 @pytest.mark.parametrize("seed", range(20))

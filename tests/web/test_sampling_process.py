@@ -66,6 +66,15 @@ def test_a_pass_sent_as_a_delta_stores_what_the_pass_merged_directly_stores(redi
     # ... and the changed offsets and sizes in pieces of whole topics, about 25 partitions each
     # (20,000 in the product).
     monkeypatch.setattr(sampling_process, "OFFSETS_PIECE", 25)
+    # Groups whose last part is in Redis are written there as their piece arrives (GroupParts.direct).
+    ahead: list[int] = []
+    put_parts = store.put_parts
+
+    def counted(cluster: str, parts: Any) -> None:
+        ahead.append(len(parts))
+        put_parts(cluster, parts)
+
+    monkeypatch.setattr(store, "put_parts", counted)
     pieces = 0
     offsets_pieces: dict[str, int] = {}
     for seed in range(3):
@@ -102,13 +111,18 @@ def test_a_pass_sent_as_a_delta_stores_what_the_pass_merged_directly_stores(redi
                 direct.cycle()
                 b, _ = via.cycle()
                 assert not b.groups  # the watcher holds the groups only as their JSON
-                assert _stored(f"sp-direct-{seed}", "x") == _stored(f"sp-delta-{seed}", "x"), (seed, i)
+                # A reader holding the version before reads this one's changes only (the parts
+                # written ahead among them): the same as reading it whole.
+                read = store.load(f"sp-delta-{seed}")
+                assert read is not None
+                changes_only = read.content_bytes().replace(f"sp-delta-{seed}".encode(), b"x")
+                assert _stored(f"sp-direct-{seed}", "x") == _stored(f"sp-delta-{seed}", "x") == changes_only, (seed, i)
                 loaded = store.load(f"sp-delta-{seed}")
                 assert loaded is not None
                 with_groups += bool(loaded.groups)
             assert with_groups > 10
             remote._process = None
-    assert pieces > 20
+    assert pieces > 20 and len(ahead) > 10 and sum(ahead) > 50
     assert offsets_pieces.keys() == {"ends", "starts", "sizes"} and min(offsets_pieces.values()) >= 3, offsets_pieces
 
 
