@@ -606,3 +606,31 @@ def test_judging_many_full_windows_holds_a_block_of_rows_at_a_time() -> None:
         tracemalloc.stop()
     assert len(codes) == rows_n and len(set(codes.tolist())) == 1  # (every window alike: judged alike)
     assert peak < 16 * 2**20, peak / 2**20  # (MB: 7.8 now, 31.0 with blocks of 65,536 rows)
+
+
+def test_a_sample_into_every_partitions_time_table_holds_a_block_of_rows_at_a_time(monkeypatch) -> None:
+    """A sampling pass puts every partition's end offset into its time table at once
+    (TimeColumns.add_aligned); a block of CHUNK rows at a time, its temporaries stay a few MB (all
+    300,000 partitions at once made a dozen of 2.4 MB each, the sampling process's largest step)."""
+    import tracemalloc
+
+    def peak_of_a_sample(chunk: int) -> float:
+        monkeypatch.setattr(lagcolumns, "CHUNK", chunk)
+        n = 200_000
+        cols = TimeColumns(limit=60, capacity=n, forget_after=1e9)
+        keys = [("t", p) for p in range(n)]
+        ends = np.arange(n, dtype=np.int64) * 100
+        for k in range(3):
+            cols.add_aligned(keys, ends + 7 * k, 100.0 + k)
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            cols.add_aligned(keys, ends + 50, 110.0)
+            peak = tracemalloc.get_traced_memory()[1] - before
+        finally:
+            tracemalloc.stop()
+        assert (cols.count == 4).all()
+        return peak / 2**20
+
+    chunked, whole = peak_of_a_sample(1 << 14), peak_of_a_sample(1 << 30)
+    assert chunked < 6 and whole > 2 * chunked, (chunked, whole)  # (MB)
