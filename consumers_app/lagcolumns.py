@@ -187,6 +187,30 @@ def _give_back(array: npt.NDArray[Any], done: int, upto: int) -> int:
     return high - base
 
 
+def _inserted(array: npt.NDArray[Any], places: npt.NDArray[np.int64], values: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """`np.insert(array, places, values, axis=0)` (`places` sorted), made a block of CHUNK rows at a
+    time with the pages of `array` already copied given back as it goes (`_give_back`): a side
+    table copied whole at each spill held it twice (a busy cluster's windows spill a few thousand
+    rows a pass into side tables of tens of MB). `array` is not read afterwards."""
+    n, k = len(array), len(places)
+    out = np.empty((n + k, *array.shape[1:]), array.dtype)
+    done = 0
+    row_bytes = array.strides[0] if array.ndim and n else 0
+    for i in range(0, n + 1, CHUNK):  # (n + 1: the values put after the last row, in the last block)
+        j = min(n, i + CHUNK)
+        last = j + 1 if j == n else j
+        m0, m1 = np.searchsorted(places, [i, last]).tolist()  # (the values put before rows i to j)
+        into = np.arange(m0, m1) + places[m0:m1]
+        out[into] = values[m0:m1]
+        if j > i:
+            old = np.arange(i, j)
+            out[old + np.searchsorted(places, old, side="right")] = array[i:j]
+            done = _give_back(array, done, j * row_bytes)
+        if j == n:
+            break
+    return out
+
+
 def _held(count: npt.NDArray[np.integer[Any]], size: int) -> npt.NDArray[np.bool_]:
     """Which entries of each row are written (the first `count` of it)."""
     return np.arange(size)[None, :] < count[:, None]
@@ -404,8 +428,8 @@ class Narrow:
         # (put in their places in one new table: a busy cluster's rows spill a few thousand at a
         # time, and a table concatenated then reordered was two new copies of it each time)
         places = np.searchsorted(self.wide_rows, rows)
-        self.wide = np.insert(self.wide, places, self.narrow[rows].astype(self.wide.dtype), axis=0)
-        self.wide_rows = np.insert(self.wide_rows, places, rows)
+        self.wide = _inserted(self.wide, places, self.narrow[rows].astype(self.wide.dtype))
+        self.wide_rows = _inserted(self.wide_rows, places, rows)
 
     def settle(self, count: npt.NDArray[np.integer[Any]], origin: npt.NDArray[Any] | None = None) -> None:
         """The wide rows whose held entries (the first `count` of each row) all fit go back to 2
