@@ -60,6 +60,11 @@ class StoreUnavailable(Exception):
     """Redis could not be reached."""
 
 
+class StoreLost(StoreUnavailable):
+    """Redis no longer holds the snapshot the last save stored (restarted or flushed between two
+    saves, none refused): a save that writes only what changed would leave it without the rest."""
+
+
 class StoreUnreadable(StoreUnavailable):
     """What Redis holds for a cluster could not be read (a part written by another version of the
     console, say): treated as an unreachable store, with its own message, until the watcher writes
@@ -211,6 +216,17 @@ def save(snapshot: Snapshot, content: bytes | ContentParts | None, stored: Store
     if isinstance(content, bytes):
         content, stored, digests = snapshot.content_parts(), None, None
     now_stored = stored
+    if content is None or stored is not None:
+        # (a save that does not write everything relies on what the last one stored being there:
+        # Redis restarted or flushed between two saves, none refused, would leave the snapshot
+        # without its header, or with only the parts written since, for as long as the rest does
+        # not change. The caller writes everything again, as after a refused save.)
+        try:
+            present = client().exists(_snapshot_key(snapshot.cluster))
+        except redis.RedisError as exc:
+            raise StoreUnavailable(f"Redis is unreachable ({exc})") from exc
+        if not present:
+            raise StoreLost("Redis no longer holds the stored snapshot (restarted or flushed); it is written again")
 
     def commands() -> Iterator[tuple[Any, ...]]:
         nonlocal now_stored

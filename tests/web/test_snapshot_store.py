@@ -208,3 +208,36 @@ def test_a_save_on_a_connection_redis_dropped_goes_through_on_a_new_one(cluster:
     assert store.save(snap, snap.content_parts()) is not None
     loaded = fresh_load(cluster)
     assert loaded is not None and loaded.content_bytes() == snap.content_bytes()
+
+
+def test_a_redis_that_lost_the_snapshot_between_two_saves_gets_all_of_it_again(redis_server: str) -> None:
+    """Redis restarted or flushed between two saves, none of them refused: the watcher's next save
+    finds the snapshot gone and the one after writes all of it again (every topic, changed or not),
+    instead of a stamp with no content, or only the parts that changed since."""
+    from django.test import override_settings
+
+    from bench.simulate import Model, SimGateway
+    from console.watcher.loop import ClusterWatcher
+
+    cluster = "store-lost"
+    model = Model(partitions=60, groups=4, brokers=3, per_topic=6, seed=3)
+    with override_settings(ANALYTICS_SAMPLES=False):
+        w = ClusterWatcher(cluster, "test", gw=SimGateway(model, 0.0))  # type: ignore[arg-type]
+        w.cycle()
+        w.sample_offsets()
+        w.cycle()
+
+        before = fresh_load(cluster)
+        assert before is not None and len(before.topics) == 10
+        redis_client = store.client()
+        for key in list(redis_client.scan_iter(f"console:snapshot:{cluster}*")):
+            redis_client.delete(key)  # (the lease and the rest stay: nothing tells the watcher)
+        model.step(0.2, 1.0)  # (a few partitions move: only their topics change)
+        w.cycle()  # finds the snapshot gone: stores nothing
+        assert not w.publisher.saved_once
+        w.cycle()
+        after = fresh_load(cluster)
+        assert after is not None and after.topics.keys() == before.topics.keys()
+        w.cycle()  # (an idle cycle stores only the stamp, on the whole snapshot)
+        idle = fresh_load(cluster)
+        assert idle is not None and idle.topics.keys() == before.topics.keys()
