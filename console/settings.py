@@ -191,6 +191,9 @@ WATCHER_SIZES_INTERVAL = env_float("WATCHER_SIZES_INTERVAL", 15.0, minimum=1.0)
 # The sampling passes (offsets, sizes, groups and their evaluation) in a process of their own, so a
 # large cluster's group evaluation never holds up the metadata cycle (console/watcher/sampling_process.py).
 WATCHER_SAMPLER_PROCESS = env_bool("WATCHER_SAMPLER_PROCESS", True)
+# Topics whose sampled offsets, sizes or rate one metadata cycle puts in its snapshot, besides those
+# whose metadata changed; the rest of a large sampling pass's go into the next cycles (ClusterWatcher._later_topics).
+WATCHER_CYCLE_SAMPLED_TOPICS = env_int("WATCHER_CYCLE_SAMPLED_TOPICS", 3000, minimum=1)
 # A sampling process given work that sends no pass for this long is taken for hung and replaced.
 WATCHER_SAMPLER_STALL_SECONDS = env_float("WATCHER_SAMPLER_STALL_SECONDS", 120.0, minimum=5.0)
 # The console's own analytics samples topic moves at every sample: on its own (an otherwise idle

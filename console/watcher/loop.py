@@ -302,6 +302,7 @@ class ClusterWatcher:
         # Topics whose offsets, sizes or rate a sample changed since they were last put in a snapshot.
         self._dirty_topics: set[str] = set()
         self._dirty_partitions: dict[str, set[int]] = {}  # of the dirty topics, the partitions a sample changed
+        self._waiting_topics: dict[str, int] = {}  # dirty topics left for later cycles -> the cycle that first left them
         self._own_topic_at = 0.0  # when a sample last made a snapshot (see _worth_a_snapshot)
         self.incremental = incremental
         self._topic_bytes = TopicBytes() if incremental else None  # each topic's JSON while it is the same object
@@ -504,9 +505,10 @@ class ClusterWatcher:
             snap.topic_groups = self._topic_groups_of[1]
         if at is None:
             return
+        later = self._later_topics(dirty, reused)
         for name, t in list(snap.topics.items()):
             carried = name in reused  # the previous snapshot's object: changed only as a copy
-            if carried and name not in dirty:
+            if carried and (name not in dirty or name in later):
                 continue
             parts, new_parts = t.partitions, None
             built = partly.get(name)  # a topic built anew whose unchanged partitions are shared
@@ -536,17 +538,49 @@ class ClusterWatcher:
                     # previous snapshot, so the diff and the serialisation can tell them by identity.
                     if new_parts is None:
                         new_parts = list(parts)
-                    p = new_parts[i] = replace(p)
+                    new_parts[i] = p.with_offsets(start, end, size, replica_sizes)
                 elif shared is not None and i in shared:
-                    p = parts[i] = replace(p)  # (the list is this snapshot's own)
-                p.end_offset, p.start_offset, p.replica_sizes, p.size = end, start, replica_sizes, size
+                    parts[i] = p.with_offsets(start, end, size, replica_sizes)  # (the list is this snapshot's own)
+                else:
+                    p.end_offset, p.start_offset, p.replica_sizes, p.size = end, start, replica_sizes, size
             rate = rates.get(name, t.produce_rate)
             if carried:
                 if new_parts is None and rate == t.produce_rate:
                     continue  # nothing it shows changed: the same object
                 t = snap.topics[name] = replace(t, partitions=new_parts if new_parts is not None else list(parts))
             t.produce_rate = rate
+        if later:
+            # Left for the next cycles, marked again (with what a sample marked meanwhile): this
+            # snapshot keeps its offsets as of the last sample applied whole, so a page waiting for
+            # offsets read after a change (read-your-writes) waits for these too.
+            with self._offsets_lock:
+                self._dirty_topics |= later
+                for name in later:
+                    numbers = dirty_partitions.get(name)
+                    if numbers:
+                        self._dirty_partitions.setdefault(name, set()).update(numbers)
+                self._sample_gen += 1  # (the next cycle is not one that changed nothing)
+            return
         snap.offsets_at = at
+
+    def _later_topics(self, dirty: set[str], reused: frozenset[str]) -> set[str]:
+        """Of the topics carried over whose offsets, sizes or rate a sample changed, those left for
+        the next cycles: beyond WATCHER_CYCLE_SAMPLED_TOPICS, those waiting longest first. Each
+        sampling pass at 300,000 partitions changes the rate of every topic producing, and the cycle
+        that took all 10,000 in at once took twice the usual cycle (over 1 s, and the leader moves
+        it carried were pushed that much later); its share, spread over the next cycles, is shown
+        a second or two later. A topic whose metadata changed is built with its latest offsets in
+        any case."""
+        limit = settings.WATCHER_CYCLE_SAMPLED_TOPICS
+        waiting = self._waiting_topics
+        due = [name for name in dirty if name in reused] if len(dirty) > limit else []
+        if len(due) <= limit:
+            self._waiting_topics = {}
+            return set()
+        due.sort(key=lambda name: waiting.get(name, self.cycles))  # (those left last time first, then the rest)
+        later = due[limit:]
+        self._waiting_topics = {name: waiting.get(name, self.cycles) for name in later}
+        return set(later)
 
     def sample_offsets(self, wait: float = 0.0) -> None:
         """One sampling pass (console/watcher/sampler.py) over the online partitions of the last

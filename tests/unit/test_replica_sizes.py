@@ -70,6 +70,31 @@ def test_a_partition_with_replica_sizes_serialises_as_with_the_dict() -> None:
         "replica_sizes"] == plain
 
 
+def test_a_topic_serialises_its_partitions_replica_sizes_as_orjson_writes_their_dict() -> None:
+    """TopicBytes writes each ReplicaSizes from a text kept per replica set (orjson.Fragment), its
+    keys sorted as orjson sorts them (by their text: "10" before "2"): the bytes are those orjson
+    writes for the dict, whatever the brokers' order, count and the sizes."""
+    import random
+
+    rng = random.Random(11)
+    sets = [(), (1,), (3, 1, 2), (10, 2, 100), (2, 10), (1, 2, 3), (7, 70, 700, 7000, 8), tuple(range(40, 0, -1))]
+    parts = []
+    for _ in range(400):
+        brokers = rng.choice(sets)
+        sizes = [rng.choice([0, -1, 2**63 - 1, -(2**63), rng.randrange(10**12)]) for _ in brokers]
+        parts.append((brokers, sizes))
+    for round_ in range(2):  # (the second finds every replica set's text kept)
+        compact = {"t": TopicState(name="t", internal=False, partitions=[
+            PartitionState(i, b[0] if b else -1, list(b), list(b), [], 0, i, 5,
+                           replica_sizes_of(tuple(str(x) for x in b), s)) for i, (b, s) in enumerate(parts)])}
+        with_dict = {"t": TopicState(name="t", internal=False, partitions=[
+            PartitionState(i, b[0] if b else -1, list(b), list(b), [], 0, i, 5,
+                           {str(x): v for x, v in zip(b, s, strict=True)}) for i, (b, s) in enumerate(parts)])}
+        assert TopicBytes().each(compact) == TopicBytes().each(with_dict), round_
+        read = Snapshot.topic_from_json(TopicBytes().each(compact)["t"])
+        assert [p.replica_sizes for p in read.partitions] == [{str(x): v for x, v in zip(b, s, strict=True)} for b, s in parts]
+
+
 def test_replica_sizes_are_one_bytes_object_of_their_count_ids_and_sizes() -> None:
     """88 bytes a partition of three replicas (an object holding the keys and a bytes object of the
     sizes were two objects, 112): 7 MB of the watcher's process at 300,000 partitions."""

@@ -35,6 +35,20 @@ def test_preferred_leader_is_the_first_replica_or_none_without_replicas():
     assert part(replicas=()).preferred_leader is None
 
 
+def test_a_partition_with_new_offsets_is_what_replace_makes_every_other_field_shared():
+    """with_offsets (the metadata cycle's copy of a partition a sampling pass changed) is
+    dataclasses.replace: a field added to PartitionState and not copied there fails here."""
+    from dataclasses import fields, replace
+
+    values = {f.name: object() for f in fields(PartitionState)}
+    p = PartitionState(**values)  # type: ignore[arg-type]
+    new = {"start_offset": 3, "end_offset": 9, "size": 70, "replica_sizes": {"1": 70}}
+    copy = p.with_offsets(new["start_offset"], new["end_offset"], new["size"], new["replica_sizes"])
+    assert copy == replace(p, **new) and copy is not p
+    for f in fields(PartitionState):
+        assert getattr(copy, f.name) is (new[f.name] if f.name in new else values[f.name]), f.name
+
+
 def test_replication_factor_is_the_largest_replica_count_and_zero_without_partitions():
     t = topic("t", part(0, replicas=(1, 2)), part(1, replicas=(1, 2, 3)))
     assert t.replication_factor == 3
@@ -393,7 +407,7 @@ def test_a_changed_topic_reserialises_only_its_new_partition_objects_and_writes_
 
     import orjson
 
-    from console.watcher.snapshot import CONTENT_OPTIONS, TopicBytes, part_json
+    from console.watcher.snapshot import CONTENT_OPTIONS, TopicBytes, _encode, part_json, replica_sizes_of
 
     rng = random.Random(seed)
 
@@ -401,7 +415,9 @@ def test_a_changed_topic_reserialises_only_its_new_partition_objects_and_writes_
         replicas = rng.sample(range(1, 9), 3)
         return replace(part(n, leader=replicas[0], replicas=tuple(replicas), isr=tuple(replicas[:rng.randint(1, 3)]),
                             end_offset=rng.randint(0, 10**12)),
-                       replica_sizes={str(r): rng.randint(0, 10**9) for r in replicas}, size=rng.choice([None, 5]))
+                       replica_sizes=(replica_sizes_of if rng.random() < 0.5 else lambda k, v: dict(zip(k, v, strict=True)))(
+                           tuple(str(r) for r in replicas), [rng.randint(0, 10**9) for _ in replicas]),
+                       size=rng.choice([None, 5]))
 
     names = ["orders", "a\"<odd>/é", "x" * 200]
     topics = {name: TopicState(name=name, internal=False, partitions=[fresh(i) for i in range(rng.randint(0, 40))])
@@ -432,7 +448,7 @@ def test_a_changed_topic_reserialises_only_its_new_partition_objects_and_writes_
                                produce_rate=rng.choice([None, 0.0, 12.5, 1e300]), internal=rng.random() < 0.1)
         out = cache.each(topics, "t:")
         for n, tt in topics.items():
-            assert part_json(out["t:" + n]) == orjson.dumps(tt, option=CONTENT_OPTIONS), (seed, step, n)
+            assert part_json(out["t:" + n]) == orjson.dumps(tt, default=_encode, option=CONTENT_OPTIONS), (seed, step, n)
         assert cache.serialised == 1
         if replaced >= 0:
             assert cache.partitions_serialised == replaced, (seed, step)

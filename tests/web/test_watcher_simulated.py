@@ -121,6 +121,53 @@ def test_the_incremental_watcher_builds_what_the_full_rebuild_builds(redis_serve
             assert reused > 100, reused  # the incremental path did carry topics over
 
 
+def test_a_sample_that_changed_more_topics_than_a_cycle_takes_goes_in_over_the_next_cycles(
+        redis_server: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With WATCHER_CYCLE_SAMPLED_TOPICS below what a sample changes, a cycle puts only that many
+    carried topics' new offsets in its snapshot and the next cycles the rest, those left longest
+    first: each topic is then either as the full rebuild has it or as it was (never half of one),
+    the snapshot's offsets time stays that of the last sample put in whole until every topic has
+    it (what read-your-writes waits on), and the next cycles reach what the full rebuild built
+    without a new sample. Topics whose metadata changed have their latest offsets at once."""
+    import time as time_module
+
+    clock = [1_800_000_000.0]
+    monkeypatch.setattr(time_module, "time", lambda: clock[0])
+    limit = 7
+    spread = 0
+    for seed in range(3):
+        model = Model(partitions=400, groups=30, brokers=5, per_topic=10, seed=seed)  # (40 topics)
+        rng = random.Random(seed)
+        with override_settings(ANALYTICS_SAMPLES=False, WATCHER_CYCLE_SAMPLED_TOPICS=limit):
+            fast = ClusterWatcher(f"sim-inc-{seed}", "test", gw=SimGateway(model, 0.0))  # type: ignore[arg-type]
+            full = ClusterWatcher(f"sim-full-{seed}", "test", gw=SimGateway(model, 0.0), incremental=False)  # type: ignore[arg-type]
+            last = None
+            for i in range(30):
+                clock[0] += 1.0
+                roll = rng.random()
+                if roll < 0.5:
+                    model.step(rng.choice([0.0, 0.005, 0.05]), 1.0)
+                if roll > 0.3:
+                    fast.sample_offsets()
+                    full.sample_offsets()
+                b, _ = full.cycle()
+                for extra in range(40 // limit + 2):
+                    a, _ = fast.cycle()
+                    for name, t in a.topics.items():
+                        assert t == b.topics[name] or (last is not None and t is last.topics.get(name)), (seed, i, extra, name)
+                    if extra and last is not None:  # (nothing changed since the last cycle but what it left)
+                        assert sum(t is not last.topics.get(n) for n, t in a.topics.items()) <= limit, (seed, i, extra)
+                    last = a
+                    if a.offsets_at == b.offsets_at:
+                        break
+                    assert a.offsets_at is None or a.offsets_at < (b.offsets_at or 0), (seed, i, extra)  # (not the newer one yet)
+                    spread += 1
+                else:
+                    raise AssertionError(f"{seed} {i}: the offsets never all went in")
+                assert a.content_bytes().replace(b"sim-inc-", b"sim-x-") == b.content_bytes().replace(b"sim-full-", b"sim-x-"), (seed, i)
+    assert spread > 10, spread  # (samples did change more topics than a cycle takes)
+
+
 def test_a_cycle_publishes_its_snapshot_before_writing_its_events_and_then_announces_them(
         watcher: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """At 300,000 partitions a cycle's events took 0.4 s to write: the snapshot goes out first, and
