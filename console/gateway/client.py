@@ -129,6 +129,10 @@ _STALE_METADATA = {
     "BROKER_NOT_AVAILABLE",
     "_UNKNOWN_PARTITION",
     "_UNKNOWN_TOPIC",
+    # librdkafka's ListOffsets when its cached metadata gives none of the partitions asked a leader
+    # ("no leaders found"): it sends nothing and keeps answering so until that cache is refreshed
+    # (every five minutes by default), long after a restarted broker led them again.
+    "_NOENT",
 }
 # Groups described at a time (ClusterGateway.consumer_groups): what kafka-python's decoded answers hold at once.
 DESCRIBE_CHUNK = 2000

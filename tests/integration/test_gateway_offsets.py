@@ -80,3 +80,34 @@ def test_an_offsets_answer_holds_no_future_per_partition(kafka_cluster: Cluster,
         assert ours < by_future / 2, (ours, by_future)
     finally:
         kafka_cluster.tool("kafka-topics", "--delete", "--topic", topic)
+
+
+def test_offsets_are_read_again_once_a_partition_this_client_saw_leaderless_has_its_leader_back(
+        kafka_cluster: Cluster, gateway: ClusterGateway) -> None:
+    """librdkafka's ListOffsets fails at once with _NOENT ("no leaders found", no request sent) for
+    a partition its cached metadata says has no leader, and keeps failing so until that cache is
+    refreshed (by default every five minutes), long after the leader is back. Killing and
+    restarting a broker or the controller did that to the web process's browsing (503 for as long
+    as the test waited). A _NOENT answer is stale metadata: the gateway asks a fresh client."""
+    from console.gateway.errors import ClusterUnavailable
+
+    victim = next(b for b in (3, 2, 1) if b != gateway.quorum().leader_id)  # (not the active controller)
+    topic = unique("offsets-leader-back")
+    kafka_cluster.tool("kafka-topics", "--create", "--topic", topic, "--replica-assignment", str(victim))
+    wait_for(lambda: gateway.list_offsets([(topic, 0)], "latest") == {(topic, 0): 0}, 30, what="the new topic's offsets")
+
+    def leader() -> int:
+        md = gateway.metadata()  # (this client's cache renewed with what the cluster says now)
+        return next(p.leader for t in md.topics if t.name == topic for p in t.partitions)
+
+    kafka_cluster.kill(victim)
+    try:
+        wait_for(lambda: leader() == -1, 60, interval=1, what="the partition without its leader")
+        with pytest.raises(ClusterUnavailable, match="returned no offsets"):
+            gateway.list_offsets([(topic, 0)], "latest")
+    finally:
+        kafka_cluster.start(victim)
+    wait_for(lambda: f"Leader: {victim}\t" in kafka_cluster.tool("kafka-topics", "--describe", "--topic", topic),
+             90, interval=1, what="the partition's leader back (kafka-topics --describe)")
+    assert gateway.list_offsets([(topic, 0)], "latest") == {(topic, 0): 0}
+    kafka_cluster.tool("kafka-topics", "--delete", "--topic", topic)
