@@ -472,10 +472,40 @@ def pack(new: Mapping[TopicPartition, int], old: Mapping[TopicPartition, int] | 
     return out
 
 
+_SIZE_ROWS: dict[int, np.dtype[Any]] = {}  # (ReplicaSizes' bytes as rows of a record array, by replica count)
+
+
 def unpack_sizes(packed: PackedSizes) -> dict[TopicPartition, ReplicaSizes]:
-    """Each partition's ReplicaSizes from packed rows (the broker keys' tuple made once per replica set of a topic)."""
+    """Each partition's ReplicaSizes from packed rows. The rows that hold every replica (all but a
+    partition whose replica count changed) are written as ReplicaSizes' bytes for the whole topic at
+    once, each partition's then one slice of them: made one by one (the broker keys' tuple once
+    per replica set of a topic), a size pass of 300,000 partitions cost the watcher's process 0.15
+    to 0.45 CPU-seconds, taken from its metadata cycle."""
     out: dict[TopicPartition, ReplicaSizes] = {}
     for name, (numbers, brokers, sizes) in packed.items():
+        width = brokers.shape[1] if brokers.ndim == 2 else 0
+        if 0 < width <= 255 and len(brokers):
+            if int(brokers.min()) >= 0:
+                whole, rest = None, None
+            else:
+                whole = (brokers >= 0).all(axis=1)
+                rest = ~whole
+            if whole is None or whole.any():
+                dtype = _SIZE_ROWS.get(width)
+                if dtype is None:
+                    dtype = _SIZE_ROWS[width] = np.dtype([("n", "u1"), ("ids", "=i4", (width,)), ("sizes", "=i8", (width,))])
+                rows = np.empty(len(brokers) if whole is None else int(whole.sum()), dtype)
+                rows["n"] = width
+                rows["ids"] = brokers if whole is None else brokers[whole]
+                rows["sizes"] = sizes if whole is None else sizes[whole]
+                raw, step = rows.tobytes(), dtype.itemsize  # (each row as replica_sizes_of makes it: count, ids, sizes)
+                at = 0
+                for number in (numbers if whole is None else np.asarray(numbers)[whole]).tolist():
+                    out[(name, number)] = ReplicaSizes(raw[at:at + step])
+                    at += step
+            if rest is None:
+                continue
+            numbers, brokers, sizes = np.asarray(numbers)[rest], brokers[rest], sizes[rest]
         keys: dict[tuple[int, ...], tuple[str, ...]] = {}
         held = np.ascontiguousarray(sizes, np.int64)  # (each row's first n sizes are the bytes a ReplicaSizes keeps)
         for i, (number, row) in enumerate(zip(numbers.tolist(), brokers.tolist(), strict=True)):
