@@ -168,6 +168,41 @@ def test_a_sample_that_changed_more_topics_than_a_cycle_takes_goes_in_over_the_n
     assert spread > 10, spread  # (samples did change more topics than a cycle takes)
 
 
+def test_topics_left_for_later_cycles_go_in_in_turn_while_every_sample_changes_every_topic(
+        redis_server: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every topic's offsets move before every cycle, 40 topics, 7 a cycle: those left waiting go
+    first, so each topic's new offsets go in at least once every ceil(40 / 7) cycles (taken in
+    the order the topics come, the same seven would go in every time and the rest never)."""
+    import time as time_module
+
+    clock = [1_800_000_000.0]
+    monkeypatch.setattr(time_module, "time", lambda: clock[0])
+    limit, cycles = 7, 24
+    model = Model(partitions=400, groups=10, brokers=5, per_topic=10, seed=9)
+    with override_settings(ANALYTICS_SAMPLES=False, WATCHER_CYCLE_SAMPLED_TOPICS=limit):
+        w = ClusterWatcher("sim-turns", "test", gw=SimGateway(model, 0.0))  # type: ignore[arg-type]
+        w.cycle()
+        w.sample_offsets()
+        last, _ = w.cycle()
+        went_in: dict[str, list[int]] = {name: [] for name in last.topics}
+        for i in range(cycles):
+            clock[0] += 1.0
+            with model.lock:  # (offsets only: no topic's metadata changes)
+                for parts in model.topics.values():
+                    parts[0][4] += 1
+            w.sample_offsets()
+            snap, _ = w.cycle()
+            moved = [name for name, t in snap.topics.items() if t is not last.topics[name]]
+            assert len(moved) == limit, (i, len(moved))
+            for name in moved:
+                went_in[name].append(i)
+            last = snap
+    turn = -(-len(went_in) // limit)
+    for name, at in went_in.items():
+        gaps = [b - a for a, b in zip([-1, *at], [*at, cycles], strict=True)]
+        assert max(gaps) <= turn, (name, at)
+
+
 def test_a_cycle_publishes_its_snapshot_before_writing_its_events_and_then_announces_them(
         watcher: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """At 300,000 partitions a cycle's events took 0.4 s to write: the snapshot goes out first, and
