@@ -86,6 +86,23 @@ def test_a_topic_kafka_cannot_vouch_for_is_kept(watcher: Any) -> None:
     assert not [c for c in changes if c.topic == hidden]
 
 
+def _incremental_and_full(model: Model, seed: int) -> tuple[ClusterWatcher, ClusterWatcher]:
+    """A watcher carrying unchanged topics over and one rebuilding every topic every cycle, on `model`."""
+    return (ClusterWatcher(f"sim-inc-{seed}", "test", gw=SimGateway(model, 0.0)),  # type: ignore[arg-type]
+            ClusterWatcher(f"sim-full-{seed}", "test", gw=SimGateway(model, 0.0), incremental=False))  # type: ignore[arg-type]
+
+
+def _a_second_of(model: Model, rng: random.Random, clock: list[float], *watchers: ClusterWatcher) -> None:
+    """A second goes by: the model changes, and the watchers sample it, each at random."""
+    clock[0] += 1.0
+    roll = rng.random()
+    if roll < 0.5:
+        model.step(rng.choice([0.0, 0.005, 0.05]), 1.0)
+    if roll > 0.3:
+        for w in watchers:
+            w.sample_offsets()
+
+
 def test_the_incremental_watcher_builds_what_the_full_rebuild_builds(redis_server: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Two watchers on the same synthetic cluster, one carrying unchanged topics over, one rebuilding
     every topic every cycle, see the same answers at the same (fake) times: their snapshots must be
@@ -98,17 +115,10 @@ def test_the_incremental_watcher_builds_what_the_full_rebuild_builds(redis_serve
         model = Model(partitions=400, groups=30, brokers=5, per_topic=10, seed=seed)
         rng = random.Random(seed)
         with override_settings(ANALYTICS_SAMPLES=False):
-            fast = ClusterWatcher(f"sim-inc-{seed}", "test", gw=SimGateway(model, 0.0))  # type: ignore[arg-type]
-            full = ClusterWatcher(f"sim-full-{seed}", "test", gw=SimGateway(model, 0.0), incremental=False)  # type: ignore[arg-type]
+            fast, full = _incremental_and_full(model, seed)
             reused = 0
             for i in range(40):
-                clock[0] += 1.0
-                roll = rng.random()
-                if roll < 0.5:
-                    model.step(rng.choice([0.0, 0.005, 0.05]), 1.0)
-                if roll > 0.3:
-                    fast.sample_offsets()
-                    full.sample_offsets()
+                _a_second_of(model, rng, clock, fast, full)
                 a, _ = fast.cycle()
                 b, _ = full.cycle()
                 reused += 0 if fast.unchanged else fast.topics_reused
@@ -139,17 +149,10 @@ def test_a_sample_that_changed_more_topics_than_a_cycle_takes_goes_in_over_the_n
         model = Model(partitions=400, groups=30, brokers=5, per_topic=10, seed=seed)  # (40 topics)
         rng = random.Random(seed)
         with override_settings(ANALYTICS_SAMPLES=False, WATCHER_CYCLE_SAMPLED_TOPICS=limit):
-            fast = ClusterWatcher(f"sim-inc-{seed}", "test", gw=SimGateway(model, 0.0))  # type: ignore[arg-type]
-            full = ClusterWatcher(f"sim-full-{seed}", "test", gw=SimGateway(model, 0.0), incremental=False)  # type: ignore[arg-type]
+            fast, full = _incremental_and_full(model, seed)
             last = None
             for i in range(30):
-                clock[0] += 1.0
-                roll = rng.random()
-                if roll < 0.5:
-                    model.step(rng.choice([0.0, 0.005, 0.05]), 1.0)
-                if roll > 0.3:
-                    fast.sample_offsets()
-                    full.sample_offsets()
+                _a_second_of(model, rng, clock, fast, full)
                 b, _ = full.cycle()
                 for extra in range(40 // limit + 2):
                     a, _ = fast.cycle()
