@@ -44,6 +44,7 @@ BROWSER_GROUP = "kafka-console-browser"
 _TIMESTAMP_TYPES: dict[int, TimestampType] = {TIMESTAMP_CREATE_TIME: "CreateTime", TIMESTAMP_LOG_APPEND_TIME: "LogAppendTime"}
 _BATCH = 10_000  # messages per consume() call: large batches keep the per-message cost in C
 _POLL_S = 0.05  # consume() waits this long for a full batch; transaction markers make the count we ask for an overestimate
+_ERRORS_LOGGED = 5  # per scan: the consumer repeats the same error while a broker is away
 _TAIL_POLL_S = 0.25
 _PROGRESS_EVERY_S = 0.25
 _PROGRESS_EVERY_N = 20_000
@@ -346,6 +347,7 @@ class _Scan:
         self.time_budget = time_budget
         self.deadline = None if time_budget is None else (started or time.monotonic()) + time_budget
         self.rounds = 0  # backward: windows completed (the budget waits for one, so every request moves on)
+        self.errors = 0  # consumer errors met (the first few are logged)
 
     # The hot loop ------------------------------------------------------------------------------
     def _pump(self, ranges: dict[int, tuple[int, int]], sink: dict[int, list[Record]],
@@ -426,6 +428,9 @@ class _Scan:
                 idle_since = time.monotonic()
             elif time.monotonic() - idle_since > self.gateway.timeout:
                 silent = ", ".join(map(str, sorted(live_end)))
+                log.info("scan of topic '%s' on cluster '%s': partition(s) %s sent nothing for %g s (reading %s, %d consumer errors)",
+                         topic, self.gateway.name, silent, self.gateway.timeout,
+                         {p: (read_to[p], e) for p, e in live_end.items()}, self.errors)
                 self._halt(f"Partition(s) {silent} sent nothing for {self.gateway.timeout:g} s; the results are partial.")
             self.progress.scanned = scanned
             if after_batch is not None and last:
@@ -443,7 +448,10 @@ class _Scan:
         if err.code() in _FATAL_READ or err.fatal():
             raise self.gateway.translate(KafkaException(err), f"read topic '{self.spec.topic}'")
         else:
-            log.debug("consumer error while scanning %s: %s", self.spec.topic, err)
+            # Seen by nobody else: a scan that ends with "sent nothing" is explained only by these.
+            self.errors += 1
+            if self.errors <= _ERRORS_LOGGED:
+                log.info("consumer error while scanning topic '%s' on cluster '%s': %s", self.spec.topic, self.gateway.name, err)
 
     def _halt(self, reason: str, stopped: bool = False) -> None:
         self.halted = True

@@ -113,8 +113,10 @@ def check_browse_newest(w: World) -> None:
     ends = end_offsets(w)
     assert sorted(ends) == list(range(PARTITIONS)), ends
     for p, end in ends.items():  # every partition, so every leader is asked
-        records = get(w.stack, f"/topics/{w.topic}/messages/", start="newest", partitions=str(p), limit=3)["records"]
-        assert [(r["partition"], r["offset"]) for r in records] == [(p, o) for o in range(end - 1, end - 4, -1)], records
+        body = get(w.stack, f"/topics/{w.topic}/messages/", start="newest", partitions=str(p), limit=3)
+        records = body["records"]
+        assert [(r["partition"], r["offset"]) for r in records] == [(p, o) for o in range(end - 1, end - 4, -1)], \
+            (records, body["progress"])
 
 
 def check_browse_offset(w: World) -> None:
