@@ -46,6 +46,7 @@ from console.watcher.snapshot import (
     broker_key,
     no_gc,
 )
+from console.watcher.turns import CycleFirst
 
 log = logging.getLogger(__name__)
 
@@ -291,8 +292,10 @@ class ClusterWatcher:
         self._group_topics: dict[str, tuple[GroupState, list[str]]] = {}  # the topics each group state reads
         self._partitions_of: tuple[dict[str, TopicState] | None, Layout] = (None, Layout([]))  # what to sample, per topics
         self._topic_partitions: dict[str, tuple[TopicState, tuple[int, ...]]] = {}
-        self.remote = RemoteSampler(cluster, incremental, remote_gateway, self.publisher.queue, self._sampler_restarted) \
-            if remote else None
+        # The metadata cycle runs before the sampling thread's work in this interpreter (turns.py).
+        self.turns = CycleFirst()
+        self.remote = RemoteSampler(cluster, incremental, remote_gateway, self.publisher.queue, self._sampler_restarted,
+                                    self.turns) if remote else None
         self.sampler: Sampler | RemoteSampler = self.remote if self.remote is not None else \
             Sampler(cluster, self.gateway, incremental, self.publisher.emit)
         self._groups_at: float | None = None
@@ -595,12 +598,15 @@ class ClusterWatcher:
                 return
             self.remote.target(self._partitions(snap), sorted(snap.live_broker_ids()))
             for sample in self.remote.receive(wait):
-                self.merge(sample)
+                with self.turns.merge():
+                    self.merge(sample)
             return
         if snap is None or not snap.reachable:
             return
         assert isinstance(self.sampler, Sampler)
-        self.merge(self.sampler.take(self._partitions(snap), sorted(snap.live_broker_ids())))
+        sample = self.sampler.take(self._partitions(snap), sorted(snap.live_broker_ids()))
+        with self.turns.merge():
+            self.merge(sample)
 
     def _sampler_restarted(self, reason: str) -> None:
         """An event on the timeline: lag and offsets paused while the sampling process was down."""
@@ -721,6 +727,10 @@ class ClusterWatcher:
             self._groups_asked_at = now
 
     def cycle(self) -> tuple[Snapshot, list[Change]]:
+        with self.turns.cycle():
+            return self._cycle()
+
+    def _cycle(self) -> tuple[Snapshot, list[Change]]:
         now = time.time()
         started = time.monotonic()
         with no_gc():

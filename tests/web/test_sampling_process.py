@@ -506,3 +506,25 @@ def test_a_first_passs_offsets_and_sizes_go_in_pieces_each_a_small_pickle(redis_
     assert pieced.sizes is not None and at_once.sizes is not None
     assert {tp: dict(v) for tp, v in pieced.sizes.items()} == {tp: dict(v) for tp, v in at_once.sizes.items()}
     assert sorted(pieced.changed) == sorted(at_once.changed) and len(pieced.changed) == 3000
+
+
+def test_the_watcher_takes_a_pass_in_by_steps_giving_way_between_them_and_gets_what_one_step_gets(
+        redis_server: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """DeltaMerger.apply takes a pass's offsets and sizes in MERGE_STEP_TOPICS topics at a time and
+    calls give_way (turns.CycleFirst: a metadata cycle waiting runs) after each step; the sample is
+    the same as taken in one step."""
+    from console.watcher import sampling_process
+
+    sample = first_sample("merge-steps", partitions=600, groups=5, seed=3)  # (60 topics)
+    delta = DeltaMaker().make(sample, [], {})
+    whole = sampling_process.DeltaMerger().apply(delta)
+    monkeypatch.setattr(sampling_process, "MERGE_STEP_TOPICS", 7)
+    calls: list[int] = []
+    merger = sampling_process.DeltaMerger(lambda: calls.append(len(calls)))
+    stepped = merger.apply(delta)
+    assert len(calls) >= 3 * (60 // 7)  # ends, starts and sizes: each after every 7 topics
+    assert dict(stepped.ends) == dict(whole.ends) == dict(sample.ends) and len(stepped.ends) == 600
+    assert dict(stepped.starts) == dict(whole.starts)
+    assert stepped.sizes is not None and whole.sizes is not None
+    assert {tp: dict(v) for tp, v in stepped.sizes.items()} == {tp: dict(v) for tp, v in whole.sizes.items()}
+    assert sorted(stepped.changed) == sorted(whole.changed) and len(stepped.changed) == 600

@@ -8,6 +8,8 @@ while a topic really deleted is reported.
 from __future__ import annotations
 
 import random
+import threading
+import time
 from typing import Any
 
 import orjson
@@ -32,6 +34,32 @@ def watcher(redis_server: str) -> Any:
         w.cycle()
         w.sample_offsets()
         yield w, model, gw
+
+
+def test_a_cycle_waits_for_the_step_of_a_merge_that_runs_and_a_pass_is_taken_in_as_a_merge(
+        watcher: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The metadata cycle and the sampling thread's taking a pass in never run at once (turns.py)."""
+    w, model, gw = watcher
+    order: list[str] = []
+    started = threading.Event()
+
+    def merging() -> None:
+        with w.turns.merge():
+            started.set()
+            time.sleep(0.3)
+            order.append("step")
+
+    t = threading.Thread(target=merging)
+    t.start()
+    started.wait(5)
+    w.cycle()
+    order.append("cycle")
+    t.join(5)
+    assert order == ["step", "cycle"]
+    merged, merge = [], w.merge
+    monkeypatch.setattr(w, "merge", lambda sample: (merged.append(w.turns._merging), merge(sample)))
+    w.sample_offsets()
+    assert merged == [True]
 
 
 def test_a_thousand_cycles_with_failed_and_partial_reads_raise_no_spurious_events(watcher: Any) -> None:
