@@ -56,8 +56,14 @@ def test_a_cycle_waits_for_the_step_of_a_merge_that_runs_and_a_pass_is_taken_in_
     order.append("cycle")
     t.join(5)
     assert order == ["step", "cycle"]
-    merged, merge = [], w.merge
-    monkeypatch.setattr(w, "merge", lambda sample: (merged.append(w.turns._merging), merge(sample)))
+    merged: list[bool] = []
+    merge = w.merge
+
+    def noted(sample: Any) -> None:
+        merged.append(w.turns._merging)
+        merge(sample)
+
+    monkeypatch.setattr(w, "merge", noted)
     w.sample_offsets()
     assert merged == [True]
 
