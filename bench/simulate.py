@@ -480,7 +480,7 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
         before = time.thread_time()
         try:
             snap, _changes = watcher.cycle()
-            settle_gc()  # as run_cluster does after each cycle
+            settle_gc(time.monotonic() - started)  # as run_cluster does after each cycle
         except Exception as exc:  # noqa: BLE001
             errors.append(f"cycle: {exc!r}")
             snap = None
