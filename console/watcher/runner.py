@@ -50,7 +50,7 @@ def settle_gc(cycle_seconds: float = 0.0) -> None:
     reference goes; only garbage in reference cycles waits for the full collection run here every
     FULL_COLLECTION_INTERVAL seconds.
 
-    That collection walks every object: 0.4 to 0.5 s at 300,000 partitions (where it found nothing
+    That collection walks every object: 0.4 to 1 s at 300,000 partitions (where it found nothing
     to free). Run after a cycle that took most of the interval, it delayed the next cycle (a
     ten-minute bench's slowest "cycle", 1.35 s with it); so it waits for a cycle (`cycle_seconds`)
     that left at least half the interval, at most one interval more."""
