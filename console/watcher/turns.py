@@ -68,6 +68,11 @@ class CycleFirst:
                 self._merging = False
                 self._cond.notify_all()
 
+    @property
+    def merging(self) -> bool:
+        """Whether a step of a merge runs now."""
+        return self._merging
+
     def give_way(self) -> None:
         """Between two steps of a merge: a cycle that asked for its turn runs first."""
         if not self._cycles:  # (read without the lock: a cycle asking just now waits one step more)

@@ -60,7 +60,7 @@ def test_a_cycle_waits_for_the_step_of_a_merge_that_runs_and_a_pass_is_taken_in_
     merge = w.merge
 
     def noted(sample: Any) -> None:
-        merged.append(w.turns._merging)
+        merged.append(w.turns.merging)
         merge(sample)
 
     monkeypatch.setattr(w, "merge", noted)
