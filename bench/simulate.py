@@ -391,6 +391,7 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
     call_command("migrate", verbosity=0)
     settings.ANALYTICS_SAMPLES = False  # what the watcher writes for analytics is measured by bench.samples_overhead
     from brokers_app.models import Event
+    from console.watcher import runner
     from console.watcher.loop import ClusterWatcher
     from console.watcher.runner import settle_gc, tune_gc
 
@@ -538,6 +539,10 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
         # (a cycle's time includes the collector's work after it, as run_cluster counts it before
         # resting: at most, and for the slowest cycle)
         "settle_gc_max_seconds": round(max(settle_times), 4) if settle_times else None,
+        # (the full collections in this process: how many, and the last one's time and unreachable objects)
+        "full_collections": runner._full.count,
+        "full_collection_last_seconds": round(runner._full.seconds, 4),
+        "full_collection_last_found": runner._full.found,
         "settle_gc_of_slowest_cycle_seconds": round(settle_times[cycle_times.index(ordered[-1])], 4) if ordered else None,
         # CPU-seconds per wall second of the watcher: its metadata thread, its sampling thread (taking
         # the passes in), and the sampling process.

@@ -32,9 +32,30 @@ def tune_gc() -> None:
     gc.set_threshold(100_000, 50, 100)
 
 
-# Cyclic garbage (an exception kept with its traceback, say) waits about this long to be freed.
+# The full collection (settle_gc): due this long after the last one at first; each one that finds
+# fewer than GARBAGE_FEW objects to free doubles the wait (up to FULL_COLLECTION_LONGEST), one that
+# finds more brings it back to FULL_COLLECTION_INTERVAL. Cyclic garbage frozen waits that long.
 FULL_COLLECTION_INTERVAL = 600.0
-_last_full = [time.monotonic()]
+FULL_COLLECTION_LONGEST = 6 * 3600.0
+GARBAGE_FEW = 1000
+# What a full collection is expected to take per object it walks, until one was measured (the most
+# measured: 0.96 us, 925,000 objects in 0.89 s at 300,000 partitions after ten minutes of changes).
+FULL_COLLECTION_SECONDS_PER_OBJECT = 1e-6
+# A full collection runs after a cycle only if both fit in this share of the metadata interval.
+FIT_SHARE = 0.9
+
+
+class _Collections:
+    def __init__(self) -> None:
+        self.last = time.monotonic()
+        self.wait = FULL_COLLECTION_INTERVAL
+        self.per_object = FULL_COLLECTION_SECONDS_PER_OBJECT
+        self.found = 0  # unreachable objects the last one found
+        self.seconds = 0.0  # and how long it took
+        self.count = 0  # full collections run
+
+
+_full = _Collections()
 # How often the C heap's free pages go back to the system (lifecycle.return_free_memory; it walks the
 # heap: about 4 ms over 350 MB of fragmented blocks). Every cycle and pass (at most once a second):
 # every 10 s the watcher's process held 11 MB more at its peak at 300,000 partitions (bench/simulate.py).
@@ -42,30 +63,43 @@ TRIM_INTERVAL = 1.0
 _last_trim = [0.0]
 
 
-def settle_gc(cycle_seconds: float = 0.0) -> None:
-    """After each metadata cycle: what survived it (the snapshot, the evaluation's state) is frozen
-    too, so the collector's passes only ever walk what the next cycle and sample allocate, not the
-    millions of objects a large cluster's state holds (at 300,000 partitions those walks took a
-    quarter of a core, in pauses of seconds). Objects frozen are still freed when their last
-    reference goes; only garbage in reference cycles waits for the full collection run here every
-    FULL_COLLECTION_INTERVAL seconds.
+def settle_gc(cycle_seconds: float | None = None) -> None:
+    """After each metadata cycle (`cycle_seconds`: how long it took) or sampling pass (None): what
+    survived it (the snapshot, the evaluation's state) is frozen too, so the collector's passes only
+    ever walk what the next cycle and sample allocate, not the millions of objects a large
+    cluster's state holds (at 300,000 partitions those walks took a quarter of a core, in pauses of
+    seconds). Objects frozen are still freed when their last reference goes; only garbage in
+    reference cycles waits for the full collection run here.
 
-    That collection walks every object: 0.4 to 1 s at 300,000 partitions (where it found nothing
-    to free). Run after a cycle that took most of the interval, it delayed the next cycle (a
-    ten-minute bench's slowest "cycle", 1.35 s with it); so it waits for a cycle (`cycle_seconds`)
-    that left at least half the interval, at most one interval more."""
+    That collection walks every object: 0.25 s at 300,000 partitions after a minute, 0.76 to 0.89 s
+    after ten (the same 925,000 objects, spread over more of the heap), and it found 10 objects to
+    free. Run every ten minutes, it made the slowest slot of a ten-minute bench (1.48 s, the cycle
+    and the collection). So it runs only after a cycle that leaves room for it in the interval, as
+    long as the last one per object walked would take (FIT_SHARE), or once overdue by its whole wait
+    again; and it runs less often while it finds next to nothing (_Collections.wait)."""
     now = time.monotonic()
-    due = now - _last_full[0]
-    if due >= FULL_COLLECTION_INTERVAL and (cycle_seconds <= settings.WATCHER_METADATA_INTERVAL / 2
-                                            or due >= 2 * FULL_COLLECTION_INTERVAL):
-        _last_full[0] = now
-        gc.unfreeze()
-        found = gc.collect()
-        log.debug("full collection: %d objects unreachable, %.3f s", found, time.monotonic() - now)
+    overdue = now - _full.last - _full.wait
+    if overdue >= 0:
+        expected = _full.per_object * gc.get_freeze_count()
+        fits = cycle_seconds is None or cycle_seconds + expected <= FIT_SHARE * settings.WATCHER_METADATA_INTERVAL
+        if fits or overdue >= _full.wait:
+            collect_all(now)
     gc.freeze()
     if now - _last_trim[0] >= TRIM_INTERVAL:
         _last_trim[0] = now
         return_free_memory()
+
+
+def collect_all(started: float) -> None:
+    """The full collection: every object, frozen or not; the next one's wait set by what it found."""
+    walked = max(1, gc.get_freeze_count())
+    gc.unfreeze()
+    found = gc.collect()
+    seconds = time.monotonic() - started
+    _full.last, _full.found, _full.seconds, _full.per_object = started, found, seconds, seconds / walked
+    _full.wait = min(FULL_COLLECTION_LONGEST, 2 * _full.wait) if found < GARBAGE_FEW else FULL_COLLECTION_INTERVAL
+    log.info("full collection: %d objects unreachable of %d, %.3f s; the next in %.0f s", found, walked, seconds, _full.wait)
+    _full.count += 1
 
 
 def run_offsets(watcher: ClusterWatcher, stop: threading.Event, active: threading.Event) -> None:

@@ -10,32 +10,97 @@ from django.test import override_settings
 from console.watcher import runner
 
 
-def test_the_full_collection_waits_for_a_cycle_that_left_half_the_interval_at_most_one_interval_more(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    calls: list[str] = []
+@pytest.fixture
+def collector(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str] | int]:
+    """The interpreter's collector replaced by a record of the calls: `frozen` objects, `found` of
+    them unreachable by the next full collection."""
+    seen: dict[str, list[str] | int] = {"calls": [], "frozen": 500_000, "found": 0}
+    calls = seen["calls"]
+    assert isinstance(calls, list)
     monkeypatch.setattr(runner.gc, "unfreeze", lambda: calls.append("unfreeze"))
 
     def collect(*generation: int) -> int:
         calls.append("collect")
-        return 0
+        return int(seen["found"])
 
     monkeypatch.setattr(runner.gc, "collect", collect)
     monkeypatch.setattr(runner.gc, "freeze", lambda: calls.append("freeze"))
+    monkeypatch.setattr(runner.gc, "get_freeze_count", lambda: int(seen["frozen"]))
     monkeypatch.setattr(runner, "return_free_memory", lambda: None)
-    monkeypatch.setattr(runner, "_last_full", [time.monotonic() - runner.FULL_COLLECTION_INTERVAL - 1])
+    monkeypatch.setattr(runner, "_full", runner._Collections())
+    return seen
+
+
+def _due(by: float = 1.0) -> None:
+    """The last full collection as long ago as its wait, and `by` seconds more."""
+    runner._full.last = time.monotonic() - runner._full.wait - by
+
+
+def test_the_full_collection_runs_after_a_cycle_that_leaves_room_for_it_or_once_overdue_by_its_wait_again(
+        collector: dict[str, list[str] | int]) -> None:
+    calls = collector["calls"]
+    assert isinstance(calls, list)
+    full = ["unfreeze", "collect", "freeze"]
     with override_settings(WATCHER_METADATA_INTERVAL=1.0):
-        runner.settle_gc(0.9)  # due, but after a cycle that took most of the interval: not yet
+        _due()
+        # 500,000 objects at 1 us each: 0.5 s expected; with a 0.5 s cycle, more than 0.9 of the interval
+        runner.settle_gc(0.5)
         assert calls == ["freeze"]
+        calls.clear()
         runner.settle_gc(0.3)
-        assert calls == ["freeze", "unfreeze", "collect", "freeze"]
+        assert calls == full
         calls.clear()
-        runner.settle_gc(0.1)  # (done: not again before FULL_COLLECTION_INTERVAL)
+        runner.settle_gc(0.1)  # (done: not again before its wait)
         assert calls == ["freeze"]
         calls.clear()
-        runner._last_full[0] = time.monotonic() - 2 * runner.FULL_COLLECTION_INTERVAL - 1
-        runner.settle_gc(5.0)  # overdue by a whole interval more: even after a long cycle
-        assert calls == ["unfreeze", "collect", "freeze"]
+        _due(by=runner._full.wait)  # overdue by its whole wait again: even after a long cycle
+        runner.settle_gc(5.0)
+        assert calls == full
         calls.clear()
-        runner._last_full[0] = time.monotonic() - runner.FULL_COLLECTION_INTERVAL - 1
-        runner.settle_gc()  # (the sampling process's passes: no cycle to wait for)
-        assert calls == ["unfreeze", "collect", "freeze"]
+        _due()
+        runner.settle_gc()  # (the sampling process's passes: no cycle to leave room)
+        assert calls == full
+
+
+def test_what_a_full_collection_took_per_object_decides_whether_the_next_fits(
+        collector: dict[str, list[str] | int], monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = collector["calls"]
+    assert isinstance(calls, list)
+    clock = [1000.0]
+    monkeypatch.setattr(runner.time, "monotonic", lambda: clock[0])
+
+    def slow_collect(*generation: int) -> int:  # 0.2 s for 500,000 objects: 0.4 us each
+        calls.append("collect")
+        clock[0] += 0.2
+        return 0
+
+    monkeypatch.setattr(runner.gc, "collect", slow_collect)
+    with override_settings(WATCHER_METADATA_INTERVAL=1.0):
+        _due()
+        runner.settle_gc()
+        assert runner._full.seconds == pytest.approx(0.2)
+        assert runner._full.per_object == pytest.approx(0.4e-6)
+        calls.clear()
+        _due()
+        collector["frozen"] = 1_000_000  # 0.4 s expected now: after a 0.6 s cycle it does not fit
+        runner.settle_gc(0.6)
+        assert calls == ["freeze"]
+        runner.settle_gc(0.45)
+        assert calls == ["freeze", "unfreeze", "collect", "freeze"]
+
+
+def test_the_wait_doubles_while_a_full_collection_finds_next_to_nothing_and_comes_back_when_it_finds_garbage(
+        collector: dict[str, list[str] | int]) -> None:
+    waits = []
+    for found in (0, 10, runner.GARBAGE_FEW - 1, runner.GARBAGE_FEW, 0):
+        collector["found"] = found
+        _due()
+        runner.settle_gc()
+        waits.append(runner._full.wait)
+    first = runner.FULL_COLLECTION_INTERVAL
+    assert waits == [2 * first, 4 * first, 8 * first, first, 2 * first]
+    for _ in range(10):
+        _due()
+        runner.settle_gc()
+    assert runner._full.wait == runner.FULL_COLLECTION_LONGEST
+    assert runner._full.count == 15
