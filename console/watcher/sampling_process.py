@@ -61,6 +61,9 @@ GROUP_PIECE = 2000
 OFFSETS_PIECE = 20_000
 TOPIC_LISTS_MAX = 100_000  # distinct lists of topics the merger shares (DeltaMerger._topics): forgotten all at once beyond
 RESTART_STABLE_SECONDS = 30.0  # a process that ran this long is started again at once when it ends
+# A first pass that outlasts WATCHER_SAMPLER_STALL_SECONDS has the next process allowed twice as long,
+# up to this many times the setting (RemoteSampler.stall_limit).
+STALL_LIMIT_MAX_FACTOR = 8
 GatewayFactory = Callable[[], Any]  # picklable; called in the child (None: the cluster's own gateway)
 
 
@@ -344,6 +347,9 @@ class RemoteSampler:
         self._heard_at = time.monotonic()  # the last sign of work from the child (a pass, or being given work)
         self._stalled = False
         self._started_at = 0.0
+        self._passes = 0  # passes taken from the process running now
+        # How long a process's first pass may take before it is taken for hung (`stall_limit`).
+        self._first_limit: float | None = None  # (None: WATCHER_SAMPLER_STALL_SECONDS)
         self._pause = 0.0  # before starting again a process that ended soon after its start
         self._not_before = 0.0
         self._groups_wanted = False  # every group's part to be sent again (`ask_groups_again`)
@@ -367,6 +373,7 @@ class RemoteSampler:
         self._groups_wanted = False
         self._heard_at = self._started_at = time.monotonic()
         self._stalled = False
+        self._passes = 0
 
     def _ensure(self) -> bool:
         """A sampling process is running (started again if it ended, unless it ended soon after its
@@ -374,14 +381,17 @@ class RemoteSampler:
         does not fill the timeline). False while there is none."""
         from django.conf import settings
 
+        limit = self.stall_limit()
         if self._process is not None and self._process.is_alive():
-            if self._sent is None or time.monotonic() - self._heard_at < settings.WATCHER_SAMPLER_STALL_SECONDS:
+            if self._sent is None or time.monotonic() - self._heard_at < limit:
                 return True
             # Given work and silent for that long: hung (a native client library can deadlock); a
             # new process is better than offsets and lag frozen without a word.
             log.warning("the sampling process of %s sent nothing for %.0f s; stopping it", self.cluster,
                         time.monotonic() - self._heard_at)
             self._stalled = True
+            if not self._passes:  # (its first pass may just be long: the next process's may take twice as long)
+                self._first_limit = min(STALL_LIMIT_MAX_FACTOR * settings.WATCHER_SAMPLER_STALL_SECONDS, 2 * limit)
             self._process.kill()
             self._process.join(5)
         now = time.monotonic()
@@ -394,7 +404,9 @@ class RemoteSampler:
             self.restarts += 1
             ended = exit_reason(self._process.exitcode if self._process.exitcode is not None else 0)
             if self._stalled:
-                ended = f"it sent nothing for {settings.WATCHER_SAMPLER_STALL_SECONDS:.0f} s and was stopped"
+                ended = f"it sent nothing for {limit:.0f} s and was stopped"
+                if not self._passes:
+                    ended += f"; the next one's first pass may take {self.stall_limit():.0f} s"
             log.warning("the sampling process of %s ended (%s); starting it again%s", self.cluster, ended,
                         f" in {self._pause:.0f} s" if self._pause else "")
             self._conn.close()
@@ -406,6 +418,17 @@ class RemoteSampler:
                 return False
         self._start()
         return True
+
+    def stall_limit(self) -> float:
+        """How long the running process may stay silent with work given: a first pass (it reads
+        every offset, size and group: at 300,000 partitions and 50,000 groups on two loaded cores,
+        about two minutes) as long as the last process's was allowed, doubled if that one was
+        stopped before its first pass; after it, WATCHER_SAMPLER_STALL_SECONDS. (A first pass
+        longer than the setting once made every new process stopped in its first pass, for ever.)"""
+        from django.conf import settings
+
+        base: float = settings.WATCHER_SAMPLER_STALL_SECONDS
+        return max(base, self._first_limit or base) if not self._passes else base
 
     def target(self, partitions: Collection[TopicPartition], brokers: list[int]) -> None:
         """Sample these from now on (sent only when it differs from what the child has)."""
@@ -461,6 +484,7 @@ class RemoteSampler:
                 delta: SampleDelta = message
                 with self._turns.merge():
                     out.append(self._merger.apply(delta))
+                self._passes += 1
                 self._took(delta)
                 ready = self._conn.poll(0)
         except (EOFError, OSError):

@@ -389,6 +389,43 @@ def test_a_sampling_process_that_stops_answering_is_replaced(redis_server: str) 
         assert event is not None and "sent nothing for 5 s and was stopped" in event.message
 
 
+class SlowFirstPassFactory(RemoteModelFactory):
+    """A gateway whose first offsets read in each process takes 8 s (as a first pass over a very
+    large cluster on a loaded machine takes minutes), then answers as the model does."""
+
+    def __call__(self) -> RemoteModelGateway:
+        gw = super().__call__()
+        read = gw.list_offsets
+        first = [True]
+
+        def slow_at_first(*args: Any) -> Any:
+            if first[0]:
+                first[0] = False
+                time.sleep(8.0)
+            return read(*args)
+
+        gw.list_offsets = slow_at_first  # type: ignore[method-assign,assignment]
+        return gw
+
+
+def test_a_first_pass_longer_than_the_stall_limit_gets_twice_as_long_in_the_next_process(redis_server: str) -> None:
+    from brokers_app.models import Event
+
+    cluster = "sp-slow-first"
+    with remote_watcher(cluster, {"partitions": 50, "groups": 5, "brokers": 3, "per_topic": 10}, SlowFirstPassFactory,
+                        WATCHER_SAMPLER_STALL_SECONDS=5.0) as (w, _gw):
+        deadline = time.monotonic() + 90
+        assert w.remote is not None
+        while not w.remote.times:  # (a process stopped after 5 s; its successor's first pass in within 10)
+            w.sample_offsets(wait=0.5)
+            assert time.monotonic() < deadline, "every first pass was cut short"
+        assert w.remote.restarts == 1
+        event = Event.objects.filter(cluster=cluster, kind="watcher").get()
+        assert "sent nothing for 5 s and was stopped; the next one's first pass may take 10 s" in event.message
+        # After its first pass, the process is held to the setting again.
+        assert w.remote.stall_limit() == 5.0
+
+
 class BrokenFactory(RemoteModelFactory):
     """A gateway that cannot be made: the sampling process ends as soon as it starts."""
 
