@@ -437,10 +437,22 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
 
     # The first cycle builds everything, and the first passes read every offset, size and group:
     # not part of the steady state measured.
+    def one_pass() -> None:
+        """Until a pass has been taken in (a first pass over a large model takes minutes)."""
+        if watcher.remote is None:
+            watcher.sample_offsets()
+            return
+        taken, deadline = len(watcher.remote.times), time.monotonic() + 1200
+        while len(watcher.remote.times) == taken and time.monotonic() < deadline:
+            watcher.sample_offsets(wait=5.0)
+
+    warming = time.monotonic()
     watcher.cycle()
     tune_gc()  # as run_cluster does after its first cycle
-    for _ in range(2):
-        watcher.sample_offsets(wait=120.0)
+    for i in range(2):
+        one_pass()
+        if i == 0:
+            first_pass = time.monotonic() - warming
         watcher.cycle()
         settle_gc()
     gc_time = {"seconds": 0.0, "started": 0.0, "collections": 0}
@@ -540,6 +552,8 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
         # resting: at most, and for the slowest cycle)
         "settle_gc_max_seconds": round(max(settle_times), 4) if settle_times else None,
         # (the full collections in this process: how many, and the last one's time and unreachable objects)
+        "first_pass_seconds": round(first_pass, 1),  # (from the first cycle to the first pass taken in)
+        "sampler_restarts": watcher.remote.restarts if watcher.remote is not None else 0,
         "full_collections": runner._full.count,
         "full_collection_last_seconds": round(runner._full.seconds, 4),
         "full_collection_last_found": runner._full.found,
