@@ -39,8 +39,8 @@ FULL_COLLECTION_INTERVAL = 600.0
 FULL_COLLECTION_LONGEST = 6 * 3600.0
 GARBAGE_FEW = 1000
 # What a full collection is expected to take per object it walks, until one was measured (the most
-# measured: 0.96 us, 925,000 objects in 0.89 s at 300,000 partitions after ten minutes of changes).
-FULL_COLLECTION_SECONDS_PER_OBJECT = 1e-6
+# measured: 1.39 us, 870,000 objects in 1.21 s at 300,000 partitions after ten minutes of changes).
+FULL_COLLECTION_SECONDS_PER_OBJECT = 1.5e-6
 # A full collection runs after a cycle only if both fit in this share of the metadata interval.
 FIT_SHARE = 0.9
 
@@ -71,9 +71,9 @@ def settle_gc(cycle_seconds: float | None = None) -> None:
     seconds). Objects frozen are still freed when their last reference goes; only garbage in
     reference cycles waits for the full collection run here.
 
-    That collection walks every object: 0.25 s at 300,000 partitions after a minute, 0.76 to 0.89 s
-    after ten (the same 925,000 objects, spread over more of the heap), and it found 10 objects to
-    free. Run every ten minutes, it made the slowest slot of a ten-minute bench (1.48 s, the cycle
+    That collection walks every object: 0.25 s at 300,000 partitions after a minute, 0.76 to 1.21 s
+    after ten (the same 900,000 objects or so, spread over more of the heap), and it found 10
+    objects to free. Run every ten minutes, it made the slowest slot of a ten-minute bench (1.48 s, the cycle
     and the collection). So it runs only after a cycle that leaves room for it in the interval, as
     long as the last one per object walked would take (FIT_SHARE), or once overdue by its whole wait
     again; and it runs less often while it finds next to nothing (_Collections.wait)."""

@@ -43,11 +43,11 @@ def test_the_full_collection_runs_after_a_cycle_that_leaves_room_for_it_or_once_
     full = ["unfreeze", "collect", "freeze"]
     with override_settings(WATCHER_METADATA_INTERVAL=1.0):
         _due()
-        # 500,000 objects at 1 us each: 0.5 s expected; with a 0.5 s cycle, more than 0.9 of the interval
+        # 500,000 objects at 1.5 us each: 0.75 s expected; with a 0.5 s cycle, more than 0.9 of the interval
         runner.settle_gc(0.5)
         assert calls == ["freeze"]
         calls.clear()
-        runner.settle_gc(0.3)
+        runner.settle_gc(0.1)
         assert calls == full
         calls.clear()
         runner.settle_gc(0.1)  # (done: not again before its wait)
