@@ -554,9 +554,9 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
         # (the full collections in this process: how many, and the last one's time and unreachable objects)
         "first_pass_seconds": round(first_pass, 1),  # (from the first cycle to the first pass taken in)
         "sampler_restarts": watcher.remote.restarts if watcher.remote is not None else 0,
-        "full_collections": runner._full.count,
-        "full_collection_last_seconds": round(runner._full.seconds, 4),
-        "full_collection_last_found": runner._full.found,
+        "full_collections": runner.full_collections.count,
+        "full_collection_last_seconds": round(runner.full_collections.seconds, 4),
+        "full_collection_last_found": runner.full_collections.found,
         "settle_gc_of_slowest_cycle_seconds": round(settle_times[cycle_times.index(ordered[-1])], 4) if ordered else None,
         # CPU-seconds per wall second of the watcher: its metadata thread, its sampling thread (taking
         # the passes in), and the sampling process.

@@ -45,7 +45,7 @@ FULL_COLLECTION_SECONDS_PER_OBJECT = 1.5e-6
 FIT_SHARE = 0.9
 
 
-class _Collections:
+class FullCollections:
     def __init__(self) -> None:
         self.last = time.monotonic()
         self.wait = FULL_COLLECTION_INTERVAL
@@ -55,7 +55,7 @@ class _Collections:
         self.count = 0  # full collections run
 
 
-_full = _Collections()
+full_collections = FullCollections()
 # How often the C heap's free pages go back to the system (lifecycle.return_free_memory; it walks the
 # heap: about 4 ms over 350 MB of fragmented blocks). Every cycle and pass (at most once a second):
 # every 10 s the watcher's process held 11 MB more at its peak at 300,000 partitions (bench/simulate.py).
@@ -76,13 +76,13 @@ def settle_gc(cycle_seconds: float | None = None) -> None:
     objects to free. Run every ten minutes, it made the slowest slot of a ten-minute bench (1.48 s, the cycle
     and the collection). So it runs only after a cycle that leaves room for it in the interval, as
     long as the last one per object walked would take (FIT_SHARE), or once overdue by its whole wait
-    again; and it runs less often while it finds next to nothing (_Collections.wait)."""
+    again; and it runs less often while it finds next to nothing (FullCollections.wait)."""
     now = time.monotonic()
-    overdue = now - _full.last - _full.wait
+    overdue = now - full_collections.last - full_collections.wait
     if overdue >= 0:
-        expected = _full.per_object * gc.get_freeze_count()
+        expected = full_collections.per_object * gc.get_freeze_count()
         fits = cycle_seconds is None or cycle_seconds + expected <= FIT_SHARE * settings.WATCHER_METADATA_INTERVAL
-        if fits or overdue >= _full.wait:
+        if fits or overdue >= full_collections.wait:
             collect_all(now)
     gc.freeze()
     if now - _last_trim[0] >= TRIM_INTERVAL:
@@ -96,10 +96,11 @@ def collect_all(started: float) -> None:
     gc.unfreeze()
     found = gc.collect()
     seconds = time.monotonic() - started
-    _full.last, _full.found, _full.seconds, _full.per_object = started, found, seconds, seconds / walked
-    _full.wait = min(FULL_COLLECTION_LONGEST, 2 * _full.wait) if found < GARBAGE_FEW else FULL_COLLECTION_INTERVAL
-    log.info("full collection: %d objects unreachable of %d, %.3f s; the next in %.0f s", found, walked, seconds, _full.wait)
-    _full.count += 1
+    done = full_collections
+    done.last, done.found, done.seconds, done.per_object = started, found, seconds, seconds / walked
+    done.wait = min(FULL_COLLECTION_LONGEST, 2 * done.wait) if found < GARBAGE_FEW else FULL_COLLECTION_INTERVAL
+    done.count += 1
+    log.info("full collection: %d objects unreachable of %d, %.3f s; the next in %.0f s", found, walked, seconds, done.wait)
 
 
 def run_offsets(watcher: ClusterWatcher, stop: threading.Event, active: threading.Event) -> None:

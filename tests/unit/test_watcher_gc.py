@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 
 import pytest
 from django.test import override_settings
@@ -10,36 +11,41 @@ from django.test import override_settings
 from console.watcher import runner
 
 
+@dataclass
+class Collector:
+    """The interpreter's collector as the tests set it: its calls recorded, `frozen` objects, of
+    which the next full collection finds `found` unreachable."""
+
+    calls: list[str] = field(default_factory=list)
+    frozen: int = 500_000
+    found: int = 0
+
+
 @pytest.fixture
-def collector(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str] | int]:
-    """The interpreter's collector replaced by a record of the calls: `frozen` objects, `found` of
-    them unreachable by the next full collection."""
-    seen: dict[str, list[str] | int] = {"calls": [], "frozen": 500_000, "found": 0}
-    calls = seen["calls"]
-    assert isinstance(calls, list)
-    monkeypatch.setattr(runner.gc, "unfreeze", lambda: calls.append("unfreeze"))
+def collector(monkeypatch: pytest.MonkeyPatch) -> Collector:
+    seen = Collector()
+    monkeypatch.setattr(runner.gc, "unfreeze", lambda: seen.calls.append("unfreeze"))
 
     def collect(*generation: int) -> int:
-        calls.append("collect")
-        return int(seen["found"])
+        seen.calls.append("collect")
+        return seen.found
 
     monkeypatch.setattr(runner.gc, "collect", collect)
-    monkeypatch.setattr(runner.gc, "freeze", lambda: calls.append("freeze"))
-    monkeypatch.setattr(runner.gc, "get_freeze_count", lambda: int(seen["frozen"]))
+    monkeypatch.setattr(runner.gc, "freeze", lambda: seen.calls.append("freeze"))
+    monkeypatch.setattr(runner.gc, "get_freeze_count", lambda: seen.frozen)
     monkeypatch.setattr(runner, "return_free_memory", lambda: None)
-    monkeypatch.setattr(runner, "_full", runner._Collections())
+    monkeypatch.setattr(runner, "full_collections", runner.FullCollections())
     return seen
 
 
 def _due(by: float = 1.0) -> None:
     """The last full collection as long ago as its wait, and `by` seconds more."""
-    runner._full.last = time.monotonic() - runner._full.wait - by
+    runner.full_collections.last = time.monotonic() - runner.full_collections.wait - by
 
 
 def test_the_full_collection_runs_after_a_cycle_that_leaves_room_for_it_or_once_overdue_by_its_wait_again(
-        collector: dict[str, list[str] | int]) -> None:
-    calls = collector["calls"]
-    assert isinstance(calls, list)
+        collector: Collector) -> None:
+    calls = collector.calls
     full = ["unfreeze", "collect", "freeze"]
     with override_settings(WATCHER_METADATA_INTERVAL=1.0):
         _due()
@@ -53,7 +59,7 @@ def test_the_full_collection_runs_after_a_cycle_that_leaves_room_for_it_or_once_
         runner.settle_gc(0.1)  # (done: not again before its wait)
         assert calls == ["freeze"]
         calls.clear()
-        _due(by=runner._full.wait)  # overdue by its whole wait again: even after a long cycle
+        _due(by=runner.full_collections.wait)  # overdue by its whole wait again: even after a long cycle
         runner.settle_gc(5.0)
         assert calls == full
         calls.clear()
@@ -63,9 +69,8 @@ def test_the_full_collection_runs_after_a_cycle_that_leaves_room_for_it_or_once_
 
 
 def test_what_a_full_collection_took_per_object_decides_whether_the_next_fits(
-        collector: dict[str, list[str] | int], monkeypatch: pytest.MonkeyPatch) -> None:
-    calls = collector["calls"]
-    assert isinstance(calls, list)
+        collector: Collector, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = collector.calls
     clock = [1000.0]
     monkeypatch.setattr(runner.time, "monotonic", lambda: clock[0])
 
@@ -78,11 +83,11 @@ def test_what_a_full_collection_took_per_object_decides_whether_the_next_fits(
     with override_settings(WATCHER_METADATA_INTERVAL=1.0):
         _due()
         runner.settle_gc()
-        assert runner._full.seconds == pytest.approx(0.2)
-        assert runner._full.per_object == pytest.approx(0.4e-6)
+        assert runner.full_collections.seconds == pytest.approx(0.2)
+        assert runner.full_collections.per_object == pytest.approx(0.4e-6)
         calls.clear()
         _due()
-        collector["frozen"] = 1_000_000  # 0.4 s expected now: after a 0.6 s cycle it does not fit
+        collector.frozen = 1_000_000  # 0.4 s expected now: after a 0.6 s cycle it does not fit
         runner.settle_gc(0.6)
         assert calls == ["freeze"]
         runner.settle_gc(0.45)
@@ -90,17 +95,17 @@ def test_what_a_full_collection_took_per_object_decides_whether_the_next_fits(
 
 
 def test_the_wait_doubles_while_a_full_collection_finds_next_to_nothing_and_comes_back_when_it_finds_garbage(
-        collector: dict[str, list[str] | int]) -> None:
+        collector: Collector) -> None:
     waits = []
     for found in (0, 10, runner.GARBAGE_FEW - 1, runner.GARBAGE_FEW, 0):
-        collector["found"] = found
+        collector.found = found
         _due()
         runner.settle_gc()
-        waits.append(runner._full.wait)
+        waits.append(runner.full_collections.wait)
     first = runner.FULL_COLLECTION_INTERVAL
     assert waits == [2 * first, 4 * first, 8 * first, first, 2 * first]
     for _ in range(10):
         _due()
         runner.settle_gc()
-    assert runner._full.wait == runner.FULL_COLLECTION_LONGEST
-    assert runner._full.count == 15
+    assert runner.full_collections.wait == runner.FULL_COLLECTION_LONGEST
+    assert runner.full_collections.count == 15
