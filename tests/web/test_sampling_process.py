@@ -362,17 +362,31 @@ def test_a_sampling_process_that_dies_is_started_again_and_says_so(redis_server:
         assert "sampling process ended (signal SIGKILL) and was started again" in event.message
 
 
-class HangingFactory(RemoteModelFactory):
-    """A gateway whose offset reads never return (as a deadlocked client library's would)."""
+class SlowOffsetsFactory(RemoteModelFactory):
+    """A gateway whose offsets reads take FIRST seconds the first time in each process and LATER
+    seconds after it, then answer as the model does."""
+
+    FIRST = 0.0
+    LATER = 0.0
 
     def __call__(self) -> RemoteModelGateway:
         gw = super().__call__()
+        read = gw.list_offsets
+        calls = [0]
 
-        def hang(*args: Any) -> Any:
-            time.sleep(3600)
+        def slow(*args: Any) -> Any:
+            time.sleep(self.FIRST if not calls[0] else self.LATER)
+            calls[0] += 1
+            return read(*args)
 
-        gw.list_offsets = hang  # type: ignore[method-assign,assignment]
+        gw.list_offsets = slow  # type: ignore[method-assign,assignment]
         return gw
+
+
+class HangingFactory(SlowOffsetsFactory):
+    """Offsets reads that never return (as a deadlocked client library's would)."""
+
+    FIRST = LATER = 3600.0
 
 
 def test_a_sampling_process_that_stops_answering_is_replaced(redis_server: str) -> None:
@@ -389,23 +403,11 @@ def test_a_sampling_process_that_stops_answering_is_replaced(redis_server: str) 
         assert event is not None and "sent nothing for 5 s and was stopped" in event.message
 
 
-class SlowFirstPassFactory(RemoteModelFactory):
-    """A gateway whose first offsets read in each process takes 8 s (as a first pass over a very
-    large cluster on a loaded machine takes minutes), then answers as the model does."""
+class SlowFirstPassFactory(SlowOffsetsFactory):
+    """A first offsets read of 8 s in each process (as a first pass over a very large cluster on a
+    loaded machine takes minutes), the rest at once."""
 
-    def __call__(self) -> RemoteModelGateway:
-        gw = super().__call__()
-        read = gw.list_offsets
-        first = [True]
-
-        def slow_at_first(*args: Any) -> Any:
-            if first[0]:
-                first[0] = False
-                time.sleep(8.0)
-            return read(*args)
-
-        gw.list_offsets = slow_at_first  # type: ignore[method-assign,assignment]
-        return gw
+    FIRST = 8.0
 
 
 def test_a_first_pass_longer_than_the_stall_limit_gets_twice_as_long_in_the_next_process(redis_server: str) -> None:
