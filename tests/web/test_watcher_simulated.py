@@ -440,3 +440,51 @@ def test_a_cycle_that_rebuilds_topics_holds_no_second_copy_of_their_last_json(wa
     after = store.client().hgetall("console:snapshot:sim-test:parts")
     record = orjson.loads(store.client().get("console:snapshot:sim-test:changed") or b"{}")
     assert record["changed"] and set(record["changed"]) == {n.decode() for n, raw in after.items() if before.get(n) != raw}
+
+
+def test_a_pass_changing_many_topics_goes_in_over_half_the_time_to_the_next_unless_a_request_waits_for_it(
+        redis_server: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Passes 10 s apart, one cycle a second, every topic's offsets moved by each pass: a pass's
+    40 topics go in 8 a cycle over 5 cycles (half the time to the next pass; loop.SampledShare),
+    the snapshot's offsets time moving only once all are in. With a change made through the
+    console waiting for its offsets (read-your-writes), the next pass goes in at once."""
+    import time as time_module
+
+    from console.watcher import loop
+
+    clock = [1_800_000_000.0]
+    monkeypatch.setattr(time_module, "time", lambda: clock[0])
+    monkeypatch.setattr(loop, "SPREAD_FLOOR", 4)
+    model = Model(partitions=400, groups=10, brokers=5, per_topic=10, seed=9)  # (40 topics)
+    with override_settings(ANALYTICS_SAMPLES=False, WATCHER_CYCLE_SAMPLED_TOPICS=40, WATCHER_METADATA_INTERVAL=1.0):
+        w = ClusterWatcher("sim-spread", "test", gw=SimGateway(model, 0.0))  # type: ignore[arg-type]
+        w.sampled_share = loop.SampledShare(clock=lambda: clock[0])
+        w.cycle()
+        w.sample_offsets()
+        last, _ = w.cycle()
+
+        def a_pass() -> float:
+            clock[0] += 10.0
+            with model.lock:  # (offsets only: no topic's metadata changes)
+                for parts in model.topics.values():
+                    parts[0][4] += 1
+            w.sample_offsets()
+            return clock[0]
+
+        for _ in range(2):
+            before, started = last.offsets_at, a_pass()
+            counts, stamps = [], []
+            for _ in range(7):
+                snap, _ = w.cycle()
+                counts.append(sum(t is not last.topics[name] for name, t in snap.topics.items()))
+                stamps.append(snap.offsets_at)
+                last = snap
+            assert counts == [8, 8, 8, 8, 8, 0, 0], counts
+            assert stamps == [before] * 4 + [started] * 3, (stamps, before, started)
+            assert all(p.end_offset == model.topics[name][p.partition][4] for name, t in last.topics.items() for p in t.partitions)
+
+        started = a_pass()
+        store.note_change("sim-spread", {f"offsets:{model.names[0]}": 1})  # (as the pass it nudged ends)
+        snap, _ = w.cycle()
+        assert sum(t is not last.topics[name] for name, t in snap.topics.items()) == 40
+        assert snap.offsets_at == started
