@@ -184,7 +184,8 @@ def build_snapshot(
         if old_topic is not None and t.name in unchanged:
             topics[t.name] = old_topic
             continue
-        old_parts = {p.partition: p for p in old_topic.partitions} if old_topic else {}
+        old_list = old_topic.partitions if old_topic is not None else _NO_PARTITIONS
+        by_number: dict[int, PartitionState] | None = None  # (only when a place does not match)
         # The metadata this topic was last built from: partitions it gives alike keep their state
         # (the same object, shared with the previous snapshot; `fresh` lists the others).
         was = built_from.get(t.name) if built_from is not None and old_topic is not None else None
@@ -194,7 +195,12 @@ def build_snapshot(
         new_ones: list[int] | None = [] if was_rows else None
         for i, row in enumerate(partition_rows(t.partitions)):
             number, leader, replicas_of, isr_of, _error = row
-            old = old_parts.get(number)
+            if i < len(old_list) and old_list[i].partition == number:
+                old: PartitionState | None = old_list[i]
+            else:
+                if by_number is None:
+                    by_number = {p.partition: p for p in old_list}
+                old = by_number.get(number)
             if new_ones is not None and i < len(was_rows) and old is not None and was_rows[i] == row:
                 parts.append(old)
                 continue
@@ -259,6 +265,7 @@ def build_snapshot(
 # changed: a partition carried over is shared by two snapshots already). So is the ISR when it is the
 # replicas, in their order. 40 MB of lists at 300,000 partitions.
 _NO_REPLICAS: list[int] = []
+_NO_PARTITIONS: list[PartitionState] = []
 GROUPS_ASKED_AGAIN = 30.0  # seconds before every group's part is asked for again (ClusterWatcher._ask_groups_again)
 LISTS_MAX = 100_000  # distinct broker lists `shared_list` keeps (then it starts afresh)
 _lists: dict[tuple[int, ...], list[int]] = {}
@@ -799,14 +806,13 @@ class ClusterWatcher:
         carried: dict[str, bytes] | None = None  # (the groups' parts in `content`, from the sampling process)
         ahead: set[str] = set()
         whole = True
+        reused = False  # (the last snapshot's content, unchanged: no events either)
         if self.unchanged and self._content_key is not None:
-            changes: list[Change] = []
-            changed, key = False, self._content_key
+            reused, changed, key = True, False, self._content_key
             if not self.publisher.saved_once:  # (Redis lost it: the same content again, from the caches)
                 content, digests, carried, ahead, whole = self._content(snap)
                 key = (content[0], digests)  # (what is written, exactly)
         else:
-            changes = diff(self.previous, snap)
             content, digests, carried, ahead, whole = self._content(snap)
             key = (content[0], digests)
             changed = key != self._content_key
@@ -828,6 +834,9 @@ class ClusterWatcher:
             self.published_at = time.time()
         self._content_key = key  # (what is published is the base of the next cycle, whatever the events do)
         del content, to_save, carried
+        # The events after the snapshot is out: a leader move reaches the pages without waiting for
+        # the diff (0.06 s of a cycle at 300,000 partitions).
+        changes: list[Change] = [] if reused else diff(self.previous, snap)
         self.previous = snap
         self.publisher.record_later(snap, changes)
         self.cycles += 1
