@@ -283,6 +283,9 @@ class Sampler:
         self.times: deque[float] = deque(maxlen=100)  # seconds per pass
         self._next_sizes = 0.0
         self._last: Sample | None = None
+        # Called as a pass goes on, after each answer (a sampling process tells the watcher it is
+        # alive: a first pass over 300,000 partitions and 50,000 groups takes about two minutes).
+        self.progress: Callable[[], None] | None = None
         # group -> (its assignment epoch, what reads its committed offsets, share offsets, state): the
         # next answer is compared with the state itself (`_described_as`), not with a kept copy of
         # the description (20 MB at 50,000 groups)
@@ -310,11 +313,13 @@ class Sampler:
         # offsets by topic), its dict let go: held through the whole pass as the gateway's dict,
         # the end offsets were 20 MB of the sampling process's peak at 300,000 partitions.
         latest = self._read_offsets(asked, "latest")
+        self._went_on()
         ends = OffsetColumns.merged(last_ends, latest.columns if latest is not None else {})
         rates = last.rates if last is not None else {}
         if last is not None and started > last.started and latest is not None:
             rates = produce_rates(last.ends, latest.columns, started - last.started)  # (over the partitions answered)
         earliest = self._read_offsets(asked, "earliest")
+        self._went_on()
         starts = OffsetColumns.merged(last_starts, earliest.columns if earliest is not None else {})
         del earliest
         groups = self._poll_groups(len(live_brokers), len(partitions))
@@ -334,6 +339,7 @@ class Sampler:
                 self.evaluator.evaluate(groups, last.groups if last is not None else None,
                                         latest if latest is not None else (last_ends or {}), now, self.names.by_key)
                 groups_changed = self.evaluator.changed
+                self._went_on()
                 self.group_stats.update(self.evaluator.stats)
                 self.group_stats["groups_evaluate_seconds"] = round(time.monotonic() - evaluated, 3)
             except Exception:
@@ -368,6 +374,10 @@ class Sampler:
         self.times.append(time.time() - started)
         return sample
 
+    def _went_on(self) -> None:
+        if self.progress is not None:
+            self.progress()
+
     def _read_offsets(self, asked: list[TopicPartition], which: str) -> PassOffsets | None:
         """One offsets answer as arrays (None: the read failed, or nothing answered)."""
         try:
@@ -400,7 +410,9 @@ class Sampler:
         def answers() -> Iterator[Mapping[TopicPartition, Mapping[int, int]]]:
             for i in range(0, len(brokers), SIZE_BROKERS):
                 self.requests += 1
-                yield self.gateway.log_dir_sizes(brokers[i:i + SIZE_BROKERS])
+                answer = self.gateway.log_dir_sizes(brokers[i:i + SIZE_BROKERS])
+                self._went_on()
+                yield answer
 
         return SizeColumns.read(answers(), before)
 
@@ -458,6 +470,7 @@ class Sampler:
                     group_partitions += sum(len(c) for c in committed.values())
                     self._states(chunk, committed, share_offsets, out, cache)
                     del chunk, committed
+                    self._went_on()
                 del described, share_offsets
         except GatewayError as exc:
             log.info("could not read the consumer groups of %s: %s", self.cluster, exc.message)

@@ -49,6 +49,7 @@ from console.watcher.turns import CycleFirst
 log = logging.getLogger(__name__)
 
 SAMPLER_NICENESS = 10
+ALIVE_EVERY_MAX = 10.0  # seconds between a pass's "alive" messages (at most a quarter of the stall limit)
 # Groups per message: a pass that changed 50,000 groups (150 MB of JSON) went as one pickle, held
 # whole in both processes next to what it carried; ahead of the delta, the changed groups go in
 # pieces of this many, and the delta carries the last one. The watcher puts each in place as it
@@ -344,7 +345,7 @@ class RemoteSampler:
         self._turns = turns or CycleFirst()
         self._merger = DeltaMerger(self._turns.give_way)
         self._sent: tuple[Collection[TopicPartition], list[int]] | None = None
-        self._heard_at = time.monotonic()  # the last sign of work from the child (a pass, or being given work)
+        self._heard_at = time.monotonic()  # the last sign of work from the child (a pass, its "alive" as one goes on, or being given work)
         self._stalled = False
         self._started_at = 0.0
         self._passes = 0  # passes taken from the process running now
@@ -470,7 +471,7 @@ class RemoteSampler:
             while ready:
                 message = self._conn.recv()
                 self._heard_at = time.monotonic()
-                if isinstance(message, tuple) and message[0] == "groups_sent":  # (asked for: no delta follows)
+                if isinstance(message, tuple) and message[0] in ("groups_sent", "alive"):  # (no delta follows)
                     ready = self._conn.poll(0)
                     continue
                 if isinstance(message, tuple):  # a piece of the next delta: the rest follows
@@ -555,6 +556,18 @@ def child_main(cluster: str, incremental: bool, factory: GatewayFactory | None, 
             log.exception("saving events of %s failed", cluster)
 
     sampler = Sampler(cluster, gw, incremental, emit)
+    # A long pass says it goes on, so that only a process stuck in one call is taken for hung.
+    every = min(ALIVE_EVERY_MAX, settings.WATCHER_SAMPLER_STALL_SECONDS / 4)
+    said = [time.monotonic()]
+
+    def alive() -> None:
+        now = time.monotonic()
+        if now - said[0] >= every:
+            said[0] = now
+            with contextlib.suppress(OSError):
+                conn.send(("alive",))
+
+    sampler.progress = alive
     maker = DeltaMaker()
     target: tuple[list[TopicPartition], list[int]] | None = None
     tuned = False

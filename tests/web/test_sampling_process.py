@@ -428,6 +428,28 @@ def test_a_first_pass_longer_than_the_stall_limit_gets_twice_as_long_in_the_next
         assert w.remote.stall_limit() == 5.0
 
 
+class SlowStepsFactory(SlowOffsetsFactory):
+    """Every offsets read takes 3 s: a pass (two reads) takes 6 s, each step shorter than the limit."""
+
+    FIRST = LATER = 3.0
+
+
+def test_a_pass_longer_than_the_stall_limit_made_of_shorter_steps_is_not_taken_for_hung(redis_server: str) -> None:
+    """A pass says it goes on as each answer comes (at most every quarter of the stall limit): only a
+    process stuck in one call is stopped, not one whose pass is long (the first over 300,000
+    partitions and 50,000 groups took two minutes, the default limit)."""
+    cluster = "sp-slow-steps"
+    with remote_watcher(cluster, {"partitions": 50, "groups": 5, "brokers": 3, "per_topic": 10}, SlowStepsFactory,
+                        WATCHER_SAMPLER_STALL_SECONDS=5.0) as (w, _gw):
+        deadline = time.monotonic() + 60
+        assert w.remote is not None
+        while len(w.remote.times) < 2:
+            w.sample_offsets(wait=0.5)
+            assert time.monotonic() < deadline, "no two passes came in"
+        assert w.remote.restarts == 0
+        assert min(w.remote.times) >= 6.0  # (each longer than the limit)
+
+
 class BrokenFactory(RemoteModelFactory):
     """A gateway that cannot be made: the sampling process ends as soon as it starts."""
 
