@@ -84,9 +84,9 @@ class SampledShare:
         self._share: int | None = None  # what each cycle takes of the backlog being spread
         self._backlog = 0  # what the last cycle left
 
-    def merged(self, at: float | None = None) -> None:
-        """A sample that changed topics was merged (now, or at `at`)."""
-        self._merged.append(self._clock() if at is None else at)
+    def merged(self) -> None:
+        """A sample that changed topics was merged now."""
+        self._merged.append(self._clock())
 
     def period(self) -> float | None:
         """The median time between the last merges, or None before two."""

@@ -10,9 +10,11 @@ from console.watcher.loop import SampledShare
 
 
 def passes_every(seconds: float, count: int = 4) -> SampledShare:
-    share = SampledShare()
-    for i in range(count):
-        share.merged(1000.0 + i * seconds)
+    clock = [1000.0]
+    share = SampledShare(clock=lambda: clock[0])
+    for _ in range(count):
+        share.merged()
+        clock[0] += seconds
     return share
 
 
@@ -20,7 +22,7 @@ def test_before_two_passes_a_cycle_takes_what_the_limit_allows() -> None:
     share = SampledShare()
     assert share.period() is None
     assert share.take(6000, 3000, 1.0) == 3000
-    share.merged(10.0)
+    share.merged()
     assert share.period() is None
     assert share.take(6000, 3000, 1.0) == 3000
 
