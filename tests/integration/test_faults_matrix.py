@@ -22,6 +22,7 @@ from confluent_kafka import Consumer, Producer
 
 from tests.conftest import Stack, unique, wait_for
 from tests.integration.oracle import api_layout, quorum_status, topic_layout
+from tests.support import TEST_VAR
 
 pytestmark = pytest.mark.cluster
 API = "/api/v1/clusters/local"
@@ -89,8 +90,16 @@ def check_overview(w: World) -> None:
     body = get(w.stack, "/")
     leader = quorum_status(w.tool("kafka-metadata-quorum", "describe", "--status"))["leader_id"]
     up = sorted(b["id"] for b in body["brokers"] if b["up"])
-    assert body["status"]["reachable"] and up == w.broker_ids(), (body["brokers"], w.broker_ids())
+    assert body["status"]["reachable"] and up == w.broker_ids(), (up, w.broker_ids(), body["status"], watcher_stats(w))
     assert body["quorum"]["leader_id"] == leader, (body["quorum"]["leader_id"], leader)
+
+
+def watcher_stats(w: World) -> dict[str, Any]:
+    """What the watcher says of its last cycles (said with a failure: a stale view or a slow watcher)."""
+    r = w.stack.api("operator").get(w.stack.base_url + "/healthz", timeout=15)
+    log = TEST_VAR / "logs" / "watcher.log"
+    tail = [line for line in log.read_text(errors="replace").splitlines() if line[:2] == "20"][-8:] if log.exists() else []
+    return {"healthz": r.text[:600], "now": time.time(), "watcher log": tail}
 
 
 def check_topics_list(w: World) -> None:
@@ -186,7 +195,7 @@ def check_all(w: World, event: str) -> None:
                 break
             except (AssertionError, Exception) as exc:  # noqa: BLE001 - reported with the event and function
                 if time.monotonic() > deadline:
-                    failures.append(f"after {event}: {name}: {str(exc)[:400]}")
+                    failures.append(f"after {event}: {name}: {str(exc)[:400 if name != 'overview' else 3000]}")
                     break
                 time.sleep(0.5)
     assert not failures, "\n".join(failures)

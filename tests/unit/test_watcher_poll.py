@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
 import pytest
 
+from console.gateway.errors import ClusterUnavailable, GatewayError
 from console.gateway.types import Broker, ClusterMetadata, Partition, Quorum, QuorumReplica, Topic
-from console.watcher.loop import ClusterWatcher
+from console.watcher.loop import SIDE_READ_WAIT, ClusterWatcher, SideRead
 from console.watcher.sampler import Sample
 
 
@@ -124,3 +127,91 @@ def test_the_consoles_own_samples_topic_alone_makes_a_snapshot_only_every_interv
     settings.ANALYTICS_SAMPLES = False
     watcher.merge(sample(135.0, 45))
     assert step(watcher, 136.0).topics["orders"].partitions[0].end_offset == 45
+
+
+class SlowSideReads(FakeGateway):
+    """The quorum and racks reads hang until released (as after a controller's SIGKILL or a broker's
+    restart, when they took 2 and 5 s on the test cluster)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+        self.racks = {1: "r1", 2: "r2"}
+
+    def quorum(self) -> Quorum:
+        self.release.wait(30)
+        return self.q
+
+    def broker_racks(self) -> dict[int, str | None]:
+        self.release.wait(30)
+        return dict(self.racks)
+
+
+def test_a_slow_quorum_or_racks_read_does_not_hold_back_the_metadata_a_cycle_read(watcher: ClusterWatcher) -> None:
+    gw = SlowSideReads()
+    watcher.gateway = gw  # type: ignore[assignment]
+    gw.release.set()
+    step(watcher, 100.0)
+    step(watcher, 101.0)
+    gw.release.clear()
+    # Broker 2 leaves and a third one, never seen, comes; the controller moves: the reads hang.
+    gw.md = ClusterMetadata("cid", (Broker(1, "h1", 9092, "r1"), Broker(3, "h3", 9096, None)), gw.md.topics)
+    gw.q = quorum(leader=2)
+    started = time.monotonic()
+    snap = step(watcher, 102.0)
+    took = time.monotonic() - started
+    assert took < SIDE_READ_WAIT * 2 + 1.0, took  # (a side read is waited for at most SIDE_READ_WAIT each)
+    assert {b.id: b.up for b in snap.brokers.values()} == {1: True, 2: False, 3: True}
+    assert snap.controller_id == 1 and snap.quorum.leader_id == 1  # the last known, until the answer comes
+    assert snap.brokers[3].rack is None
+    started = time.monotonic()
+    snap = step(watcher, 103.0)  # still out: the next cycle is not held back either, nor starts another
+    assert time.monotonic() - started < SIDE_READ_WAIT + 1.0
+    assert snap.controller_id == 1
+    gw.racks[3] = "r3"
+    gw.release.set()
+    snap = step(watcher, 104.0)  # the answers came: taken in
+    assert snap.controller_id == 2 and snap.quorum.leader_id == 2 and snap.quorum_error is None
+    assert snap.brokers[3].rack == "r3"
+
+
+class FailingQuorum(FakeGateway):
+    def quorum(self) -> Quorum:
+        raise ClusterUnavailable("Cluster 'local' could not describe its quorum.")
+
+
+def test_a_failed_side_read_keeps_the_last_quorum_and_says_why(watcher: ClusterWatcher) -> None:
+    step(watcher, 100.0)
+    watcher.gateway = FailingQuorum()  # type: ignore[assignment]
+    snap = step(watcher, 101.0)
+    assert snap.quorum_error == "Cluster 'local' could not describe its quorum."
+    assert snap.controller_id == 1 and snap.quorum.leader_id == 1
+
+
+def test_a_side_read_runs_once_at_a_time_and_gives_its_answer_once() -> None:
+    release, calls = threading.Event(), []
+
+    def read() -> int:
+        calls.append(1)
+        release.wait(10)
+        return len(calls)
+
+    side = SideRead("test", read)
+    assert side.take(0.1) is None  # (none started)
+    assert side.start() and not side.start()
+    assert side.take(0.2) is None  # not come yet
+    release.set()
+    assert side.take(5) == (1, None)
+    assert side.take(0.1) is None  # taken
+    assert side.start() and side.take(5) == (2, None) and len(calls) == 2
+
+    def broken() -> int:
+        raise KeyError("x")
+
+    side = SideRead("broken", broken)
+    side.start()
+    answer = side.take(5)
+    assert answer is not None
+    value, error = answer
+    assert value is None and isinstance(error, GatewayError) and "broken" in error.message
+    assert side.start()  # (not left out for ever)
