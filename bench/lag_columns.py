@@ -1,15 +1,17 @@
 """The lag windows' and time tables' columns (consumers_app/lagcolumns.py) on their own: time per
 sample and bytes held, for a quiet cluster, a mixed one and a busy one (issue 11).
 
-`.venv/bin/python -m bench.lag_columns [--windows N] [--samples S] [--module FILE]` records S
-samples into N windows (10 entries each, one group) and N time tables (60 points), judging every
-window and interpolating every time lag at each sample, for three kinds of partitions:
+`.venv/bin/python -m bench.lag_columns [--windows N] [--topics T] [--samples S] [--module FILE]`
+records S samples into N windows (10 entries each, one group) and N time tables (60 points) of
+partitions in T topics, judging every window and interpolating every time lag at each sample, for
+three kinds of partitions:
   - quiet: offsets that move by 3 a sample and lags of 2 (most partitions of a large cluster);
   - mixed: a fifth of the rows busy (offsets that move by 50,000 a sample, lags of 100,000);
   - busy: every row busy.
 `--module` loads the columns from another file (an older version, as `git show
 REV:consumers_app/lagcolumns.py` writes it) to compare. Prints one line per kind: milliseconds a
-sample, and the windows' and tables' arrays in MB.
+sample after the first, the first (every row handed out: a sampling process's first pass), and
+the windows' and tables' arrays in MB.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ def held(columns: Any, names: tuple[str, ...]) -> float:
     return sum(getattr(columns, n).nbytes for n in names if hasattr(columns, n)) / 1e6
 
 
-def run(module: ModuleType, kind: str, windows: int, samples: int) -> tuple[float, float, float]:
+def run(module: ModuleType, kind: str, windows: int, samples: int, topics: int) -> tuple[float, float, float, float]:
     rng = np.random.default_rng(1)
     busy = np.zeros(windows, np.bool_)
     if kind == "busy":
@@ -52,10 +54,11 @@ def run(module: ModuleType, kind: str, windows: int, samples: int) -> tuple[floa
     lag = np.where(busy, 100_000, 2)
     cols = module.WindowColumns(size=10, min_distance=1.0, capacity=windows)
     tables = module.TimeColumns(limit=60, capacity=windows)
-    rows = cols.rows_of("g", tuple(("t", i) for i in range(windows)))
-    keys = [("t", i) for i in range(windows)]
+    per = -(-windows // topics)  # (partitions a topic)
+    keys = [(f"t{i // per}", i % per) for i in range(windows)]
+    rows = cols.rows_of("g", tuple(keys))
     committed = rng.integers(0, 10**9, windows)
-    spent = 0.0
+    spent = first = 0.0
     for s in range(samples):
         committed = committed + step
         ends = committed + lag
@@ -68,8 +71,11 @@ def run(module: ModuleType, kind: str, windows: int, samples: int) -> tuple[floa
         tables.time_lag(np.arange(windows), committed, at)
         if hasattr(cols, "settle"):
             cols.settle()
-        spent += time.perf_counter() - started
-    return (spent / samples,
+        if s:
+            spent += time.perf_counter() - started
+        else:
+            first = time.perf_counter() - started
+    return (spent / max(1, samples - 1), first,
             held(cols, ("rises", "gaps", "stamps", "origin", "count", "latest_end", "latest_gap")),
             held(tables, ("rises", "stamps", "origin", "count")))
 
@@ -77,6 +83,7 @@ def run(module: ModuleType, kind: str, windows: int, samples: int) -> tuple[floa
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--windows", type=int, default=300_000)
+    parser.add_argument("--topics", type=int, default=10_000)
     parser.add_argument("--samples", type=int, default=30)
     parser.add_argument("--module", help="a lagcolumns.py to load instead of the current one")
     args = parser.parse_args()
@@ -84,8 +91,9 @@ def main() -> None:
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     module = load(args.module)
     for kind in ("quiet", "mixed", "busy"):
-        seconds, windows_mb, tables_mb = run(module, kind, args.windows, args.samples)
-        print(f"{kind:6s} {seconds * 1000:7.1f} ms a sample; windows {windows_mb:6.1f} MB, tables {tables_mb:6.1f} MB", flush=True)
+        seconds, first, windows_mb, tables_mb = run(module, kind, args.windows, args.samples, args.topics)
+        print(f"{kind:6s} {seconds * 1000:7.1f} ms a sample, the first {first * 1000:8.1f} ms; "
+              f"windows {windows_mb:6.1f} MB, tables {tables_mb:6.1f} MB", flush=True)
 
 
 if __name__ == "__main__":

@@ -857,8 +857,11 @@ class TimeColumns:
                 self._grow(needed + max(1024, needed // 50))
             for i in new:
                 rows[i] = self._allocate(keys[i])
+            # (the new rows once: made again for each topic, the list of every new partition cost
+            # topics x partitions, 100 s of a first pass at 300,000 partitions in 10,000 topics)
+            new_rows = rows[np.asarray(new, np.int64)]
             for name, (places, numbers) in _by_topic([keys[i] for i in new]).items():
-                self._place(name, numbers, rows[np.asarray(new, np.int64)[places]])
+                self._place(name, numbers, new_rows[places])
             self._keys, self._rows = keys, rows
         rows = self._rows
         self.last_seen[rows] = at
