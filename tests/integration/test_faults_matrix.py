@@ -28,6 +28,7 @@ pytestmark = pytest.mark.cluster
 API = "/api/v1/clusters/local"
 PARTITIONS = 6
 GROUPS = 9  # enough that every broker coordinates some of them
+MESSAGE_KEPT = 3000  # characters of a failed check's message kept (the overview's says the watcher's state and log)
 SETTLED_WITHIN = 10.0  # seconds a function may take to answer correctly once the cluster has settled
 
 
@@ -195,7 +196,7 @@ def check_all(w: World, event: str) -> None:
                 break
             except (AssertionError, Exception) as exc:  # noqa: BLE001 - reported with the event and function
                 if time.monotonic() > deadline:
-                    failures.append(f"after {event}: {name}: {str(exc)[:400 if name != 'overview' else 3000]}")
+                    failures.append(f"after {event}: {name}: {str(exc)[:MESSAGE_KEPT]}")
                     break
                 time.sleep(0.5)
     assert not failures, "\n".join(failures)
