@@ -112,6 +112,7 @@ class SampledShare:
 
 SLOW_CYCLE_LOGGED = 5.0  # seconds: a cycle that took longer says where its time went, in the log
 SIDE_READ_WAIT = 0.5  # seconds a cycle waits, past its metadata, for a side read (SideRead) before going on without it
+SIDE_READ_RETRY = 5.0  # seconds before a failed racks or new topics' min ISR read is started again (not every cycle)
 
 
 class SideRead:
@@ -126,26 +127,26 @@ class SideRead:
     connection to the broker's last incarnation). Made inside the cycle, each held back what that
     cycle had read: a broker back up was shown down for as long."""
 
-    def __init__(self, name: str, read: Callable[[], Any]) -> None:
+    def __init__(self, name: str, read: Callable[..., Any]) -> None:
         self.name = name
         self._read = read
         self._cond = threading.Condition()
         self._out = False  # a read is running
         self._answer: tuple[Any, GatewayError | None] | None = None  # (value, error), not taken yet
 
-    def start(self) -> bool:
-        """Start a read unless one is out or its answer waits; whether one was started."""
+    def start(self, *args: Any) -> bool:
+        """Start a read (of `args`) unless one is out or its answer waits; whether one was started."""
         with self._cond:
             if self._out or self._answer is not None:
                 return False
             self._out = True
-        threading.Thread(target=self._run, name=f"side-read-{self.name}", daemon=True).start()
+        threading.Thread(target=self._run, args=args, name=f"side-read-{self.name}", daemon=True).start()
         return True
 
-    def _run(self) -> None:
+    def _run(self, *args: Any) -> None:
         answer: tuple[Any, GatewayError | None]
         try:
-            answer = (self._read(), None)
+            answer = (self._read(*args), None)
         except GatewayError as exc:
             answer = (None, exc)
         except Exception as exc:  # noqa: BLE001 - a bug must not leave the read out for ever
@@ -381,6 +382,9 @@ class ClusterWatcher:
         self.next_configs = 0.0
         self._quorum_read = SideRead("the KRaft quorum", lambda: self.gateway.quorum())
         self._racks_read = SideRead("the broker racks", lambda: self.gateway.broker_racks())
+        self._racks_retry = 0.0  # after a failed racks read, a broker not known starts one no sooner than this
+        self._min_isr_read = SideRead("new topics' min.insync.replicas", self._read_min_isr)
+        self._min_isr_retry = 0.0  # after a failed read, new topics' min ISR is asked again from then on
         self.stats = CycleStats()
         self.publisher = Publisher(cluster, background=events_thread)
         # The header and the parts' digests (store.digests_of) of the last content: whether the next
@@ -481,7 +485,7 @@ class ClusterWatcher:
 
         live_ids = {b.id for b in md.brokers}
         new_broker = not live_ids <= self.racks.keys()
-        if (new_broker or now >= self.next_racks) and self._racks_read.start():
+        if (now >= self.next_racks or (new_broker and now >= self._racks_retry)) and self._racks_read.start():
             stats.count("describe_cluster")
         answer = self._racks_read.take(SIDE_READ_WAIT if new_broker else 0.0)
         if answer is not None:
@@ -489,24 +493,29 @@ class ClusterWatcher:
             if failed is None:
                 self.racks.update(racks)
                 self.next_racks = now + settings.WATCHER_CONFIGS_INTERVAL
-            else:
+            else:  # (started again after SIDE_READ_RETRY, not by every cycle)
+                self.next_racks = self._racks_retry = now + SIDE_READ_RETRY
                 log.info("could not read broker racks of %s: %s", self.cluster, failed.message)
 
-        # New topics get their min.insync.replicas at once (a few per cycle); the periodic re-read of
-        # every topic runs in the sampling thread so it never slows this cycle down.
+        # New topics get their min.insync.replicas as soon as it comes (a few hundred at a time, a
+        # side read: describe-configs waits its whole timeout when a broker it asks is down); the
+        # periodic re-read of every topic runs in the sampling thread so it never slows this cycle down.
         with self._offsets_lock:
             known_min_isr = dict(self._min_isr)
         fresh = [t.name for t in md.topics if t.name not in known_min_isr][:200]
-        if fresh:
-            try:
-                stats.count("describe_configs")
-                found = self._read_min_isr(fresh)
+        if fresh and now >= self._min_isr_retry and self._min_isr_read.start(fresh):
+            stats.count("describe_configs")
+        answer = self._min_isr_read.take(SIDE_READ_WAIT if fresh else 0.0)
+        if answer is not None:
+            found, failed = answer
+            if failed is None:
                 known_min_isr.update(found)
                 with self._offsets_lock:
                     self._min_isr.update(found)
                     self._sample_gen += 1
-            except GatewayError:
-                log.info("could not read topic configs of %s", self.cluster)
+            else:
+                self._min_isr_retry = now + SIDE_READ_RETRY
+                log.info("could not read topic configs of %s: %s", self.cluster, failed.message)
 
         self.stats = stats
         with self._offsets_lock:

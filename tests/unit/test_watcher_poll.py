@@ -215,3 +215,77 @@ def test_a_side_read_runs_once_at_a_time_and_gives_its_answer_once() -> None:
     value, error = answer
     assert value is None and isinstance(error, GatewayError) and "broken" in error.message
     assert side.start()  # (not left out for ever)
+
+
+class NewTopicConfigs(FakeGateway):
+    """describe-configs of new topics hangs until released, or fails while `failing` (as when a
+    broker it asks is down: it waited its whole timeout inside the cycle)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+        self.release.set()
+        self.failing = False
+        self.config_reads: list[list[str]] = []
+        self.rack_reads = 0
+
+    def topic_configs(self, topics: Any, keys: Any = None) -> dict[str, dict[str, str]]:
+        self.config_reads.append(sorted(topics))
+        self.release.wait(30)
+        if self.failing:
+            raise ClusterUnavailable("Cluster 'local' could not describe the topics' configs.")
+        return {t: {"min.insync.replicas": "2"} for t in topics}
+
+    def broker_racks(self) -> dict[int, str | None]:
+        self.rack_reads += 1
+        if self.failing:
+            raise ClusterUnavailable("Cluster 'local' could not describe itself.")
+        return {b.id: b.rack for b in self.md.brokers}
+
+    def add_topic(self, name: str) -> None:
+        self.md = ClusterMetadata("cid", self.md.brokers,
+                                  (*self.md.topics, Topic(name, False, (Partition(name, 0, 1, (1, 2), (1, 2)),))))
+
+
+def test_a_slow_min_isr_read_of_new_topics_does_not_hold_back_the_metadata(watcher: ClusterWatcher) -> None:
+    gw = NewTopicConfigs()
+    watcher.gateway = gw  # type: ignore[assignment]
+    step(watcher, 100.0)
+    assert step(watcher, 101.0).topics["orders"].min_isr == 2
+    gw.release.clear()
+    gw.add_topic("payments")
+    started = time.monotonic()
+    snap = step(watcher, 102.0)
+    assert time.monotonic() - started < SIDE_READ_WAIT + 1.0
+    assert "payments" in snap.topics and snap.topics["payments"].min_isr is None  # shown at once, its min ISR not yet known
+    gw.add_topic("refunds")  # while the first read is out: no second one
+    snap = step(watcher, 103.0)
+    assert "refunds" in snap.topics and gw.config_reads == [["orders"], ["payments"]]
+    gw.release.set()
+    time.sleep(0.2)
+    snap = step(watcher, 104.0)  # the answer is taken in
+    assert snap.topics["payments"].min_isr == 2
+    assert step(watcher, 105.0).topics["refunds"].min_isr == 2  # the next new topic asked about
+    assert gw.config_reads[-1] == ["refunds"]
+
+
+def test_failed_side_reads_are_started_again_only_after_a_pause(watcher: ClusterWatcher) -> None:
+    gw = NewTopicConfigs()
+    watcher.gateway = gw  # type: ignore[assignment]
+    step(watcher, 100.0)
+    gw.failing = True
+    reads, racks = len(gw.config_reads), gw.rack_reads
+    gw.add_topic("payments")
+    # A third broker (its rack not known) and a new topic: each read fails once, and is not started
+    # again by every cycle.
+    gw.md = ClusterMetadata("cid", (*gw.md.brokers, Broker(3, "h3", 9096, None)), gw.md.topics)
+    for now in (101.0, 101.5, 102.0, 103.0, 104.0, 105.0):
+        snap = step(watcher, now)
+        time.sleep(0.05)
+    assert snap.topics["payments"].min_isr is None and snap.brokers[3].rack is None
+    assert len(gw.config_reads) - reads == 1 and gw.rack_reads - racks == 1
+    gw.failing = False
+    step(watcher, 106.5)  # SIDE_READ_RETRY after the failures: asked again
+    snap = step(watcher, 107.0)
+    assert len(gw.config_reads) - reads == 2 and gw.rack_reads - racks == 2
+    assert snap.topics["payments"].min_isr == 2
