@@ -83,10 +83,11 @@ def diff(old: Snapshot | None, new: Snapshot) -> list[Change]:
         )
     for name in sorted(old.topics.keys() - new.topics.keys()):
         changes.append(Change("topic_deleted", WARNING, f"Topic {name} deleted", topic=name))
-    for name in sorted(old.topics.keys() & new.topics.keys()):
-        before, after = old.topics[name], new.topics[name]
-        if before is not after:  # the watcher carries a topic whose metadata did not change over as it is
-            changes += _topic(before, after)
+    olds = old.topics
+    # The watcher carries a topic whose metadata did not change over as it is: only the others are
+    # looked at (and sorted), not every topic of the cluster each cycle.
+    for name in sorted([name for name, t in new.topics.items() if name in olds and olds[name] is not t]):
+        changes += _topic(olds[name], new.topics[name])
     return changes
 
 

@@ -428,7 +428,8 @@ class ClusterWatcher:
         self.incremental = incremental
         self._topic_bytes = TopicBytes() if incremental else None  # each topic's JSON while it is the same object
         self._group_bytes = GroupBytes() if incremental else None  # each group's, while the same object and evaluation
-        self._built_from: dict[str, tuple[Any, int | None]] = {}  # topic -> (its metadata, min ISR) of the last build
+        self._built_from: dict[str, Any] = {}  # topic -> its metadata, of the last build
+        self._built_min_isr: dict[str, int] = {}  # the min ISR of the last build (that cycle's own dict, not changed since)
         self._built_live: frozenset[int] = frozenset()  # the live brokers of the last build
         self._last_inputs: tuple[Any, ...] | None = None
         self.unchanged = False  # the last poll reused the previous snapshot's content
@@ -543,8 +544,8 @@ class ClusterWatcher:
         built_anew: dict[str, list[int]] = {}
         snap = build_snapshot(self.cluster, previous, md, quorum, quorum_error, self.racks, known_min_isr, now,
                               self._kept_topics(previous, md, stats), unchanged,
-                              {name: built[0] for name, built in self._built_from.items()} if same_live else None, built_anew)
-        self._built_from = {t.name: (t, known_min_isr.get(t.name)) for t in md.topics}
+                              self._built_from if same_live else None, built_anew)
+        self._built_from, self._built_min_isr = {t.name: t for t in md.topics}, known_min_isr
         self._built_live = frozenset(b.id for b in md.brokers)
         self._apply_offsets(snap, reused=unchanged, partly=built_anew)
         return snap
@@ -555,16 +556,11 @@ class ClusterWatcher:
         if not self.incremental or previous is None or not previous.reachable \
                 or frozenset(b.id for b in md.brokers) != self._built_live:
             return frozenset()
-        built = self._built_from
-        same = []
-        for t in md.topics:
-            before = built.get(t.name)
-            # The gateway hands back the same object for a topic it saw unchanged, so identity decides
-            # (a gateway handing back equal copies costs rebuilding them, which is still right).
-            if before is not None and before[0] is t and before[1] == min_isr.get(t.name) \
-                    and t.name in previous.topics:
-                same.append(t.name)
-        return frozenset(same)
+        built, built_min, shown = self._built_from, self._built_min_isr, previous.topics
+        # The gateway hands back the same object for a topic it saw unchanged, so identity decides
+        # (a gateway handing back equal copies costs rebuilding them, which is still right).
+        return frozenset([t.name for t in md.topics if built.get(t.name) is t and built_min.get(t.name) == min_isr.get(t.name)
+                          and t.name in shown])
 
     def _kept_topics(self, previous: Snapshot | None, md: ClusterMetadata, stats: CycleStats) -> frozenset[str]:
         """Topics the metadata answer left out that Kafka still has (or could not say it has not):

@@ -543,6 +543,8 @@ class TopicBytes:
         self.serialised = 0  # objects serialised by the last call
         self.partitions_serialised = 0  # of their partitions, those serialised (not copied)
 
+    MARKED = False  # whether `_marks` says anything (a topic's: no; identity alone decides)
+
     @staticmethod
     def _marks(obj: Any) -> tuple[Any, ...]:
         """What, besides the object's identity, says its JSON is unchanged."""
@@ -594,11 +596,12 @@ class TopicBytes:
         object as last time for an object seen then), under `prefix` + its name."""
         kept: dict[str, tuple[Any, bytes, tuple[Any, ...], array[int] | None]] = {}
         out: dict[str, bytes] = {}
-        cache, fresh, marks = self._cache, 0, self._marks
+        cache, fresh, marks = self._cache, 0, self._marks if self.MARKED else None
         self.partitions_serialised = 0
         for name, t in objects.items():
             hit = cache.get(name)
-            if hit is None or hit[0] is not t or not _same_marks(hit[2], marks(t)):
+            # (10,000 topics a cycle, nearly all the same objects: no marks to make and compare for them)
+            if hit is None or hit[0] is not t or (marks is not None and not _same_marks(hit[2], marks(t))):
                 # (the last JSON let go of as the new one is made: a cycle that changes every topic
                 # does not hold both; an exception on the way only costs those topics a new one)
                 hit = self._entry(t, cache.pop(name, None))
@@ -625,6 +628,8 @@ class GroupBytes(TopicBytes):
     """Each group's JSON, kept while the same GroupState object holds the same evaluation. Within
     the watcher's process the evaluation renews a group state's status and lag columns in place
     (new lists each time it judges the group), so those are compared too: by identity first."""
+
+    MARKED = True
 
     @staticmethod
     def _marks(obj: Any) -> tuple[Any, ...]:
