@@ -5,6 +5,8 @@ from __future__ import annotations
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import compress
+from operator import ne, or_
 from typing import Any, overload
 
 TopicPartition = tuple[str, int]
@@ -86,6 +88,22 @@ class PartitionTable(Sequence[Partition]):
 
     def __len__(self) -> int:
         return len(self._numbers)
+
+    def row(self, i: int) -> PartitionRow:
+        """The (partition, leader, replicas, isr, error) at place `i`."""
+        return (self._numbers[i], self._leaders[i], self._replicas[i], self._isr[i],
+                self._errors[i] if self._errors is not None else None)
+
+    def places_changed(self, before: PartitionTable) -> list[int] | None:
+        """The places whose row differs from `before`'s at the same place, when both tables list the
+        same partitions in the same order and neither has an error; None otherwise (then compare
+        row by row). Column against column, without making a row per partition: a metadata answer
+        at 1% of 300,000 partitions a second changes one partition of each of 2,600 topics of 30."""
+        if before._errors is not None or self._errors is not None or before._numbers != self._numbers:
+            return None
+        differ = map(or_, map(ne, before._leaders, self._leaders), map(or_, map(ne, before._replicas, self._replicas),
+                                                                        map(ne, before._isr, self._isr)))
+        return list(compress(range(len(self._numbers)), differ))
 
     def _at(self, i: int) -> Partition:
         return Partition(self.topic, self._numbers[i], self._leaders[i], self._replicas[i], self._isr[i],

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import compress
+from operator import is_not
 from typing import Any
 
 from console.watcher.snapshot import PartitionState, Snapshot, TopicState
@@ -122,7 +125,13 @@ def _topic(old: TopicState, new: TopicState) -> list[Change]:
     olds = old.partitions
     before: dict[int, PartitionState] | None = None  # (by number: only when a place does not match)
     same_min = old.min_isr == new.min_isr
-    for i, p in enumerate(new.partitions):
+    news = new.partitions
+    # A partition carried over is the same object: with the same min ISR and as many partitions,
+    # only the places holding another object are looked at.
+    places: Iterable[int] = compress(range(len(news)), map(is_not, olds, news)) \
+        if same_min and len(olds) == len(news) else range(len(news))
+    for i in places:
+        p = news[i]
         q: PartitionState | None = olds[i] if i < len(olds) else None
         if q is None or q.partition != p.partition:
             if before is None:

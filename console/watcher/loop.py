@@ -26,7 +26,7 @@ from django.conf import settings
 from console import gateway
 from console.gateway.client import ClusterGateway
 from console.gateway.errors import GatewayError
-from console.gateway.types import ClusterMetadata, Quorum, Topic, partition_rows
+from console.gateway.types import ClusterMetadata, PartitionRow, PartitionTable, Quorum, Topic, partition_rows
 from console.watcher import store
 from console.watcher.diff import Change, diff
 from console.watcher.publisher import Publisher
@@ -246,37 +246,39 @@ def build_snapshot(
         # The metadata this topic was last built from: partitions it gives alike keep their state
         # (the same object, shared with the previous snapshot; `fresh` lists the others).
         was = built_from.get(t.name) if built_from is not None and old_topic is not None else None
-        # (each partition's fields as rows: the gateway keeps them as columns, gateway.types.PartitionTable)
-        was_rows = list(partition_rows(was.partitions)) if was is not None and len(was.partitions) <= len(t.partitions) else []
-        parts = []
-        new_ones: list[int] | None = [] if was_rows else None
-        for i, row in enumerate(partition_rows(t.partitions)):
-            number, leader, replicas_of, isr_of, _error = row
-            if i < len(old_list) and old_list[i].partition == number:
-                old: PartitionState | None = old_list[i]
-            else:
-                if by_number is None:
-                    by_number = {p.partition: p for p in old_list}
-                old = by_number.get(number)
-            if new_ones is not None and i < len(was_rows) and old is not None and was_rows[i] == row:
-                parts.append(old)
-                continue
-            if new_ones is not None:
-                new_ones.append(i)
-            referenced.update(replicas_of)
-            parts.append(
-                PartitionState(
-                    partition=number,
-                    leader=leader,
-                    replicas=(replicas := shared_list(replicas_of)),
-                    isr=replicas if isr_of == replicas_of else shared_list(isr_of),
-                    offline_replicas=[r for r in replicas_of if r not in live] or _NO_REPLICAS,
-                    start_offset=old.start_offset if old else None,
-                    end_offset=old.end_offset if old else None,
-                    size=old.size if old else None,
-                    replica_sizes=old.replica_sizes if old else {},
-                )
-            )
+        parts: list[PartitionState]
+        new_ones: list[int] | None
+        # The old state lists the partitions in the order `was` gave them (it was built from it): when
+        # the answer lists the same ones, only the places whose metadata changed are looked at.
+        table = t.partitions if isinstance(t.partitions, PartitionTable) else None
+        places = table.places_changed(was.partitions) \
+            if table is not None and was is not None and isinstance(was.partitions, PartitionTable) \
+            and len(old_list) == len(was.partitions) else None
+        if table is not None and places is not None:
+            parts, new_ones = list(old_list), places
+            for i in places:
+                row = table.row(i)
+                referenced.update(row[2])
+                parts[i] = _partition_state(row, old_list[i], live)
+        else:
+            # (each partition's fields as rows: the gateway keeps them as columns, gateway.types.PartitionTable)
+            was_rows = list(partition_rows(was.partitions)) if was is not None and len(was.partitions) <= len(t.partitions) else []
+            parts, new_ones = [], [] if was_rows else None
+            for i, row in enumerate(partition_rows(t.partitions)):
+                number = row[0]
+                if i < len(old_list) and old_list[i].partition == number:
+                    old: PartitionState | None = old_list[i]
+                else:
+                    if by_number is None:
+                        by_number = {p.partition: p for p in old_list}
+                    old = by_number.get(number)
+                if new_ones is not None and i < len(was_rows) and old is not None and was_rows[i] == row:
+                    parts.append(old)
+                    continue
+                if new_ones is not None:
+                    new_ones.append(i)
+                referenced.update(row[2])
+                parts.append(_partition_state(row, old, live))
         if new_ones is not None and fresh is not None:
             fresh[t.name] = new_ones
         topics[t.name] = TopicState(
@@ -315,6 +317,22 @@ def build_snapshot(
         topic_groups=previous.topic_groups if previous else {},
         groups=previous.groups if previous else {},
         groups_at=previous.groups_at if previous else None,
+    )
+
+
+def _partition_state(row: PartitionRow, old: PartitionState | None, live: Mapping[int, Any]) -> PartitionState:
+    """A partition's state built from its metadata `row`, its offsets and sizes carried from `old`."""
+    number, leader, replicas_of, isr_of, _error = row
+    return PartitionState(
+        partition=number,
+        leader=leader,
+        replicas=(replicas := shared_list(replicas_of)),
+        isr=replicas if isr_of == replicas_of else shared_list(isr_of),
+        offline_replicas=[r for r in replicas_of if r not in live] or _NO_REPLICAS,
+        start_offset=old.start_offset if old else None,
+        end_offset=old.end_offset if old else None,
+        size=old.size if old else None,
+        replica_sizes=old.replica_sizes if old else {},
     )
 
 

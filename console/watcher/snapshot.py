@@ -12,7 +12,8 @@ from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields, replace
-from operator import itemgetter
+from itertools import compress
+from operator import is_not, itemgetter
 from typing import Any
 
 import lz4.block
@@ -567,7 +568,7 @@ class TopicBytes:
         pieces: list[bytes] = []
         if last is not None and last[3] is not None:
             old_parts, old_raw, old_places = last[0].partitions, part_json(last[1]), last[3]
-            changed = [i for i, (before, now) in enumerate(zip(old_parts, parts, strict=False)) if before is not now]
+            changed = list(compress(range(len(parts)), map(is_not, old_parts, parts)))  # (the places not the same objects)
             changed.extend(range(len(old_parts), len(parts)))  # (partitions added)
             at = old_places[0]  # (where the partition `done` starts in the JSON before)
         else:

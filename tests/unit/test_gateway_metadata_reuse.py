@@ -212,3 +212,26 @@ def test_the_gateway_keeps_each_topics_partitions_as_columns_of_a_few_bytes_a_pa
     assert table == tuple(table) and tuple(table) == table and list(table) == list(tuple(table))
     assert pickle.loads(pickle.dumps(table)) == table and hash(pickle.loads(pickle.dumps(table))) == hash(table)
     assert all(p.replicas is table[0].replicas for p in table if p.replicas == (1, 2, 3))  # (shared tuples)
+
+
+def test_a_tables_changed_places_are_the_rows_that_differ_at_the_same_place() -> None:
+    from console.gateway.types import PartitionTable
+
+    def table(rows: list[tuple[int, int, tuple[int, ...], tuple[int, ...], str | None]]) -> PartitionTable:
+        return PartitionTable.of("t", rows)
+
+    base = [(i, 1 + i % 3, (1, 2, 3), (1, 2, 3), None) for i in range(6)]
+    before = table(base)
+    assert table(base).places_changed(before) == []
+    after = list(base)
+    after[1] = (1, 3, (1, 2, 3), (1, 2, 3), None)  # leader moved
+    after[3] = (3, 1, (1, 2, 3), (1, 3), None)  # ISR shrank
+    after[5] = (5, 3, (3, 2, 1), (1, 2, 3), None)  # replicas reordered
+    assert table(after).places_changed(before) == [1, 3, 5]
+    # Not the same partitions at the same places, or an error in either: None (compare row by row).
+    assert table([*base, (6, 1, (1, 2, 3), (1, 2, 3), None)]).places_changed(before) is None
+    assert table([base[1], base[0], *base[2:]]).places_changed(before) is None
+    errored = list(base)
+    errored[2] = (2, -1, (1, 2, 3), (), "LEADER_NOT_AVAILABLE")
+    assert table(errored).places_changed(before) is None and before.places_changed(table(errored)) is None
+    assert table(after).row(3) == (3, 1, (1, 2, 3), (1, 3), None)
