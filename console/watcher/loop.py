@@ -658,10 +658,12 @@ class ClusterWatcher:
         if at is None:
             return
         later = self._later_topics(dirty, reused)
-        for name, t in list(snap.topics.items()):
+        # The topics built this cycle, and those carried over that a sample changed and this cycle
+        # takes: not a look at every topic of the cluster.
+        shown = snap.topics
+        for name in (shown.keys() - reused) | ((dirty & reused) - later):
+            t = shown[name]
             carried = name in reused  # the previous snapshot's object: changed only as a copy
-            if carried and (name not in dirty or name in later):
-                continue
             parts, new_parts = t.partitions, None
             built = partly.get(name)  # a topic built anew whose unchanged partitions are shared
             if carried:
