@@ -215,12 +215,12 @@ def test_the_gateway_keeps_each_topics_partitions_as_columns_of_a_few_bytes_a_pa
 
 
 def test_a_tables_changed_places_are_the_rows_that_differ_at_the_same_place() -> None:
-    from console.gateway.types import PartitionTable
+    from console.gateway.types import PartitionRow, PartitionTable
 
-    def table(rows: list[tuple[int, int, tuple[int, ...], tuple[int, ...], str | None]]) -> PartitionTable:
+    def table(rows: list[PartitionRow]) -> PartitionTable:
         return PartitionTable.of("t", rows)
 
-    base = [(i, 1 + i % 3, (1, 2, 3), (1, 2, 3), None) for i in range(6)]
+    base: list[PartitionRow] = [(i, 1 + i % 3, (1, 2, 3), (1, 2, 3), None) for i in range(6)]
     before = table(base)
     assert table(base).places_changed(before) == []
     after = list(base)
