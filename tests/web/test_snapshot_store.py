@@ -270,3 +270,34 @@ def test_a_redis_that_lost_the_snapshot_between_two_saves_gets_all_of_it_again(r
         w.cycle()  # (an idle cycle stores only the stamp, on the whole snapshot)
         idle = fresh_load(cluster)
         assert idle is not None and idle.topics.keys() == before.topics.keys()
+
+
+def test_a_version_read_is_frozen_out_of_the_collectors_sight_and_collected_every_interval(cluster: str,
+                                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    import gc
+
+    v1 = replace(snapshot(*(topic(f"t{i}", part(0, end_offset=i)) for i in range(20))), cluster=cluster, version=1)
+    store.save(v1, v1.content_parts(TopicBytes()), None)
+    gc.unfreeze()
+    try:
+        loaded = store.load(cluster)
+        assert loaded is not None
+        # (what the read made is in the permanent generation: no collection walks it)
+        assert gc.get_freeze_count() > 0
+        assert not any(o is loaded.topics["t3"].partitions for g in (0, 1, 2) for o in gc.get_objects(generation=g))
+        collected: list[int] = []
+        monkeypatch.setattr(store, "_collected", [0.0])  # (the interval is over)
+
+        def collect(*args: object) -> int:
+            collected.append(1)
+            return 0
+
+        monkeypatch.setattr(gc, "collect", collect)
+        store._cache.pop(cluster, None)
+        store.load(cluster)
+        assert collected == [1] and gc.get_freeze_count() > 0
+        store._cache.pop(cluster, None)
+        store.load(cluster)
+        assert collected == [1]  # (not again before the interval)
+    finally:
+        gc.unfreeze()
