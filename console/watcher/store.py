@@ -351,23 +351,23 @@ def load(cluster: str) -> Snapshot | None:
         if cached is not None and cached.version == version:
             cached.apply_stamp(stamp)
             return cached
-        read = _read_content(cluster, cached, raw_before)
+        with no_gc():  # (what the read builds is frozen before the collector could walk it: see _settle_gc)
+            read = _read_content(cluster, cached, raw_before)
+            if read is not None:
+                stamp, header, raw, topics, groups = read
+                snapshot = Snapshot.from_parts(header, topics, groups)
+                snapshot.apply_stamp(stamp)
+                with _cache_lock:
+                    _cache[cluster] = snapshot
+                    _raw_parts[cluster] = raw
+                _settle_gc()
     except redis.RedisError as exc:
         raise StoreUnavailable(f"Redis is unreachable ({exc})") from exc
     except (ValueError, zlib.error, lz4.block.LZ4BlockError) as exc:  # (orjson's decode error is a ValueError)
         log.warning("the stored snapshot of %s cannot be read", cluster, exc_info=True)
         raise StoreUnreadable(f"The stored snapshot of cluster '{cluster}' cannot be read ({exc}); "
                               "the watcher rewrites it.") from exc
-    if read is None:
-        return None
-    stamp, header, raw, topics, groups = read
-    snapshot = Snapshot.from_parts(header, topics, groups)
-    snapshot.apply_stamp(stamp)
-    with _cache_lock:
-        _cache[cluster] = snapshot
-        _raw_parts[cluster] = raw
-    _settle_gc()
-    return snapshot
+    return None if read is None else snapshot
 
 
 # A reading process (web, Celery) holds the parsed snapshot: millions of objects at 300,000
@@ -376,7 +376,8 @@ def load(cluster: str) -> Snapshot | None:
 # the next versions). What a read leaves is frozen (out of the collector's sight; still freed when
 # the version is replaced, as none of it is cyclic), as the watcher's process does after each cycle
 # (runner.settle_gc); a full collection, frozen objects included, every READER_COLLECTION_INTERVAL
-# frees what cyclic garbage was frozen with them.
+# frees what cyclic garbage was frozen with them. The read's new objects are frozen while the collector
+# is still paused: re-enabled first, it walked them once more (0.1 to 0.2 s a version at 300,000).
 READER_COLLECTION_INTERVAL = 600.0
 _collected = [time.monotonic()]
 
@@ -427,23 +428,49 @@ def _read_content(cluster: str, cached: Snapshot | None, raw_before: dict[str, b
                 raise redis.RedisError("the snapshot kept changing while it was read") from None
         if plan is not None:
             assert raw_before is not None and cached is not None
-            raw = dict(raw_before)
-            for name in plan[1]:
-                raw.pop(name, None)
-            fetched = dict(zip(names, answer, strict=True)) if names else {}
-            raw.update({n: b for n, b in fetched.items() if b is not None})
-        else:
-            raw = {k.decode(): v for k, v in answer.items()}
+            fetched = {n: b for n, b in zip(names, answer, strict=True) if b is not None} if names else {}
+            raw, topics, groups = _apply_parts(cached, raw_before, fetched, plan[1])
+            return stamp, header, raw, topics, groups
+        raw = {k.decode(): v for k, v in answer.items()}
         topics_before = cached.topics if cached is not None else {}
         groups_before = cached.groups if cached is not None else {}
         raw_known = raw_before or {}
-        topics: dict[str, TopicState] = {}
-        groups: dict[str, GroupState] = {}
+        topics = {}
+        groups = {}
         with no_gc():
             for key, b in sorted(raw.items()):
                 _parse_part(key, b, raw_known.get(key) == b, topics, topics_before, groups, groups_before)
         return stamp, header, raw, topics, groups
     return None
+
+
+def _apply_parts(cached: Snapshot, raw_before: dict[str, bytes], fetched: Mapping[str, bytes],
+                 removed: Iterable[str]) -> tuple[dict[str, bytes], dict[str, TopicState], dict[str, GroupState]]:
+    """The parts, topics and groups of the version held with the parts fetched put in and those
+    removed taken out: only these are looked at (not every part), the others are the same objects in
+    the same (name) order; the dicts are sorted again only when a name was added. (A part the plan
+    named but the store no longer has, dropped behind its back, is not noticed: the one held stays.)"""
+    raw = dict(raw_before)
+    topics = dict(cached.topics)
+    groups = dict(cached.groups)
+    for key in removed:
+        raw.pop(key, None)
+        if key.startswith(TOPIC_PART):
+            topics.pop(key[len(TOPIC_PART):], None)
+        elif key.startswith(GROUP_PART):
+            groups.pop(key[len(GROUP_PART):], None)
+    topics_added = groups_added = False
+    with no_gc():
+        for key, b in fetched.items():
+            same = raw.get(key) == b
+            raw[key] = b
+            if key.startswith(TOPIC_PART):
+                topics_added = topics_added or key[len(TOPIC_PART):] not in topics
+            elif key.startswith(GROUP_PART):
+                groups_added = groups_added or key[len(GROUP_PART):] not in groups
+            _parse_part(key, b, same, topics, cached.topics, groups, cached.groups)
+    return (raw, dict(sorted(topics.items())) if topics_added else topics,
+            dict(sorted(groups.items())) if groups_added else groups)
 
 
 def catch_up(records: Iterable[Mapping[str, Any]], have: int, want: int) -> tuple[list[str], list[str]] | None:
