@@ -9,11 +9,22 @@ live fragment (same Redis, nothing else cached). Ends by printing one JSON line:
 missed, each new version's read time and the time from its cycle's start (`taken_at`) to the end
 of its read (p50 / p99 / max), and the child's own figures. The child and this process share the
 machine's cores, as a web process and the watcher would on one host.
+
+`--views topics,groups,overview` measures the live pages' push instead of polling: one live
+websocket per view (console.consumers.LiveConsumer, through the Channels layer on the same Redis,
+in this process as in a web process; a logged-in user) receives the watcher's broadcasts and sends
+its redrawn fragments. For each broadcast: from the broadcast's sending (`sent_at`) to its status
+reaching the socket, and to the last of the view's fragments sent after it (the version read, the
+fragment rendered: what the browser then puts in the page), and from the cycle's start. A fragment
+sent after a broadcast shows that version or a later one, so these figures are upper bounds. With
+the child's push figure (a change in the model to the broadcast) they give the time from a change
+to the browser.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import subprocess
@@ -36,6 +47,8 @@ def main() -> None:
     parser.add_argument("--change-rate", type=float, default=0.01)
     parser.add_argument("--seconds", type=float, default=100)
     parser.add_argument("--warmup", type=float, default=75, help="seconds before reading (the watcher's warm-up)")
+    parser.add_argument("--views", default="", help="live views to open (comma-separated: topics, groups, overview, ...)"
+                        " instead of polling the store")
     args = parser.parse_args()
     child = subprocess.Popen(
         [sys.executable, "-m", "bench.simulate", "--partitions", str(args.partitions), "--groups", str(args.groups),
@@ -44,6 +57,11 @@ def main() -> None:
     try:
         time.sleep(args.warmup)
         setup_django()
+        if args.views:
+            views = asyncio.run(live_views([v for v in args.views.split(",") if v], args.seconds, child))
+            out, _ = child.communicate(timeout=args.seconds + args.warmup + 600)
+            print(json.dumps({"views": views, "watcher": watcher_figures(out)}), flush=True)
+            return
         from console.watcher import store
 
         reads: list[tuple[int, float, float]] = []
@@ -68,8 +86,6 @@ def main() -> None:
     finally:
         if child.poll() is None:
             child.kill()
-    lines = [line for line in out.splitlines() if line.startswith("{")]
-    watcher: dict[str, Any] = json.loads(lines[-1]) if lines else {}
     times, ages = [r[1] for r in reads], [r[2] for r in reads]
     span = (reads[-1][0] - (first or 0)) if reads else 0
     print(json.dumps({
@@ -79,9 +95,70 @@ def main() -> None:
         "read_max_seconds": quantile(times, 1.0),
         "taken_to_read_p50_seconds": quantile(ages, 0.5), "taken_to_read_p99_seconds": quantile(ages, 0.99),
         "taken_to_read_max_seconds": quantile(ages, 1.0),
-        "watcher": {k: watcher.get(k) for k in ("cycle_p50_seconds", "cycle_p99_seconds", "cycles_over_1s", "push_p50_seconds",
-                                                 "push_p99_seconds", "pushes_over_2s", "spurious_events")},
+        "watcher": watcher_figures(out),
     }), flush=True)
+
+
+def watcher_figures(out: str) -> dict[str, Any]:
+    """The child's (bench.simulate's) figures: its last line of JSON."""
+    lines = [line for line in out.splitlines() if line.startswith("{")]
+    watcher: dict[str, Any] = json.loads(lines[-1]) if lines else {}
+    return {k: watcher.get(k) for k in ("cycle_p50_seconds", "cycle_p99_seconds", "cycles_over_1s", "push_p50_seconds",
+                                         "push_p99_seconds", "pushes_over_2s", "spurious_events")}
+
+
+async def live_views(views: list[str], seconds: float, child: subprocess.Popen[str]) -> dict[str, Any]:
+    """Each view's live socket for `seconds`: per broadcast, sent -> status, sent -> last fragment, cycle start ->
+    last fragment (p50 / p99 / max), and how many broadcasts and fragments came."""
+    from types import SimpleNamespace
+
+    from channels.routing import URLRouter
+    from channels.testing import WebsocketCommunicator
+    from django.conf import settings
+
+    from console.gateway.config import ClusterConfig
+    from console.routing import websocket_urlpatterns
+
+    settings.KAFKA_CLUSTERS = (*settings.KAFKA_CLUSTERS, ClusterConfig(name="sim", bootstrap_servers="127.0.0.1:9"))
+
+    async def watch(view: str) -> dict[str, Any]:
+        comm = WebsocketCommunicator(URLRouter(websocket_urlpatterns), f"/ws/clusters/sim/live/?view={view}")
+        comm.scope["user"] = SimpleNamespace(is_authenticated=True)
+        connected, code = await comm.connect()
+        if not connected:
+            raise SystemExit(f"the {view} socket was refused ({code})")
+        status: dict[str, Any] | None = None
+        hop, sent_to_fragment, taken_to_fragment = [], {}, {}
+        broadcasts = fragments = 0
+        end = time.monotonic() + seconds
+        try:
+            while time.monotonic() < end and child.poll() is None:
+                try:  # (not receive_json_from: its timeout stops the consumer)
+                    output = await asyncio.wait_for(comm.output_queue.get(), max(0.1, min(30.0, end - time.monotonic())))
+                except TimeoutError:
+                    continue
+                message = json.loads(output["text"])
+                now = time.time()
+                if message["type"] == "status" and message.get("sent_at"):
+                    status, broadcasts = message, broadcasts + 1
+                    hop.append(now - message["sent_at"])
+                elif message["type"] == "fragment" and status is not None:
+                    fragments += 1  # (the last of a broadcast's fragments replaces the others' times)
+                    sent_to_fragment[status["version"]] = now - status["sent_at"]
+                    taken_to_fragment[status["version"]] = now - status["taken_at"]
+        finally:
+            await comm.disconnect()
+        return {"broadcasts": broadcasts, "fragments": fragments, "broadcasts_redrawn": len(sent_to_fragment),
+                **spread("sent_to_status", hop), **spread("sent_to_fragment", list(sent_to_fragment.values())),
+                **spread("taken_to_fragment", list(taken_to_fragment.values()))}
+
+    results = await asyncio.gather(*(watch(v) for v in views))
+    return dict(zip(views, results, strict=True))
+
+
+def spread(name: str, values: list[float]) -> dict[str, float | None]:
+    return {f"{name}_p50_seconds": quantile(values, 0.5), f"{name}_p99_seconds": quantile(values, 0.99),
+            f"{name}_max_seconds": quantile(values, 1.0)}
 
 
 if __name__ == "__main__":

@@ -161,6 +161,7 @@ class Publisher:
             "cause": snap.cause,
             "quorum_changed": snap.quorum != (previous.quorum if previous else None),
             "events": (events + pending)[:200],
+            "sent_at": time.time(),  # (pages and benches see how long the broadcast and their redraw took)
         }
         try:
             group_send(cluster_group(self.cluster), message)

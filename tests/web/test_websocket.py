@@ -70,6 +70,37 @@ async def test_changed_snapshot_is_pushed_as_a_rendered_overview_fragment(redis_
     await comm.disconnect()
 
 
+async def test_broadcasts_during_a_slow_redraw_get_their_status_at_once_and_one_redraw_after_it(
+        redis_server: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A redraw slower than the broadcasts (at 300,000 partitions: seconds against one a second)
+    must not queue one redraw per broadcast: the page fell 30 to 45 s behind, statuses too."""
+    from console import live
+
+    snap = sample_snapshot(version=int(time.time() * 1000))
+    store.save(snap, snap.content_bytes())
+    drawn: list[float] = []
+
+    def slow(state: Any, params: Any) -> dict[str, str]:
+        time.sleep(0.6)
+        drawn.append(time.monotonic())
+        return {"live-overview": f"<p>{len(drawn)}</p>"}
+
+    monkeypatch.setitem(live.FRAGMENTS, "overview", slow)
+    comm = communicator("/ws/clusters/local/live/?view=overview", await a_user())
+    assert (await comm.connect())[0]
+    started = time.monotonic()
+    for i in range(6):
+        await get_channel_layer().group_send(cluster_group("local"), update(snap.version + i))
+    statuses = [await comm.receive_json_from(timeout=5) for _ in range(6)]
+    fragment_received = [m for m in statuses if m["type"] == "fragment"]
+    assert not fragment_received and all(m["type"] == "status" for m in statuses)
+    assert time.monotonic() - started < 0.6  # (all six before the first redraw is done)
+    fragments = [await comm.receive_json_from(timeout=5) for _ in range(2)]
+    assert [f["html"] for f in fragments] == ["<p>1</p>", "<p>2</p>"]  # one for the first, one for the five after
+    assert await comm.receive_nothing(timeout=1.0) and len(drawn) == 2
+    await comm.disconnect()
+
+
 async def test_unchanged_snapshot_sends_only_the_status(redis_server: str) -> None:
     comm = communicator("/ws/clusters/local/live/?view=layout", await a_user())
     assert (await comm.connect())[0]
