@@ -61,7 +61,7 @@ def _lag(g: GroupState, tp: tuple[str, int], offset: int | None, end: int | None
     return None if offset is None or end is None else max(0, end - offset)
 
 
-def partition_rows(snap: Snapshot, g: GroupState, ends: dict[tuple[str, int], int | None] | None = None) -> list[dict[str, Any]]:
+def partition_rows(snap: Snapshot, g: GroupState, ends: dict[tuple[str, int], int | None] | _Ends | None = None) -> list[dict[str, Any]]:
     """Per partition the group committed or is assigned: committed, end, lag (None = unknown), owner."""
     ends = end_offsets(snap) if ends is None else ends
     owners = {(a[0], a[1]): m for m in g.members for a in m.assignment}
@@ -88,42 +88,82 @@ def partition_rows(snap: Snapshot, g: GroupState, ends: dict[tuple[str, int], in
     return rows
 
 
-_rows_cache: dict[tuple[str, int, float | None, float | None], list[dict[str, Any]]] = {}
+class _Ends:
+    """End offsets by (topic, partition), as `end_offsets`, made per topic when first asked for: a
+    version's group rows ask for the topics of the groups made again only."""
+
+    def __init__(self, snap: Snapshot) -> None:
+        self.topics = snap.topics
+        self.of_topic: dict[str, dict[int, int | None]] = {}
+
+    def get(self, tp: tuple[str, int]) -> int | None:
+        ends = self.of_topic.get(tp[0])
+        if ends is None:
+            t = self.topics.get(tp[0])
+            ends = self.of_topic[tp[0]] = {} if t is None else {p.partition: p.end_offset for p in t.partitions}
+        return ends.get(tp[1])
+
+
+# Per cluster: the version's key, its rows, and per group what its row was made from (the group, its
+# topics' names and their TopicStates) with the row.
+_rows_cache: dict[str, tuple[tuple[Any, ...], list[dict[str, Any]], dict[str, tuple[GroupState, list[str], list[Any], dict[str, Any]]]]] = {}
 
 
 def group_rows(snap: Snapshot) -> list[dict[str, Any]]:
-    """One summary row per group, computed once per snapshot version."""
-    key = (snap.cluster, snap.version, snap.offsets_at, snap.groups_at)
-    cached = _rows_cache.get(key)
-    if cached is not None:
-        return cached
-    ends = end_offsets(snap)
+    """One summary row per group, computed once per snapshot version. A group's row is made from the
+    group and its topics' end offsets only: one whose GroupState and topics' TopicStates are the
+    objects of the version before (the store keeps what did not change) keeps its row. At 50,000
+    groups of 30 partitions every row made again took 4 s a version."""
+    key = (snap.version, snap.offsets_at, snap.groups_at)
+    held = _rows_cache.get(snap.cluster)
+    if held is not None and held[0] == key:
+        return held[1]
+    before = held[2] if held is not None else {}
+    ends = _Ends(snap)
+    topics = snap.topics
     rows = []
-    for g in snap.groups.values():
-        parts = partition_rows(snap, g, ends)
-        lags = [p["lag"] for p in parts if p["lag"] is not None]
-        time_lags = [p["time_lag"] for p in parts if p["time_lag"] is not None]
-        rows.append({
-            "group": g.group_id,
-            "state": g.state,
-            "protocol_type": g.protocol_type,
-            "group_type": g.group_type,
-            "assignor": g.assignor,
-            "generation": g.generation,
-            "error": g.error,
-            "members": len(g.members),
-            "coordinator": g.coordinator,
-            "topics": sorted({p["topic"] for p in parts}),
-            "partitions": len(parts),
-            "unknown_lag_partitions": sum(1 for p in parts if p["lag"] is None),
-            "total_lag": sum(lags),
-            "max_lag": max(lags, default=0),
-            "time_lag": max(time_lags, default=None),
-            "status": getattr(g, "status", None),
-        })
-    _rows_cache.clear()
-    _rows_cache[key] = rows
+    made: dict[str, tuple[GroupState, list[str], list[Any], dict[str, Any]]] = {}
+    for gid, g in snap.groups.items():
+        seen = before.get(gid)
+        if seen is not None and seen[0] is g:
+            names = seen[1]
+            depends = [topics.get(n) for n in names]
+            if all(a is b for a, b in zip(depends, seen[2], strict=True)):
+                made[gid] = seen
+                rows.append(seen[3])
+                continue
+        else:
+            names = g.topics()
+            depends = [topics.get(n) for n in names]
+        row = _group_row(snap, g, ends)
+        made[gid] = (g, names, depends, row)
+        rows.append(row)
+    _rows_cache[snap.cluster] = (key, rows, made)
     return rows
+
+
+def _group_row(snap: Snapshot, g: GroupState, ends: _Ends) -> dict[str, Any]:
+    parts = partition_rows(snap, g, ends)
+    lags = [p["lag"] for p in parts if p["lag"] is not None]
+    time_lags = [p["time_lag"] for p in parts if p["time_lag"] is not None]
+    return {
+        "group": g.group_id,
+        "state": g.state,
+        "protocol_type": g.protocol_type,
+        "group_type": g.group_type,
+        "assignor": g.assignor,
+        "generation": g.generation,
+        "error": g.error,
+        "members": len(g.members),
+        "coordinator": g.coordinator,
+        "topics": sorted({p["topic"] for p in parts}),
+        "partitions": len(parts),
+        "unknown_lag_partitions": sum(1 for p in parts if p["lag"] is None),
+        "total_lag": sum(lags),
+        "max_lag": max(lags, default=0),
+        "time_lag": max(time_lags, default=None),
+        "status": getattr(g, "status", None),
+    }
 
 
 @dataclass

@@ -152,18 +152,30 @@ class TopicsPage:
     per_page: int
 
 
-_rows_cache: dict[tuple[str, int, float | None], list[dict[str, Any]]] = {}
+# Per cluster: the version's key, its rows, and per topic what its row was made from (the topic, its groups) with the row.
+_rows_cache: dict[str, tuple[tuple[Any, ...], list[dict[str, Any]], dict[str, tuple[TopicState, list[str], dict[str, Any]]]]] = {}
 
 
 def topic_rows(snap: Snapshot) -> list[dict[str, Any]]:
-    """One summary row per topic, computed once per snapshot version and reused by every request."""
-    key = (snap.cluster, snap.version, snap.offsets_at)
-    cached = _rows_cache.get(key)
-    if cached is not None:
-        return cached
-    rows = [_row(snap, t) for t in snap.topics.values()]
-    _rows_cache.clear()
-    _rows_cache[key] = rows
+    """One summary row per topic, computed once per snapshot version and reused by every request.
+    A topic's row is made from its TopicState and the groups reading it only: one whose TopicState
+    is the object of the version before (the store keeps what did not change) and whose groups
+    are the same keeps its row (at 300,000 partitions every row made again took 0.3 s a version)."""
+    key = (snap.version, snap.offsets_at)
+    held = _rows_cache.get(snap.cluster)
+    if held is not None and held[0] == key:
+        return held[1]
+    before = held[2] if held is not None else {}
+    rows = []
+    made = {}
+    for name, t in snap.topics.items():
+        groups = snap.topic_groups.get(name, [])
+        seen = before.get(name)
+        if seen is None or seen[0] is not t or seen[1] != groups:
+            seen = (t, groups, _row(snap, t))
+        made[name] = seen
+        rows.append(seen[2])
+    _rows_cache[snap.cluster] = (key, rows, made)
     return rows
 
 

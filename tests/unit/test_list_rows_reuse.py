@@ -1,0 +1,85 @@
+"""The topics and groups list rows of a new snapshot version: a row made from objects the store kept
+(unchanged topic, unchanged group whose topics are unchanged) is the row of the version before; the
+others are made again, and every row equals what a process seeing the version first makes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from console.watcher.snapshot import GroupState, MemberState, Snapshot
+from consumers_app import services as groups
+from tests.unit._build import part, snapshot, topic
+from topics_app import services as topics
+
+
+def group(gid: str, offsets: dict[str, int], assigned: tuple[tuple[str, int], ...] = ()) -> GroupState:
+    members = [MemberState(f"{gid}-m", "client/<1>", "/10.0.0.1", list(assigned))] if assigned else []
+    return GroupState(group_id=gid, state="Stable" if members else "Empty", protocol_type="consumer", group_type="classic",
+                      assignor="range", members=members, offsets=offsets)
+
+
+def fresh(rows_of: Callable[[Snapshot], list[dict[str, Any]]], cache: dict[str, Any], snap: Snapshot) -> list[dict[str, Any]]:
+    """The rows a process holding nothing makes (its rows of the version before set aside)."""
+    held = cache.pop(snap.cluster, None)
+    try:
+        return [dict(r) for r in rows_of(snap)]
+    finally:
+        cache.pop(snap.cluster, None)
+        if held is not None:
+            cache[snap.cluster] = held
+
+
+def test_a_new_version_keeps_the_rows_of_what_did_not_change_and_makes_the_others_again() -> None:
+    orders = topic("orders", part(0, end_offset=100), part(1, end_offset=50))
+    audit = topic("audit/<x>", part(0, end_offset=10))
+    idle = topic("idle", part(0, end_offset=5))
+    g_orders = group("g-orders", {"orders:0": 90, "orders:1": 50}, (("orders", 0), ("orders", 1)))
+    g_audit = group("g/'audit'", {"audit/<x>:0": 4})
+    g_both = group("g-both", {"orders:0": 100, "idle:0": 1})
+    v1 = replace(snapshot(orders, audit, idle, cluster="rows"), version=1,
+                 groups={g.group_id: g for g in (g_both, g_orders, g_audit)},
+                 topic_groups={"orders": ["g-both", "g-orders"], "audit/<x>": ["g/'audit'"], "idle": ["g-both"]})
+    t1, g1 = topics.topic_rows(v1), groups.group_rows(v1)
+    assert topics.topic_rows(v1) is t1 and groups.group_rows(v1) is g1
+    assert {r["group"]: r["total_lag"] for r in g1} == {"g-both": 4, "g-orders": 10, "g/'audit'": 6}
+
+    # Version 2: orders' end offsets moved (a new TopicState), g/'audit' committed (a new GroupState),
+    # idle unchanged but a group now reads it; the store kept every other object.
+    orders2 = topic("orders", part(0, end_offset=130), part(1, end_offset=50))
+    g_audit2 = group("g/'audit'", {"audit/<x>:0": 10})
+    v2 = replace(v1, version=2, topics={"orders": orders2, "audit/<x>": audit, "idle": idle},
+                 groups={"g-both": g_both, "g-orders": g_orders, "g/'audit'": g_audit2},
+                 topic_groups={"orders": ["g-both", "g-orders"], "audit/<x>": ["g/'audit'"], "idle": ["g-both", "g-orders"]})
+    t2, g2 = topics.topic_rows(v2), groups.group_rows(v2)
+    by_topic = {r["name"]: r for r in t2}
+    before_topic = {r["name"]: r for r in t1}
+    assert by_topic["audit/<x>"] is before_topic["audit/<x>"]  # same topic, same groups
+    assert by_topic["orders"] is not before_topic["orders"]
+    assert by_topic["idle"] is not before_topic["idle"] and by_topic["idle"]["groups"] == ["g-both", "g-orders"]
+    by_group = {r["group"]: r for r in g2}
+    before_group = {r["group"]: r for r in g1}
+    assert by_group["g/'audit'"] is not before_group["g/'audit'"] and by_group["g/'audit'"]["total_lag"] == 0
+    # Both groups reading orders are made again (their lag moved with its end offsets), though unchanged.
+    assert by_group["g-orders"] is not before_group["g-orders"] and by_group["g-orders"]["total_lag"] == 40
+    assert by_group["g-both"]["total_lag"] == 34
+    assert t2 == fresh(topics.topic_rows, topics._rows_cache, v2) and g2 == fresh(groups.group_rows, groups._rows_cache, v2)
+
+    # Version 3: only g-orders' own group changed (rebalanced): the other groups keep their rows.
+    g_orders3 = group("g-orders", {"orders:0": 130, "orders:1": 50}, (("orders", 1),))
+    v3 = replace(v2, version=3, groups={**v2.groups, "g-orders": g_orders3})
+    g3 = {r["group"]: r for r in groups.group_rows(v3)}
+    assert g3["g-both"] is by_group["g-both"] and g3["g/'audit'"] is by_group["g/'audit'"]
+    assert g3["g-orders"]["total_lag"] == 0 and g3["g-orders"]["members"] == 1
+    assert topics.topic_rows(v3) is not t2 and all(a is b for a, b in zip(topics.topic_rows(v3), t2, strict=True))
+    assert list(g3.values()) == fresh(groups.group_rows, groups._rows_cache, v3)
+
+    # A topic a group reads is deleted, then created again: its groups' rows follow.
+    v4 = replace(v3, version=4, topics={"orders": orders2, "audit/<x>": audit})
+    g4 = {r["group"]: r for r in groups.group_rows(v4)}
+    assert g4["g-both"] is not g3["g-both"] and g4["g-both"]["unknown_lag_partitions"] == 1
+    v5 = replace(v4, version=5, topics={**v4.topics, "idle": topic("idle", part(0, end_offset=9))})
+    g5 = {r["group"]: r for r in groups.group_rows(v5)}
+    assert g5["g-both"]["unknown_lag_partitions"] == 0 and g5["g-both"]["total_lag"] == 38
+    assert list(g5.values()) == fresh(groups.group_rows, groups._rows_cache, v5)
