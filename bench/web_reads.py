@@ -14,9 +14,9 @@ machine's cores, as a web process and the watcher would on one host.
 websocket per view (console.consumers.LiveConsumer, through the Channels layer on the same Redis,
 in this process as in a web process; a logged-in user) receives the watcher's broadcasts and sends
 its redrawn fragments. For each broadcast: from the broadcast's sending (`sent_at`) to its status
-reaching the socket, and to the last of the view's fragments sent after it (the version read, the
-fragment rendered: what the browser then puts in the page), and from the cycle's start. A fragment
-sent after a broadcast shows that version or a later one, so these figures are upper bounds. With
+reaching the socket, and to the first fragment drawn from its version or a later one (fragments say
+the version they were drawn from; the version read, the fragment rendered: what the browser then
+puts in the page), and from the cycle's start to that fragment. With
 the child's push figure (a change in the model to the broadcast) they give the time from a change
 to the browser.
 """
@@ -127,9 +127,8 @@ async def live_views(views: list[str], seconds: float, child: subprocess.Popen[s
         connected, code = await comm.connect()
         if not connected:
             raise SystemExit(f"the {view} socket was refused ({code})")
-        status: dict[str, Any] | None = None
-        hop, sent_to_fragment, taken_to_fragment = [], {}, {}
-        broadcasts = fragments = 0
+        statuses: list[tuple[int, float, float, float]] = []  # (version, arrived, sent_at, taken_at)
+        drawn: list[tuple[int, float]] = []  # (version drawn, arrived)
         end = time.monotonic() + seconds
         try:
             while time.monotonic() < end and child.poll() is None:
@@ -140,17 +139,22 @@ async def live_views(views: list[str], seconds: float, child: subprocess.Popen[s
                 message = json.loads(output["text"])
                 now = time.time()
                 if message["type"] == "status" and message.get("sent_at"):
-                    status, broadcasts = message, broadcasts + 1
-                    hop.append(now - message["sent_at"])
-                elif message["type"] == "fragment" and status is not None:
-                    fragments += 1  # (the last of a broadcast's fragments replaces the others' times)
-                    sent_to_fragment[status["version"]] = now - status["sent_at"]
-                    taken_to_fragment[status["version"]] = now - status["taken_at"]
+                    statuses.append((message["version"], now, message["sent_at"], message["taken_at"]))
+                elif message["type"] == "fragment" and message.get("version") is not None:
+                    drawn.append((message["version"], now))
         finally:
             await comm.disconnect()
-        return {"broadcasts": broadcasts, "fragments": fragments, "broadcasts_redrawn": len(sent_to_fragment),
-                **spread("sent_to_status", hop), **spread("sent_to_fragment", list(sent_to_fragment.values())),
-                **spread("taken_to_fragment", list(taken_to_fragment.values()))}
+        # Each broadcast's version reached the page with the first fragment drawn from it or a later one.
+        hop, sent_to_fragment, taken_to_fragment = [], [], []
+        for version, arrived, sent_at, taken_at in statuses:
+            hop.append(arrived - sent_at)
+            shown = next((at for v, at in drawn if v >= version), None)
+            if shown is not None:
+                sent_to_fragment.append(max(0.0, shown - sent_at))
+                taken_to_fragment.append(shown - taken_at)
+        return {"broadcasts": len(statuses), "fragments": len(drawn), "broadcasts_shown": len(sent_to_fragment),
+                **spread("sent_to_status", hop), **spread("sent_to_fragment", sent_to_fragment),
+                **spread("taken_to_fragment", taken_to_fragment)}
 
     results = await asyncio.gather(*(watch(v) for v in views))
     return dict(zip(views, results, strict=True))

@@ -10,7 +10,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import parse_qsl
 
 from asgiref.sync import sync_to_async
@@ -27,10 +27,11 @@ log = logging.getLogger(__name__)
 # The live fragments are drawn in a thread of their own, not sync_to_async's one thread: Channels
 # closes old database connections in that thread before every message it hands any socket of the
 # process, so a redraw there (seconds at 300,000 partitions) held every socket's messages back.
+_T = TypeVar("_T")
 _RENDERER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="live-fragments")
 
 
-def _rendered(draw: Callable[[], dict[str, str]]) -> dict[str, str]:
+def _rendered(draw: Callable[[], _T]) -> _T:
     close_old_connections()  # (as Django does around a request: a long-lived thread's connection may have gone stale)
     try:
         return draw()
@@ -142,11 +143,14 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             await self.send_json({"type": "prepend", "target": "event-rows", "html": html, "count": len(matching)})
 
     async def _send_fragments(self, fragment: live.Fragment) -> None:
+        def draw() -> tuple[int | None, dict[str, str]]:
+            state = live.live_state(self.cluster)
+            return getattr(getattr(state, "snapshot", None), "version", None), fragment(state, self.params)
+
         try:
-            fragments = await asyncio.get_running_loop().run_in_executor(
-                _RENDERER, _rendered, lambda: fragment(live.live_state(self.cluster), self.params))
+            version, fragments = await asyncio.get_running_loop().run_in_executor(_RENDERER, _rendered, draw)
         except ConsoleError as exc:
             await self.send_json({"type": "notice", "message": exc.message})
             return
-        for target, html in fragments.items():
-            await self.send_json({"type": "fragment", "target": target, "html": html})
+        for target, html in fragments.items():  # (version: the snapshot's drawn, None when there is none)
+            await self.send_json({"type": "fragment", "target": target, "html": html, "version": version})

@@ -65,7 +65,7 @@ async def test_changed_snapshot_is_pushed_as_a_rendered_overview_fragment(redis_
     status = await comm.receive_json_from(timeout=5)
     assert status["type"] == "status" and status["reachable"] is True and status["version"] == snap.version
     fragment = await comm.receive_json_from(timeout=5)
-    assert fragment["type"] == "fragment" and fragment["target"] == "live-overview"
+    assert fragment["type"] == "fragment" and fragment["target"] == "live-overview" and fragment["version"] == snap.version
     assert '<tr data-broker="3" class="row-down">' in fragment["html"]
     await comm.disconnect()
 
