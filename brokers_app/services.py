@@ -12,7 +12,7 @@ from brokers_app.models import Event
 from console import gateway
 from console.errors import NoSnapshot
 from console.watcher import store
-from console.watcher.snapshot import Snapshot
+from console.watcher.snapshot import Snapshot, TopicState, TopicTally
 
 
 @dataclass
@@ -102,13 +102,19 @@ def require_snapshot(current: Live) -> Snapshot:
     return current.snapshot
 
 
+# Per cluster: each topic's tally (Snapshot.tallies) of the last version an overview was made of.
+_tallies: dict[str, dict[str, tuple[TopicState, TopicTally]]] = {}
+
+
 def overview(snap: Snapshot) -> dict[str, Any]:
+    held = _tallies[snap.cluster] = snap.tallies(_tallies.get(snap.cluster, {}))
+    tallies = {name: tally for name, (_, tally) in held.items()}
     quorum = snap.quorum
     return {
         "cluster_id": snap.cluster_id,
         "controller_id": snap.controller_id,
-        "counts": snap.counts(),
-        "brokers": snap.broker_rows(),
+        "counts": snap.counts(tallies),
+        "brokers": snap.broker_rows(tallies),
         "quorum": None
         if quorum is None
         else {

@@ -121,6 +121,37 @@ class TopicState:
         return None
 
 
+@dataclass(frozen=True, slots=True)
+class TopicTally:
+    """What a topic adds to the cluster's counts and broker rows (Snapshot.counts, broker_rows)."""
+
+    partitions: int
+    under_replicated: int
+    offline: int
+    under_min_isr: int
+    led: dict[int, int]  # broker -> partitions it leads
+    led_under_replicated: dict[int, int]  # broker -> under-replicated partitions it leads
+    hosted: dict[int, int]  # broker -> replicas it hosts
+
+    @classmethod
+    def of(cls, topic: TopicState) -> TopicTally:
+        urp = offline = under_min = 0
+        led: dict[int, int] = {}
+        led_urp: dict[int, int] = {}
+        hosted: dict[int, int] = {}
+        for p in topic.partitions:
+            under = p.under_replicated
+            urp += under
+            offline += p.offline
+            under_min += p.under_min_isr(topic.min_isr)
+            led[p.leader] = led.get(p.leader, 0) + 1
+            if under:
+                led_urp[p.leader] = led_urp.get(p.leader, 0) + 1
+            for r in p.replicas:
+                hosted[r] = hosted.get(r, 0) + 1
+        return cls(len(topic.partitions), urp, offline, under_min, led, led_urp, hosted)
+
+
 @dataclass
 class QuorumMember:
     id: int
@@ -780,14 +811,14 @@ class Snapshot:
     def live_broker_ids(self) -> set[int]:
         return {b.id for b in self.brokers.values() if b.up}
 
-    def counts(self) -> dict[str, int]:
+    def counts(self, tallies: Mapping[str, TopicTally] | None = None) -> dict[str, int]:
+        """The cluster's totals; `tallies`: each topic's `TopicTally`, when the caller keeps them (`tallies`)."""
         partitions = urp = offline = under_min = 0
-        for topic in self.topics.values():
-            for p in topic.partitions:
-                partitions += 1
-                urp += p.under_replicated
-                offline += p.offline
-                under_min += p.under_min_isr(topic.min_isr)
+        for tally in (tallies if tallies is not None else {n: TopicTally.of(t) for n, t in self.topics.items()}).values():
+            partitions += tally.partitions
+            urp += tally.under_replicated
+            offline += tally.offline
+            under_min += tally.under_min_isr
         return {
             "brokers": len(self.brokers),
             "brokers_up": len(self.live_broker_ids()),
@@ -798,20 +829,22 @@ class Snapshot:
             "under_min_isr": under_min,
         }
 
-    def broker_rows(self) -> list[dict[str, Any]]:
+    def broker_rows(self, tallies: Mapping[str, TopicTally] | None = None) -> list[dict[str, Any]]:
         """Per broker: partitions led, replicas hosted, and under-replicated partitions it leads
         (the same thing Kafka's UnderReplicatedPartitions metric counts per broker)."""
         led = dict.fromkeys(self.brokers, 0)
         hosted = dict.fromkeys(self.brokers, 0)
         urp = dict.fromkeys(self.brokers, 0)
-        for topic in self.topics.values():
-            for p in topic.partitions:
-                if p.leader in led:
-                    led[p.leader] += 1
-                    urp[p.leader] += p.under_replicated
-                for r in p.replicas:
-                    if r in hosted:
-                        hosted[r] += 1
+        for tally in (tallies if tallies is not None else {n: TopicTally.of(t) for n, t in self.topics.items()}).values():
+            for b, n in tally.led.items():
+                if b in led:
+                    led[b] += n
+            for b, n in tally.led_under_replicated.items():
+                if b in urp:
+                    urp[b] += n
+            for b, n in tally.hosted.items():
+                if b in hosted:
+                    hosted[b] += n
         return [
             {
                 "id": b.id,
@@ -826,6 +859,16 @@ class Snapshot:
             }
             for b in sorted(self.brokers.values(), key=lambda b: b.id)
         ]
+
+    def tallies(self, before: Mapping[str, tuple[TopicState, TopicTally]]) -> dict[str, tuple[TopicState, TopicTally]]:
+        """Each topic's tally, kept from `before` (what this returned for an earlier version) for a
+        topic whose TopicState is the same object (a reading process's store keeps what did not
+        change): the overview's counts and broker rows then look at the changed topics only."""
+        made = {}
+        for name, t in self.topics.items():
+            seen = before.get(name)
+            made[name] = seen if seen is not None and seen[0] is t else (t, TopicTally.of(t))
+        return made
 
     def at_risk(self, broker_id: int) -> dict[str, list[dict[str, Any]]]:
         """Partitions that would go offline, or under min ISR, if `broker_id` died now."""

@@ -83,3 +83,26 @@ def test_a_new_version_keeps_the_rows_of_what_did_not_change_and_makes_the_other
     g5 = {r["group"]: r for r in groups.group_rows(v5)}
     assert g5["g-both"]["unknown_lag_partitions"] == 0 and g5["g-both"]["total_lag"] == 38
     assert list(g5.values()) == fresh(groups.group_rows, groups._rows_cache, v5)
+
+
+def test_the_overviews_tallies_are_kept_for_unchanged_topics_and_sum_to_the_full_counts() -> None:
+    from brokers_app import services as brokers
+
+    healthy = topic("healthy", part(0, leader=1), part(1, leader=2))
+    shrunk = topic("shrunk", part(0, leader=3, isr=(3,)), part(1, leader=-1, isr=()), min_isr=2)
+    v1 = replace(snapshot(healthy, shrunk, cluster="tallies"), version=1)
+    brokers._tallies.pop("tallies", None)
+    first = brokers.overview(v1)
+    assert first["counts"] == v1.counts() and first["brokers"] == v1.broker_rows()
+    assert first["counts"]["under_replicated"] == 2 and first["counts"]["offline"] == 1 and first["counts"]["under_min_isr"] == 2
+    assert [b["leader_count"] for b in first["brokers"]] == [1, 1, 1] and [b["under_replicated"] for b in first["brokers"]] == [0, 0, 1]
+    kept = brokers._tallies["tallies"]["healthy"]
+
+    # Version 2: healthy's leader moved (a new TopicState), shrunk kept: only healthy is tallied again.
+    moved = topic("healthy", part(0, leader=2), part(1, leader=2))
+    v2 = replace(v1, version=2, topics={"healthy": moved, "shrunk": shrunk})
+    shrunk_tally = brokers._tallies["tallies"]["shrunk"]
+    second = brokers.overview(v2)
+    assert brokers._tallies["tallies"]["shrunk"] is shrunk_tally and brokers._tallies["tallies"]["healthy"] is not kept
+    assert second["counts"] == v2.counts() and second["brokers"] == v2.broker_rows()
+    assert [b["leader_count"] for b in second["brokers"]] == [0, 2, 1]
