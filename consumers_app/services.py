@@ -104,42 +104,46 @@ class _Ends:
         return ends.get(tp[1])
 
 
-# Per cluster: the version's key, its rows, and per group what its row was made from (the group, its
-# topics' names and their TopicStates) with the row.
-_rows_cache: dict[str, tuple[tuple[Any, ...], list[dict[str, Any]], dict[str, tuple[GroupState, list[str], list[Any], dict[str, Any]]]]] = {}
+# Per cluster: the version's key and its rows; and per group what its row was made from (the group,
+# its topics' names and their TopicStates) with the row.
+_rows_cache: dict[str, tuple[tuple[Any, ...], list[dict[str, Any]]]] = {}
+_made: dict[str, dict[str, tuple[GroupState, list[str], list[Any], dict[str, Any]]]] = {}
 
 
 def group_rows(snap: Snapshot) -> list[dict[str, Any]]:
-    """One summary row per group, computed once per snapshot version. A group's row is made from the
-    group and its topics' end offsets only: one whose GroupState and topics' TopicStates are the
-    objects of the version before (the store keeps what did not change) keeps its row. At 50,000
-    groups of 30 partitions every row made again took 4 s a version."""
+    """One summary row per group (`group_row`), computed once per snapshot version."""
     key = (snap.version, snap.offsets_at, snap.groups_at)
     held = _rows_cache.get(snap.cluster)
     if held is not None and held[0] == key:
         return held[1]
-    before = held[2] if held is not None else {}
     ends = _Ends(snap)
-    topics = snap.topics
-    rows = []
-    made: dict[str, tuple[GroupState, list[str], list[Any], dict[str, Any]]] = {}
-    for gid, g in snap.groups.items():
-        seen = before.get(gid)
-        if seen is not None and seen[0] is g:
-            names = seen[1]
-            depends = [topics.get(n) for n in names]
-            if all(a is b for a, b in zip(depends, seen[2], strict=True)):
-                made[gid] = seen
-                rows.append(seen[3])
-                continue
-        else:
-            names = g.topics()
-            depends = [topics.get(n) for n in names]
-        row = _group_row(snap, g, ends)
-        made[gid] = (g, names, depends, row)
-        rows.append(row)
-    _rows_cache[snap.cluster] = (key, rows, made)
+    rows = [group_row(snap, g, ends) for g in snap.groups.values()]
+    made = _made.get(snap.cluster, {})
+    if len(made) > len(snap.groups):  # (groups gone since)
+        _made[snap.cluster] = {gid: made[gid] for gid in snap.groups if gid in made}
+    _rows_cache[snap.cluster] = (key, rows)
     return rows
+
+
+def group_row(snap: Snapshot, g: GroupState, ends: _Ends | None = None) -> dict[str, Any]:
+    """The group's summary row. It is made from the group and its topics' end offsets only: a group
+    whose GroupState and topics' TopicStates are the objects its row was last made from (the store
+    keeps what did not change) keeps that row. At 50,000 groups of 30 partitions every row made
+    again took 4 s a version."""
+    made = _made.setdefault(snap.cluster, {})
+    topics = snap.topics
+    seen = made.get(g.group_id)
+    if seen is not None and seen[0] is g:
+        names = seen[1]
+        depends = [topics.get(n) for n in names]
+        if all(a is b for a, b in zip(depends, seen[2], strict=True)):
+            return seen[3]
+    else:
+        names = g.topics()
+        depends = [topics.get(n) for n in names]
+    row = _group_row(snap, g, _Ends(snap) if ends is None else ends)
+    made[g.group_id] = (g, names, depends, row)
+    return row
 
 
 def _group_row(snap: Snapshot, g: GroupState, ends: _Ends) -> dict[str, Any]:
@@ -177,11 +181,32 @@ class GroupsPage:
 _STATUS_ORDER = {None: -1, "NOTFOUND": 0, "OK": 1, "WARN": 2, "ERR": 3}
 
 
+# The sorts (and every filter) that need only what a group says of itself, not its lag: a page
+# sorted by them makes the rows it shows only (`light_rows`).
+LIGHT_SORTS = frozenset({"group", "state", "members", "status"})
+_light_cache: dict[str, tuple[tuple[Any, ...], list[dict[str, Any]]]] = {}
+
+
+def light_rows(snap: Snapshot) -> list[dict[str, Any]]:
+    """Per group, what the groups list filters and sorts by when not by lag: its id, state, type,
+    members and status (once per snapshot version). The full rows, with the lag over every
+    partition, are then made for the rows a page shows."""
+    key = (snap.version, snap.groups_at)
+    held = _light_cache.get(snap.cluster)
+    if held is not None and held[0] == key:
+        return held[1]
+    rows = [{"group": g.group_id, "state": g.state, "group_type": g.group_type, "members": len(g.members),
+             "status": getattr(g, "status", None)} for g in snap.groups.values()]
+    _light_cache[snap.cluster] = (key, rows)
+    return rows
+
+
 def groups_page(snap: Snapshot, *, query: str = "", regex: bool = False, sort: str = "group", descending: bool = False,
                 page: int = 1, per_page: int = 50, state: str = "", kind: str = "") -> GroupsPage:
     if sort not in SORTS:
         raise BadParameter(f"'sort' must be one of {', '.join(SORTS)}, not '{sort[:50]}'.")
-    every = group_rows(snap)
+    light = sort in LIGHT_SORTS
+    every = light_rows(snap) if light else group_rows(snap)
 
     def key(r: dict[str, Any]) -> Any:
         if sort == "status":
@@ -197,8 +222,11 @@ def groups_page(snap: Snapshot, *, query: str = "", regex: bool = False, sort: s
             rows = [r for r in rows if r["group_type"] == kind]
         return sorted(rows, key=key, reverse=descending)
 
-    rows = ordered("groups", snap.cluster, every, (query, regex, state, kind, sort, descending), build)
+    rows = ordered("groups-light" if light else "groups", snap.cluster, every, (query, regex, state, kind, sort, descending), build)
     shown, page, pages = paginate(rows, page, per_page)
+    if light:
+        ends = _Ends(snap)
+        shown = [group_row(snap, snap.groups[r["group"]], ends) for r in shown]
     return GroupsPage(shown, len(rows), page, pages)
 
 
@@ -211,7 +239,7 @@ def group(snap: Snapshot, group_id: str) -> GroupState:
 
 def group_detail(snap: Snapshot, group_id: str) -> dict[str, Any]:
     g = group(snap, group_id)
-    summary = next(r for r in group_rows(snap) if r["group"] == group_id)
+    summary = group_row(snap, g)
     return {
         **summary,
         "partitions": partition_rows(snap, g),

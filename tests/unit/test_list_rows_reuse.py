@@ -8,6 +8,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+import pytest
+
 from console.watcher.snapshot import GroupState, MemberState, Snapshot
 from consumers_app import services as groups
 from tests.unit._build import part, snapshot, topic
@@ -29,6 +31,16 @@ def fresh(rows_of: Callable[[Snapshot], list[dict[str, Any]]], cache: dict[str, 
         cache.pop(snap.cluster, None)
         if held is not None:
             cache[snap.cluster] = held
+
+
+def fresh_groups(snap: Snapshot) -> list[dict[str, Any]]:
+    held = groups._made.pop(snap.cluster, None)
+    try:
+        return fresh(groups.group_rows, groups._rows_cache, snap)
+    finally:
+        groups._made.pop(snap.cluster, None)
+        if held is not None:
+            groups._made[snap.cluster] = held
 
 
 def test_a_new_version_keeps_the_rows_of_what_did_not_change_and_makes_the_others_again() -> None:
@@ -64,7 +76,7 @@ def test_a_new_version_keeps_the_rows_of_what_did_not_change_and_makes_the_other
     # Both groups reading orders are made again (their lag moved with its end offsets), though unchanged.
     assert by_group["g-orders"] is not before_group["g-orders"] and by_group["g-orders"]["total_lag"] == 40
     assert by_group["g-both"]["total_lag"] == 34
-    assert t2 == fresh(topics.topic_rows, topics._rows_cache, v2) and g2 == fresh(groups.group_rows, groups._rows_cache, v2)
+    assert t2 == fresh(topics.topic_rows, topics._rows_cache, v2) and g2 == fresh_groups(v2)
 
     # Version 3: only g-orders' own group changed (rebalanced): the other groups keep their rows.
     g_orders3 = group("g-orders", {"orders:0": 130, "orders:1": 50}, (("orders", 1),))
@@ -73,7 +85,7 @@ def test_a_new_version_keeps_the_rows_of_what_did_not_change_and_makes_the_other
     assert g3["g-both"] is by_group["g-both"] and g3["g/'audit'"] is by_group["g/'audit'"]
     assert g3["g-orders"]["total_lag"] == 0 and g3["g-orders"]["members"] == 1
     assert topics.topic_rows(v3) is not t2 and all(a is b for a, b in zip(topics.topic_rows(v3), t2, strict=True))
-    assert list(g3.values()) == fresh(groups.group_rows, groups._rows_cache, v3)
+    assert list(g3.values()) == fresh_groups(v3)
 
     # A topic a group reads is deleted, then created again: its groups' rows follow.
     v4 = replace(v3, version=4, topics={"orders": orders2, "audit/<x>": audit})
@@ -82,7 +94,7 @@ def test_a_new_version_keeps_the_rows_of_what_did_not_change_and_makes_the_other
     v5 = replace(v4, version=5, topics={**v4.topics, "idle": topic("idle", part(0, end_offset=9))})
     g5 = {r["group"]: r for r in groups.group_rows(v5)}
     assert g5["g-both"]["unknown_lag_partitions"] == 0 and g5["g-both"]["total_lag"] == 38
-    assert list(g5.values()) == fresh(groups.group_rows, groups._rows_cache, v5)
+    assert list(g5.values()) == fresh_groups(v5)
 
 
 def test_the_overviews_tallies_are_kept_for_unchanged_topics_and_sum_to_the_full_counts() -> None:
@@ -106,3 +118,31 @@ def test_the_overviews_tallies_are_kept_for_unchanged_topics_and_sum_to_the_full
     assert brokers._tallies["tallies"]["shrunk"] is shrunk_tally and brokers._tallies["tallies"]["healthy"] is not kept
     assert second["counts"] == v2.counts() and second["brokers"] == v2.broker_rows()
     assert [b["leader_count"] for b in second["brokers"]] == [0, 2, 1]
+
+
+def test_a_groups_page_sorted_by_what_groups_say_of_themselves_makes_only_the_rows_it_shows(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    t = topic("orders", part(0, end_offset=100), part(1, end_offset=80))
+    gs = {f"g{i:02d}": group(f"g{i:02d}", {"orders:0": i, "orders:1": 2 * i}) for i in range(30)}
+    gs["g07"].status = "ERR"
+    v1 = replace(snapshot(t, cluster="light"), version=1, groups=gs)
+    made: list[str] = []
+    real = groups._group_row
+
+    def counting(snap: Snapshot, g: GroupState, ends: Any) -> dict[str, Any]:
+        made.append(g.group_id)
+        return real(snap, g, ends)
+
+    monkeypatch.setattr(groups, "_group_row", counting)
+    groups._made.pop("light", None)
+    page = groups.groups_page(v1, per_page=5, page=2)
+    assert [r["group"] for r in page.rows] == ["g05", "g06", "g07", "g08", "g09"] and page.total == 30 and page.pages == 6
+    assert made == ["g05", "g06", "g07", "g08", "g09"] and page.rows[0]["total_lag"] == (100 - 5) + (80 - 10)
+    by_status = groups.groups_page(v1, per_page=3, sort="status", descending=True)
+    assert by_status.rows[0]["group"] == "g07" and len(made) == 7  # (g29 and g28 after it, by name descending)
+    assert groups.group_detail(v1, "g07")["status"] == "ERR" and len(made) == 7  # (kept: the same objects)
+    # A sort by lag needs every group's lag: every row is made.
+    by_lag = groups.groups_page(v1, per_page=3, sort="total_lag", descending=True)
+    assert [r["group"] for r in by_lag.rows] == ["g00", "g01", "g02"] and len(made) == 30
+    full = {r["group"]: r for r in fresh_groups(v1)}
+    assert all(r == full[r["group"]] for r in page.rows + by_status.rows + by_lag.rows)
