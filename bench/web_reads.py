@@ -16,7 +16,8 @@ in this process as in a web process; a logged-in user) receives the watcher's br
 its redrawn fragments. For each broadcast: from the broadcast's sending (`sent_at`) to its status
 reaching the socket, and to the first fragment drawn from its version or a later one (fragments say
 the version they were drawn from; the version read, the fragment rendered: what the browser then
-puts in the page), and from the cycle's start to that fragment. With
+puts in the page), and from the cycle's start to that fragment; the broadcasts before the first
+fragment (the process reading everything and making every row once, as after it starts) apart. With
 the child's push figure (a change in the model to the broadcast) they give the time from a change
 to the browser.
 """
@@ -145,6 +146,11 @@ async def live_views(views: list[str], seconds: float, child: subprocess.Popen[s
         finally:
             await comm.disconnect()
         # Each broadcast's version reached the page with the first fragment drawn from it or a later one.
+        # (Until the first fragment the process read everything and made every row once, as a web
+        # process does once after it starts: those broadcasts are counted apart.)
+        warm_from = drawn[0][1] if drawn else float("inf")
+        cold = [s for s in statuses if s[1] <= warm_from]
+        statuses = [s for s in statuses if s[1] > warm_from]
         hop, sent_to_fragment, taken_to_fragment = [], [], []
         for version, arrived, sent_at, taken_at in statuses:
             hop.append(arrived - sent_at)
@@ -153,6 +159,8 @@ async def live_views(views: list[str], seconds: float, child: subprocess.Popen[s
                 sent_to_fragment.append(max(0.0, shown - sent_at))
                 taken_to_fragment.append(shown - taken_at)
         return {"broadcasts": len(statuses), "fragments": len(drawn), "broadcasts_shown": len(sent_to_fragment),
+                "first_fragment_after_seconds": round(warm_from - cold[0][2], 3) if cold and drawn else None,
+                "broadcasts_before_it": len(cold),
                 **spread("sent_to_status", hop), **spread("sent_to_fragment", sent_to_fragment),
                 **spread("taken_to_fragment", taken_to_fragment)}
 
@@ -161,7 +169,8 @@ async def live_views(views: list[str], seconds: float, child: subprocess.Popen[s
 
 
 def spread(name: str, values: list[float]) -> dict[str, float | None]:
-    return {f"{name}_p50_seconds": quantile(values, 0.5), f"{name}_p99_seconds": quantile(values, 0.99),
+    return {f"{name}_p50_seconds": quantile(values, 0.5), f"{name}_p90_seconds": quantile(values, 0.9),
+            f"{name}_p99_seconds": quantile(values, 0.99),
             f"{name}_max_seconds": quantile(values, 1.0)}
 
 
