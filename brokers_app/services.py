@@ -102,19 +102,19 @@ def require_snapshot(current: Live) -> Snapshot:
     return current.snapshot
 
 
-# Per cluster: each topic's tally (Snapshot.tallies) of the last version an overview was made of.
-_tallies: dict[str, dict[str, tuple[TopicState, TopicTally]]] = {}
+# Per cluster: each topic's tally and their sum (Snapshot.tallies) of the last version an overview was made of.
+_tallies: dict[str, tuple[dict[str, tuple[TopicState, TopicTally]], TopicTally]] = {}
 
 
 def overview(snap: Snapshot) -> dict[str, Any]:
-    held = _tallies[snap.cluster] = snap.tallies(_tallies.get(snap.cluster, {}))
-    tallies = {name: tally for name, (_, tally) in held.items()}
+    held = _tallies.get(snap.cluster)
+    _, total = _tallies[snap.cluster] = snap.tallies(*held) if held is not None else snap.tallies()
     quorum = snap.quorum
     return {
         "cluster_id": snap.cluster_id,
         "controller_id": snap.controller_id,
-        "counts": snap.counts(tallies),
-        "brokers": snap.broker_rows(tallies),
+        "counts": snap.counts(total),
+        "brokers": snap.broker_rows(total),
         "quorum": None
         if quorum is None
         else {

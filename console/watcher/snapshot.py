@@ -151,6 +151,25 @@ class TopicTally:
                 hosted[r] = hosted.get(r, 0) + 1
         return cls(len(topic.partitions), urp, offline, under_min, led, led_urp, hosted)
 
+    @classmethod
+    def total(cls, tallies: Iterable[TopicTally]) -> TopicTally:
+        return cls(0, 0, 0, 0, {}, {}, {}).moved(tallies, ())
+
+    def moved(self, added: Iterable[TopicTally], removed: Iterable[TopicTally]) -> TopicTally:
+        """This total (a sum of tallies) with `added` counted in and `removed` out, as a new one."""
+        counts = [self.partitions, self.under_replicated, self.offline, self.under_min_isr]
+        per_broker = (dict(self.led), dict(self.led_under_replicated), dict(self.hosted))
+        for sign, tallies in ((1, added), (-1, removed)):
+            for t in tallies:
+                counts[0] += sign * t.partitions
+                counts[1] += sign * t.under_replicated
+                counts[2] += sign * t.offline
+                counts[3] += sign * t.under_min_isr
+                for total, part in zip(per_broker, (t.led, t.led_under_replicated, t.hosted), strict=True):
+                    for b, n in part.items():
+                        total[b] = total.get(b, 0) + sign * n
+        return TopicTally(counts[0], counts[1], counts[2], counts[3], *per_broker)
+
 
 @dataclass
 class QuorumMember:
@@ -811,40 +830,24 @@ class Snapshot:
     def live_broker_ids(self) -> set[int]:
         return {b.id for b in self.brokers.values() if b.up}
 
-    def counts(self, tallies: Mapping[str, TopicTally] | None = None) -> dict[str, int]:
-        """The cluster's totals; `tallies`: each topic's `TopicTally`, when the caller keeps them (`tallies`)."""
-        partitions = urp = offline = under_min = 0
-        for tally in (tallies if tallies is not None else {n: TopicTally.of(t) for n, t in self.topics.items()}).values():
-            partitions += tally.partitions
-            urp += tally.under_replicated
-            offline += tally.offline
-            under_min += tally.under_min_isr
+    def counts(self, total: TopicTally | None = None) -> dict[str, int]:
+        """The cluster's totals; `total`: the sum of the topics' `TopicTally`, when the caller keeps it (`tallies`)."""
+        total = total if total is not None else TopicTally.total(TopicTally.of(t) for t in self.topics.values())
         return {
             "brokers": len(self.brokers),
             "brokers_up": len(self.live_broker_ids()),
             "topics": len(self.topics),
-            "partitions": partitions,
-            "under_replicated": urp,
-            "offline": offline,
-            "under_min_isr": under_min,
+            "partitions": total.partitions,
+            "under_replicated": total.under_replicated,
+            "offline": total.offline,
+            "under_min_isr": total.under_min_isr,
         }
 
-    def broker_rows(self, tallies: Mapping[str, TopicTally] | None = None) -> list[dict[str, Any]]:
+    def broker_rows(self, total: TopicTally | None = None) -> list[dict[str, Any]]:
         """Per broker: partitions led, replicas hosted, and under-replicated partitions it leads
         (the same thing Kafka's UnderReplicatedPartitions metric counts per broker)."""
-        led = dict.fromkeys(self.brokers, 0)
-        hosted = dict.fromkeys(self.brokers, 0)
-        urp = dict.fromkeys(self.brokers, 0)
-        for tally in (tallies if tallies is not None else {n: TopicTally.of(t) for n, t in self.topics.items()}).values():
-            for b, n in tally.led.items():
-                if b in led:
-                    led[b] += n
-            for b, n in tally.led_under_replicated.items():
-                if b in urp:
-                    urp[b] += n
-            for b, n in tally.hosted.items():
-                if b in hosted:
-                    hosted[b] += n
+        total = total if total is not None else TopicTally.total(TopicTally.of(t) for t in self.topics.values())
+        led, hosted, urp = total.led, total.hosted, total.led_under_replicated
         return [
             {
                 "id": b.id,
@@ -853,22 +856,34 @@ class Snapshot:
                 "rack": b.rack,
                 "up": b.up,
                 "controller": b.id == self.controller_id,
-                "leader_count": led[b.id],
-                "replica_count": hosted[b.id],
-                "under_replicated": urp[b.id],
+                "leader_count": led.get(b.id, 0),
+                "replica_count": hosted.get(b.id, 0),
+                "under_replicated": urp.get(b.id, 0),
             }
             for b in sorted(self.brokers.values(), key=lambda b: b.id)
         ]
 
-    def tallies(self, before: Mapping[str, tuple[TopicState, TopicTally]]) -> dict[str, tuple[TopicState, TopicTally]]:
-        """Each topic's tally, kept from `before` (what this returned for an earlier version) for a
-        topic whose TopicState is the same object (a reading process's store keeps what did not
-        change): the overview's counts and broker rows then look at the changed topics only."""
+    def tallies(self, before: Mapping[str, tuple[TopicState, TopicTally]] | None = None,
+                total: TopicTally | None = None) -> tuple[dict[str, tuple[TopicState, TopicTally]], TopicTally]:
+        """Each topic's tally and their sum. Given what this returned for an earlier version
+        (`before`, `total`), a topic whose TopicState is the same object (a reading process's store
+        keeps what did not change) keeps its tally and the sum moves by the changed topics' only:
+        the overview's counts and broker rows look at the changed topics alone."""
+        before = before or {}
         made = {}
+        added, removed = [], []
         for name, t in self.topics.items():
             seen = before.get(name)
-            made[name] = seen if seen is not None and seen[0] is t else (t, TopicTally.of(t))
-        return made
+            if seen is None or seen[0] is not t:
+                if seen is not None:
+                    removed.append(seen[1])
+                seen = (t, TopicTally.of(t))
+                added.append(seen[1])
+            made[name] = seen
+        if total is None:
+            return made, TopicTally.total(tally for _, tally in made.values())
+        removed.extend(before[name][1] for name in before.keys() - made.keys())
+        return made, total.moved(added, removed)
 
     def at_risk(self, broker_id: int) -> dict[str, list[dict[str, Any]]]:
         """Partitions that would go offline, or under min ISR, if `broker_id` died now."""

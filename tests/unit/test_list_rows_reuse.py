@@ -108,16 +108,22 @@ def test_the_overviews_tallies_are_kept_for_unchanged_topics_and_sum_to_the_full
     assert first["counts"] == v1.counts() and first["brokers"] == v1.broker_rows()
     assert first["counts"]["under_replicated"] == 2 and first["counts"]["offline"] == 1 and first["counts"]["under_min_isr"] == 2
     assert [b["leader_count"] for b in first["brokers"]] == [1, 1, 1] and [b["under_replicated"] for b in first["brokers"]] == [0, 0, 1]
-    kept = brokers._tallies["tallies"]["healthy"]
+    kept = brokers._tallies["tallies"][0]["healthy"]
 
     # Version 2: healthy's leader moved (a new TopicState), shrunk kept: only healthy is tallied again.
     moved = topic("healthy", part(0, leader=2), part(1, leader=2))
     v2 = replace(v1, version=2, topics={"healthy": moved, "shrunk": shrunk})
-    shrunk_tally = brokers._tallies["tallies"]["shrunk"]
+    shrunk_tally = brokers._tallies["tallies"][0]["shrunk"]
     second = brokers.overview(v2)
-    assert brokers._tallies["tallies"]["shrunk"] is shrunk_tally and brokers._tallies["tallies"]["healthy"] is not kept
+    assert brokers._tallies["tallies"][0]["shrunk"] is shrunk_tally and brokers._tallies["tallies"][0]["healthy"] is not kept
     assert second["counts"] == v2.counts() and second["brokers"] == v2.broker_rows()
     assert [b["leader_count"] for b in second["brokers"]] == [0, 2, 1]
+    # Version 3: shrunk deleted, a topic created: the sum moves by both.
+    v3 = replace(v2, version=3, topics={"healthy": moved, "new": topic("new", part(0, leader=1, replicas=(1,)))})
+    third = brokers.overview(v3)
+    assert third["counts"] == v3.counts() and third["brokers"] == v3.broker_rows()
+    assert third["counts"]["partitions"] == 3 and third["counts"]["offline"] == 0
+    assert [b["replica_count"] for b in third["brokers"]] == [3, 2, 2]
 
 
 def test_a_groups_page_sorted_by_what_groups_say_of_themselves_makes_only_the_rows_it_shows(
@@ -146,3 +152,18 @@ def test_a_groups_page_sorted_by_what_groups_say_of_themselves_makes_only_the_ro
     assert [r["group"] for r in by_lag.rows] == ["g00", "g01", "g02"] and len(made) == 30
     full = {r["group"]: r for r in fresh_groups(v1)}
     assert all(r == full[r["group"]] for r in page.rows + by_status.rows + by_lag.rows)
+
+
+def test_the_default_groups_page_is_a_slice_of_the_groups_in_name_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    t = topic("orders", part(0, end_offset=10))
+    names = [f"g{i:03d}" for i in range(120)]
+    in_order = replace(snapshot(t, cluster="slice"), version=1, groups={n: group(n, {"orders:0": 1}) for n in names})
+    monkeypatch.setattr(groups, "light_rows", lambda snap: pytest.fail("the whole list made"))
+    page = groups.groups_page(in_order, per_page=50, page=3)
+    assert [r["group"] for r in page.rows] == names[100:] and (page.total, page.page, page.pages) == (120, 3, 3)
+    down = groups.groups_page(in_order, per_page=50, page=9, descending=True)  # (clamped to the last page)
+    assert [r["group"] for r in down.rows] == names[19::-1] and down.page == 3
+    # Groups not in name order (a snapshot not read from the store) go through the sorted list.
+    monkeypatch.undo()
+    shuffled = replace(in_order, version=2, groups=dict(reversed(list(in_order.groups.items()))))
+    assert [r["group"] for r in groups.groups_page(shuffled, per_page=50, page=3).rows] == names[100:]
