@@ -152,17 +152,19 @@ async def live_views(views: list[str], seconds: float, child: subprocess.Popen[s
         cold = [s for s in statuses if s[1] <= warm_from]
         statuses = [s for s in statuses if s[1] > warm_from]
         hop, sent_to_fragment, taken_to_fragment = [], [], []
+        slowest: list[tuple[float, int, float]] = []  # (broadcast -> page, version, seconds into the run)
         for version, arrived, sent_at, taken_at in statuses:
             hop.append(arrived - sent_at)
             shown = next((at for v, at in drawn if v >= version), None)
             if shown is not None:
                 sent_to_fragment.append(max(0.0, shown - sent_at))
                 taken_to_fragment.append(shown - taken_at)
+                slowest.append((round(shown - sent_at, 3), version, round(sent_at - statuses[0][2], 1)))
         return {"broadcasts": len(statuses), "fragments": len(drawn), "broadcasts_shown": len(sent_to_fragment),
                 "first_fragment_after_seconds": round(warm_from - cold[0][2], 3) if cold and drawn else None,
                 "broadcasts_before_it": len(cold),
                 **spread("sent_to_status", hop), **spread("sent_to_fragment", sent_to_fragment),
-                **spread("taken_to_fragment", taken_to_fragment)}
+                **spread("taken_to_fragment", taken_to_fragment), "slowest": sorted(slowest, reverse=True)[:5]}
 
     results = await asyncio.gather(*(watch(v) for v in views))
     return dict(zip(views, results, strict=True))
