@@ -167,3 +167,33 @@ def test_the_default_groups_page_is_a_slice_of_the_groups_in_name_order(monkeypa
     monkeypatch.undo()
     shuffled = replace(in_order, version=2, groups=dict(reversed(list(in_order.groups.items()))))
     assert [r["group"] for r in groups.groups_page(shuffled, per_page=50, page=3).rows] == names[100:]
+
+
+def test_a_groups_summary_row_is_its_partition_rows_summed_up() -> None:
+    """group_row sums up without a row per partition: it must say what partition_rows says, for
+    commits, assignments without commits, partitions or topics not (or no longer) in the snapshot,
+    unknown end offsets, lags Kafka reports (share groups) and evaluated time lags."""
+    import random
+
+    rng = random.Random(11)
+    topics_ = [topic(name, *(part(n, end_offset=None if rng.random() < 0.1 else rng.randrange(0, 1000)) for n in range(rng.randrange(1, 6))))
+               for name in ("a", "b:c", "d/<e>", "f")]
+    snap = replace(snapshot(*topics_, cluster="sums"), version=1)
+    names = ["a", "b:c", "d/<e>", "f", "gone"]
+    for i in range(300):
+        offsets = {f"{rng.choice(names)}:{rng.randrange(0, 7)}": rng.randrange(0, 1200) for _ in range(rng.randrange(0, 8))}
+        assigned = tuple((rng.choice(names), rng.randrange(0, 7)) for _ in range(rng.randrange(0, 5)))
+        g = group(f"g{i}", offsets, assigned)
+        keys = sorted(set(offsets) | {f"{t}:{p}" for t, p in assigned})
+        if i % 3 == 0:
+            g.broker_lag = {k: rng.randrange(0, 50) for k in keys if rng.random() < 0.5}
+        picked = [k for k in keys if rng.random() < 0.6]
+        g.lag_keys, g.lag_status = picked, ["OK"] * len(picked)
+        g.lag_seconds = [None if rng.random() < 0.3 else rng.random() * 100 for _ in picked]
+        parts = groups.partition_rows(snap, g)
+        lags = [p["lag"] for p in parts if p["lag"] is not None]
+        time_lags = [p["time_lag"] for p in parts if p["time_lag"] is not None]
+        row = groups._group_row(snap, g, groups._Ends(snap))
+        assert (row["topics"], row["partitions"], row["unknown_lag_partitions"], row["total_lag"], row["max_lag"], row["time_lag"]) == (
+            sorted({p["topic"] for p in parts}), len(parts), sum(1 for p in parts if p["lag"] is None), sum(lags),
+            max(lags, default=0), max(time_lags, default=None)), (i, offsets, assigned)
