@@ -63,7 +63,7 @@ def _lag(g: GroupState, tp: tuple[str, int], offset: int | None, end: int | None
     return None if offset is None or end is None else max(0, end - offset)
 
 
-def partition_rows(snap: Snapshot, g: GroupState, ends: dict[tuple[str, int], int | None] | _Ends | None = None) -> list[dict[str, Any]]:
+def partition_rows(snap: Snapshot, g: GroupState, ends: dict[tuple[str, int], int | None] | None = None) -> list[dict[str, Any]]:
     """Per partition the group committed or is assigned: committed, end, lag (None = unknown), owner."""
     ends = end_offsets(snap) if ends is None else ends
     owners = {(a[0], a[1]): m for m in g.members for a in m.assignment}
@@ -91,20 +91,12 @@ def partition_rows(snap: Snapshot, g: GroupState, ends: dict[tuple[str, int], in
 
 
 class _Ends:
-    """End offsets by (topic, partition), as `end_offsets`, made per topic when first asked for: a
+    """A snapshot's end offsets, as `end_offsets`, made per topic when first asked for (`of`): a
     version's group rows ask for the topics of the groups made again only."""
 
     def __init__(self, snap: Snapshot) -> None:
         self.topics = snap.topics
-        self.of_topic: dict[str, dict[int, int | None]] = {}
         self.of_text: dict[str, dict[str, int | None]] = {}
-
-    def get(self, tp: tuple[str, int]) -> int | None:
-        ends = self.of_topic.get(tp[0])
-        if ends is None:
-            t = self.topics.get(tp[0])
-            ends = self.of_topic[tp[0]] = {} if t is None else {p.partition: p.end_offset for p in t.partitions}
-        return ends.get(tp[1])
 
     def of(self, topic: str) -> dict[str, int | None]:
         """The topic's end offsets by partition number as text (as in a group's "topic:partition" keys)."""
