@@ -368,6 +368,8 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="print where one metadata cycle spends its time")
     parser.add_argument("--in-process", action="store_true",
                         help="the sampling passes in a thread of the watcher's process (WATCHER_SAMPLER_PROCESS=0)")
+    parser.add_argument("--push-by-version", action="store_true",
+                        help="also print each version's pushes (10 ms buckets), for bench.web_reads to add the page's part")
     args = parser.parse_args()
     with running_redis():
         result = simulate(args)
@@ -420,6 +422,9 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
     # watcher's process as floats in a list, 6 MB as an array, the bench's own bookkeeping counted
     # as the watcher's)
     pushes = Latencies()
+    # With --push-by-version: per published version, its leader moves' pushes counted in 10 ms
+    # buckets (bench.web_reads adds each version's time from its broadcast to the page).
+    by_version: dict[int, dict[int, int]] = {}
     errors: list[str] = []
 
     def sampling() -> None:
@@ -514,6 +519,10 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
                 shown = snap.topics.get(key[0])
                 if shown is not None and shown.partitions[key[1]].leader == leader:
                     pushes.append(published - when)
+                    if args.push_by_version:
+                        buckets = by_version.setdefault(snap.version, {})
+                        bucket = int((published - when) * 100)
+                        buckets[bucket] = buckets.get(bucket, 0) + 1
                     del pending[key]
         stop.wait(max(0.05, 0.25 * elapsed, settings.WATCHER_METADATA_INTERVAL - elapsed))
     wall = time.monotonic() - began
@@ -591,6 +600,7 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
         "events": kinds,
         "injected_failures": gw.failures,
         "errors": errors[:5],
+        **({"push_by_version": by_version} if args.push_by_version else {}),
     }
 
 

@@ -19,7 +19,8 @@ the version they were drawn from; the version read, the fragment rendered: what 
 puts in the page), and from the cycle's start to that fragment; the broadcasts before the first
 fragment (the process reading everything and making every row once, as after it starts) apart. With
 the child's push figure (a change in the model to the broadcast) they give the time from a change
-to the browser.
+to the browser: `change_to_page_*` adds, for each leader move the child saw, its push (the child
+counts them per version with `--push-by-version`) and its version's broadcast -> page.
 """
 
 from __future__ import annotations
@@ -53,7 +54,8 @@ def main() -> None:
     args = parser.parse_args()
     child = subprocess.Popen(
         [sys.executable, "-m", "bench.simulate", "--partitions", str(args.partitions), "--groups", str(args.groups),
-         "--change-rate", str(args.change_rate), "--seconds", str(args.seconds + args.warmup)],
+         "--change-rate", str(args.change_rate), "--seconds", str(args.seconds + args.warmup),
+         *(["--push-by-version"] if args.views else [])],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=os.environ.copy())
     try:
         time.sleep(args.warmup)
@@ -61,6 +63,9 @@ def main() -> None:
         if args.views:
             views = asyncio.run(live_views([v for v in args.views.split(",") if v], args.seconds, child))
             out, _ = child.communicate(timeout=args.seconds + args.warmup + 600)
+            pushes = child_result(out).get("push_by_version", {})
+            for figures in views.values():
+                figures.update(change_to_page(pushes, figures.pop("page_after")))
             print(json.dumps({"views": views, "watcher": watcher_figures(out)}), flush=True)
             return
         from console.watcher import store
@@ -100,10 +105,45 @@ def main() -> None:
     }), flush=True)
 
 
-def watcher_figures(out: str) -> dict[str, Any]:
-    """The child's (bench.simulate's) figures: its last line of JSON."""
+def child_result(out: str) -> dict[str, Any]:
+    """The child's (bench.simulate's) last line of JSON."""
     lines = [line for line in out.splitlines() if line.startswith("{")]
-    watcher: dict[str, Any] = json.loads(lines[-1]) if lines else {}
+    return dict(json.loads(lines[-1])) if lines else {}
+
+
+def change_to_page(pushes: dict[str, dict[str, int]], page_after: dict[int, float]) -> dict[str, Any]:
+    """From each leader move in the model to the page showing it: its push (the move to the broadcast
+    of the version that first held it, in 10 ms buckets, from the child) plus that version's
+    broadcast -> page (the first fragment drawn from it or a later one). An upper bound by the
+    publish's tail (the push ends after the broadcast is sent). Versions broadcast before the first
+    fragment or after the run are left out."""
+    counted: dict[float, int] = {}
+    for version, buckets in pushes.items():
+        after = page_after.get(int(version))
+        if after is None:
+            continue
+        for bucket, n in buckets.items():
+            total = round((int(bucket) + 0.5) / 100 + after, 3)
+            counted[total] = counted.get(total, 0) + n
+    ordered = sorted(counted.items())
+    count = sum(counted.values())
+
+    def at(q: float) -> float | None:
+        wanted, seen = max(1, -(-count * q // 1)), 0
+        for value, n in ordered:
+            seen += n
+            if seen >= wanted:
+                return value
+        return None
+
+    return {"changes_shown": count, "change_to_page_p50_seconds": at(0.5), "change_to_page_p90_seconds": at(0.9),
+            "change_to_page_p99_seconds": at(0.99), "change_to_page_max_seconds": ordered[-1][0] if ordered else None,
+            "changes_over_2s": sum(n for value, n in ordered if value > 2.0)}
+
+
+def watcher_figures(out: str) -> dict[str, Any]:
+    """The child's (bench.simulate's) figures."""
+    watcher = child_result(out)
     return {k: watcher.get(k) for k in ("cycle_p50_seconds", "cycle_p99_seconds", "cycles_over_1s", "push_p50_seconds",
                                          "push_p99_seconds", "pushes_over_2s", "spurious_events")}
 
@@ -153,10 +193,12 @@ async def live_views(views: list[str], seconds: float, child: subprocess.Popen[s
         statuses = [s for s in statuses if s[1] > warm_from]
         hop, sent_to_fragment, taken_to_fragment = [], [], []
         slowest: list[tuple[float, int, float]] = []  # (broadcast -> page, version, seconds into the run)
+        page_after: dict[int, float] = {}  # (each version's broadcast -> page)
         for version, arrived, sent_at, taken_at in statuses:
             hop.append(arrived - sent_at)
             shown = next((at for v, at in drawn if v >= version), None)
             if shown is not None:
+                page_after[version] = max(0.0, shown - sent_at)
                 sent_to_fragment.append(max(0.0, shown - sent_at))
                 taken_to_fragment.append(shown - taken_at)
                 slowest.append((round(shown - sent_at, 3), version, round(sent_at - statuses[0][2], 1)))
@@ -164,7 +206,8 @@ async def live_views(views: list[str], seconds: float, child: subprocess.Popen[s
                 "first_fragment_after_seconds": round(warm_from - cold[0][2], 3) if cold and drawn else None,
                 "broadcasts_before_it": len(cold),
                 **spread("sent_to_status", hop), **spread("sent_to_fragment", sent_to_fragment),
-                **spread("taken_to_fragment", taken_to_fragment), "slowest": sorted(slowest, reverse=True)[:5]}
+                **spread("taken_to_fragment", taken_to_fragment), "slowest": sorted(slowest, reverse=True)[:5],
+                "page_after": page_after}
 
     results = await asyncio.gather(*(watch(v) for v in views))
     return dict(zip(views, results, strict=True))

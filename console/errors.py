@@ -37,6 +37,13 @@ class NoSnapshot(ConsoleError):
         self.cluster = cluster
 
 
+class PartUnreadable(ConsoleError):
+    """A stored group's part could not be read when a page first asked for it (written by another
+    version of the console, or damaged): the page says so; the watcher writes the snapshot again."""
+
+    http_status = 503
+
+
 class Conflict(ConsoleError):
     """The request is fine but the state does not allow it now (a job already running, a finished job)."""
 

@@ -246,9 +246,9 @@ def groups_page(snap: Snapshot, *, query: str = "", regex: bool = False, sort: s
         total = len(snap.groups)
         pages = max(1, math.ceil(total / per_page))
         page = min(max(1, page), pages)
-        groups = reversed(snap.groups.values()) if descending else iter(snap.groups.values())
+        names = reversed(list(snap.groups)) if descending else iter(snap.groups)  # (names: a group is parsed when asked for)
         ends = _Ends(snap)
-        shown = [group_row(snap, g, ends) for g in islice(groups, (page - 1) * per_page, page * per_page)]
+        shown = [group_row(snap, snap.groups[gid], ends) for gid in islice(names, (page - 1) * per_page, page * per_page)]
         return GroupsPage(shown, total, page, pages)
     every = light_rows(snap) if light else group_rows(snap)
 

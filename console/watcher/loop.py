@@ -24,6 +24,7 @@ from typing import Any, cast
 from django.conf import settings
 
 from console import gateway
+from console.errors import PartUnreadable
 from console.gateway.client import ClusterGateway
 from console.gateway.errors import GatewayError
 from console.gateway.types import ClusterMetadata, PartitionRow, PartitionTable, Quorum, Topic, partition_rows
@@ -460,7 +461,9 @@ class ClusterWatcher:
     def load_previous(self) -> None:
         try:
             self.previous = store.load(self.cluster)
-        except store.StoreUnavailable:
+            if self.previous is not None:  # (every group parsed now: one that cannot be read is a store that cannot)
+                self.previous.groups = dict(self.previous.groups)
+        except (store.StoreUnavailable, PartUnreadable):
             self.previous = None
         content = self.previous.content_parts(self._topic_bytes, self._group_bytes) if self.previous else None
         self._content_key = (content[0], store.digests_of(content[1])) if content is not None else None

@@ -22,7 +22,8 @@ from console.watcher.snapshot import (
     PARTS_FORMAT,
     TOPIC_PART,
     ContentParts,
-    GroupState,
+    GroupsRead,
+    HeldGroup,
     Snapshot,
     TopicState,
     kept_json,
@@ -335,8 +336,8 @@ _raw_parts: dict[str, dict[str, bytes]] = {}
 def load(cluster: str) -> Snapshot | None:
     """The latest snapshot of a cluster: its content is parsed once per version and kept in
     memory; the small stamp (timestamps, quorum) is read every time. Holding the version before,
-    only the topics and groups that version changed are fetched and parsed; the others are the same
-    objects. A snapshot stored by an older version (not in parts) reads as none.
+    only the topics and groups that version changed are fetched, the topics parsed (the groups when
+    first asked for: GroupsRead); the others are the same objects. A snapshot stored by an older version (not in parts) reads as none.
 
     Raises StoreUnavailable when Redis is down; `cached()` then still has the last one seen.
     """
@@ -392,7 +393,7 @@ def _settle_gc() -> None:
 
 
 def _read_content(cluster: str, cached: Snapshot | None, raw_before: dict[str, bytes] | None) -> tuple[
-        bytes, bytes, dict[str, bytes], dict[str, TopicState], dict[str, GroupState]] | None:
+        bytes, bytes, dict[str, bytes], dict[str, TopicState], GroupsRead] | None:
     """(stamp, header, each part's JSON, the topics, the groups) of one version, read together: the
     header is watched, so a version written meanwhile makes the read start again."""
     for attempt in range(3):
@@ -433,26 +434,27 @@ def _read_content(cluster: str, cached: Snapshot | None, raw_before: dict[str, b
             return stamp, header, raw, topics, groups
         raw = {k.decode(): v for k, v in answer.items()}
         topics_before = cached.topics if cached is not None else {}
-        groups_before = cached.groups if cached is not None else {}
+        groups_before = _held_groups(cached)
         raw_known = raw_before or {}
-        topics = {}
-        groups = {}
+        parsed: dict[str, TopicState] = {}
+        held: dict[str, HeldGroup] = {}
         with no_gc():
             for key, b in sorted(raw.items()):
-                _parse_part(key, b, raw_known.get(key) == b, topics, topics_before, groups, groups_before)
-        return stamp, header, raw, topics, groups
+                _parse_part(key, b, raw_known.get(key) == b, parsed, topics_before, held, groups_before)
+        return stamp, header, raw, parsed, GroupsRead(held)
     return None
 
 
 def _apply_parts(cached: Snapshot, raw_before: dict[str, bytes], fetched: Mapping[str, bytes],
-                 removed: Iterable[str]) -> tuple[dict[str, bytes], dict[str, TopicState], dict[str, GroupState]]:
+                 removed: Iterable[str]) -> tuple[dict[str, bytes], dict[str, TopicState], GroupsRead]:
     """The parts, topics and groups of the version held with the parts fetched put in and those
     removed taken out: only these are looked at (not every part), the others are the same objects in
     the same (name) order; the dicts are sorted again only when a name was added. (A part the plan
     named but the store no longer has, dropped behind its back, is not noticed: the one held stays.)"""
     raw = dict(raw_before)
     topics = dict(cached.topics)
-    groups = dict(cached.groups)
+    groups_before = _held_groups(cached)
+    groups = dict(groups_before)
     for key in removed:
         raw.pop(key, None)
         if key.startswith(TOPIC_PART):
@@ -468,9 +470,9 @@ def _apply_parts(cached: Snapshot, raw_before: dict[str, bytes], fetched: Mappin
                 topics_added = topics_added or key[len(TOPIC_PART):] not in topics
             elif key.startswith(GROUP_PART):
                 groups_added = groups_added or key[len(GROUP_PART):] not in groups
-            _parse_part(key, b, same, topics, cached.topics, groups, cached.groups)
+            _parse_part(key, b, same, topics, cached.topics, groups, groups_before)
     return (raw, dict(sorted(topics.items())) if topics_added else topics,
-            dict(sorted(groups.items())) if groups_added else groups)
+            GroupsRead(dict(sorted(groups.items())) if groups_added else groups))
 
 
 def catch_up(records: Iterable[Mapping[str, Any]], have: int, want: int) -> tuple[list[str], list[str]] | None:
@@ -498,15 +500,23 @@ def catch_up(records: Iterable[Mapping[str, Any]], have: int, want: int) -> tupl
     return list(changed), sorted(removed)
 
 
+def _held_groups(cached: Snapshot | None) -> dict[str, HeldGroup]:
+    """The groups of the version held, as their holders (GroupsRead)."""
+    if cached is None:
+        return {}
+    return GroupsRead.of(cached.groups).held()
+
+
 def _parse_part(key: str, b: bytes, same: bool, topics: dict[str, TopicState], topics_before: dict[str, TopicState],
-                groups: dict[str, GroupState], groups_before: dict[str, GroupState]) -> None:
-    """One stored part into `topics` or `groups`: the object held before when its JSON is the same."""
+                groups: dict[str, HeldGroup], groups_before: dict[str, HeldGroup]) -> None:
+    """One stored part into `topics` (parsed) or `groups` (held, parsed when asked for: GroupsRead):
+    the object held before when its JSON is the same."""
     if key.startswith(TOPIC_PART):
         name = key[len(TOPIC_PART):]
         topics[name] = topics_before[name] if same and name in topics_before else Snapshot.topic_from_json(b)
     elif key.startswith(GROUP_PART):
         gid = key[len(GROUP_PART):]
-        groups[gid] = groups_before[gid] if same and gid in groups_before else Snapshot.group_from_json(b)
+        groups[gid] = groups_before[gid] if same and gid in groups_before else HeldGroup(b)
 
 
 def cached(cluster: str) -> Snapshot | None:

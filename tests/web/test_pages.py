@@ -209,3 +209,24 @@ def test_groups_page_heads_and_rebalance_panel_are_rendered_for_each_request_con
     third = viewer.get("/clusters/local/groups/").content.decode()
     assert "No rebalances seen" not in third
     assert ">odd&lt;g&gt;/1<" in third and 'href="/clusters/local/groups/odd%3Cg%3E~2F1/"' in third
+
+
+def test_a_group_whose_stored_part_cannot_be_read_gets_a_sentence_not_a_server_error(client_as, snapshot) -> None:
+    """Groups are parsed when a page first asks for them (store.GroupsRead): a part this version
+    cannot read (a later version's, or damaged) answers the pages and the API that need it with
+    503 and a sentence, and the pages that do not need it render."""
+    from console.watcher import store
+
+    store.client().hset("console:snapshot:local:parts", "g:billing", b"x\x01 damaged")
+    store._cache.pop("local", None)
+    store._raw_parts.pop("local", None)
+    viewer = client_as("viewer")
+    for path in ("/clusters/local/groups/billing/", "/clusters/local/groups/", "/api/v1/clusters/local/consumer-groups/billing/",
+                 "/api/v1/clusters/local/consumer-groups/"):
+        response = viewer.get(path)
+        assert response.status_code == 503, path
+        assert "stored part of consumer group &#x27;billing&#x27; cannot be read" in response.content.decode() \
+            or "stored part of consumer group 'billing' cannot be read" in response.content.decode(), path
+        assert "Traceback" not in response.content.decode()
+    assert viewer.get("/clusters/local/").status_code == 200
+    assert viewer.get("/clusters/local/topics/").status_code == 200
