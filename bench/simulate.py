@@ -7,7 +7,7 @@ methods the real gateway offers (metadata, quorum, offsets, log dirs, groups, co
 real ClusterWatcher on it, as `manage.py watch` does: the metadata cycle in one thread, the sampling
 (offsets, groups, lag evaluation) in a process of its own, Redis and the database for what they
 publish. The model changes as time goes by: each second `--change-rate` of the partitions change (a
-leader moves, an ISR shrinks or grows back) and take writes; their groups commit. `--failure-rate` makes that
+leader moves, an ISR shrinks or grows back; a tenth of them every 0.1 s) and take writes; their groups commit. `--failure-rate` makes that
 share of the gateway's calls fail (an error, or metadata missing a random share of the topics, as a
 broker answering from a stale cache can).
 
@@ -79,15 +79,16 @@ class Model:
             # Caught up: an idle cluster is a steady one (the changes make the groups fall behind and catch up).
             committed = {p: part[4] for p, part in enumerate(self.topics[topic])}
             self.groups[f"sim.group-{g:06d}"] = (topic, committed, 1 + g % 3)
+        self.group_ids = sorted(self.groups)  # (the groups stay the same ones)
         self.version = 0  # bumped by each step; a topic's metadata changed at the version noted here
         self.topic_versions: dict[str, int] = dict.fromkeys(self.topics, 0)
         self.moves: list[tuple[float, str, int, int]] = []  # (when, topic, partition, new leader)
         self.changes = 0
 
-    def step(self, change_rate: float, seconds: float) -> None:
-        """Change `change_rate` of the partitions per second, for `seconds`."""
-        total = sum(len(p) for p in self.topics.values())
-        count = int(total * change_rate * seconds)
+    def step(self, change_rate: float, seconds: float, count: int | None = None) -> None:
+        """Change `change_rate` of the partitions per second, for `seconds` (or `count` partitions)."""
+        if count is None:
+            count = int(self.partition_count() * change_rate * seconds)
         now = time.time()
         with self.lock:
             self.version += 1
@@ -109,7 +110,7 @@ class Model:
                 self.topic_versions[name] = self.version
                 self.changes += 1
             # The groups on the changed topics commit what they have read.
-            for gid in self.rng.sample(sorted(self.groups), min(len(self.groups), max(1, count // 10))):
+            for gid in self.rng.sample(self.group_ids, min(len(self.groups), max(1, count // 10))):
                 topic, committed, members = self.groups[gid]
                 ends = self.topics[topic]
                 self.groups[gid] = (topic, {p: max(c, ends[p][4] - self.rng.randint(0, 100)) for p, c in committed.items()}, members)
@@ -155,6 +156,9 @@ class Model:
     def moves_since(self, index: int) -> list[tuple[float, str, int, int]]:
         with self.lock:
             return self.moves[index:]
+
+    def partition_count(self) -> int:
+        return sum(len(p) for p in self.topics.values())
 
     def counts(self) -> dict[str, int]:
         with self.lock:
@@ -308,6 +312,9 @@ class RemoteModelFactory:
         return RemoteModelGateway(self.address, self.failure_rate, self.seed)
 
 
+CHANGE_TICK = 0.1
+
+
 def _serve_model(params: dict[str, Any], reply: Any) -> None:
     from multiprocessing.connection import Listener
 
@@ -318,11 +325,20 @@ def _serve_model(params: dict[str, Any], reply: Any) -> None:
     listener = Listener(("127.0.0.1", 0), authkey=AUTHKEY)
     changing = threading.Event()
 
+    # The changes come in a step every CHANGE_TICK seconds, not all of a second's at once: a
+    # watcher polling every second saw them at a phase that drifted slowly over a run, and the
+    # time from a change to the page with it (its push) went up and down with that phase.
     def change() -> None:
+        owed = 0.0  # (partitions to change, carried over: low rates change fewer than one a tick)
+        per_tick = model.partition_count() * params["change_rate"] * CHANGE_TICK
         while True:
             if changing.is_set():
-                model.step(params["change_rate"], 1.0)
-            time.sleep(1.0)
+                owed += per_tick
+                count = int(owed)
+                owed -= count
+                if count:
+                    model.step(params["change_rate"], CHANGE_TICK, count)
+            time.sleep(CHANGE_TICK)
 
     def serve(conn: Any) -> None:
         while True:
@@ -395,7 +411,7 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
     from brokers_app.models import Event
     from console.watcher import runner
     from console.watcher.loop import ClusterWatcher
-    from console.watcher.runner import settle_gc, tune_gc
+    from console.watcher.runner import cycle_delay, settle_gc, tune_gc
 
     built = time.monotonic()
     # The model in its own process (as a real cluster is), forked before this one starts threads.
@@ -524,7 +540,7 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
                         bucket = int((published - when) * 100)
                         buckets[bucket] = buckets.get(bucket, 0) + 1
                     del pending[key]
-        stop.wait(max(0.05, 0.25 * elapsed, settings.WATCHER_METADATA_INTERVAL - elapsed))
+        stop.wait(cycle_delay(elapsed, watcher.metadata_moved))  # (as run_cluster rests)
     wall = time.monotonic() - began
     stop.set()
     for t in threads:

@@ -185,6 +185,9 @@ KAFKA_REQUEST_TIMEOUT = env_float("KAFKA_REQUEST_TIMEOUT", 5.0, minimum=0.5)
 MESSAGES_SCAN_TIME_BUDGET = env_float("MESSAGES_SCAN_TIME_BUDGET", 10.0, minimum=0.5)
 
 WATCHER_METADATA_INTERVAL = env_float("WATCHER_METADATA_INTERVAL", 1.0, minimum=0.2)
+# After a cycle whose metadata moved (leaders, ISR, topics: more moves are likely to follow), the next
+# cycle starts this long after it began instead (runner.cycle_delay); a quiet cluster is polled as before.
+WATCHER_BUSY_INTERVAL = env_float("WATCHER_BUSY_INTERVAL", 0.5, minimum=0.2)
 WATCHER_OFFSETS_INTERVAL = env_float("WATCHER_OFFSETS_INTERVAL", 3.0, minimum=0.5)
 WATCHER_CONFIGS_INTERVAL = env_float("WATCHER_CONFIGS_INTERVAL", 30.0, minimum=1.0)
 WATCHER_SIZES_INTERVAL = env_float("WATCHER_SIZES_INTERVAL", 15.0, minimum=1.0)

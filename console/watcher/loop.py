@@ -452,6 +452,7 @@ class ClusterWatcher:
         self._built_live: frozenset[int] = frozenset()  # the live brokers of the last build
         self._last_inputs: tuple[Any, ...] | None = None
         self.unchanged = False  # the last poll reused the previous snapshot's content
+        self.metadata_moved = False  # the last poll's metadata differed from the one before (runner.cycle_delay)
         self.topics_reused = 0  # topics the last build carried over from the previous snapshot
         self.cycles_reused = 0
         self.offset_requests = 0  # (the configs re-read; the sampler counts its own)
@@ -473,7 +474,7 @@ class ClusterWatcher:
         """Ask Kafka for what changed; an unreachable cluster keeps the last known state."""
         stats = CycleStats()
         previous = self.previous
-        self.unchanged = False
+        self.unchanged = self.metadata_moved = False
         if self._quorum_read.start():  # (beside the metadata read; taken once that is in)
             stats.count("describe_quorum")
         asked = time.monotonic()
@@ -548,8 +549,10 @@ class ClusterWatcher:
         # Steady state at 30,000 partitions: building, diffing and serialising an identical snapshot
         # costs more than reading the metadata, so when nothing it is made of changed (the controller
         # included) only the stamp is new. Comparing the metadata costs a few tens of ms.
+        same_metadata = last_inputs is not None and inputs[0] == last_inputs[0]
+        self.metadata_moved = last_inputs is not None and not same_metadata
         self.unchanged = (previous is not None and previous.reachable and leader == previous.controller_id
-                          and inputs == last_inputs)
+                          and same_metadata and last_inputs is not None and inputs[1:] == last_inputs[1:])
         if self.unchanged:
             assert previous is not None
             with self._offsets_lock:

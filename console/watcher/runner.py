@@ -134,6 +134,19 @@ def run_offsets(watcher: ClusterWatcher, stop: threading.Event, active: threadin
             stop.wait(delay)
 
 
+def cycle_delay(elapsed: float, metadata_moved: bool) -> float:
+    """The rest before the next metadata cycle, from the last one's time: WATCHER_METADATA_INTERVAL
+    from its start, or WATCHER_BUSY_INTERVAL after a cycle whose metadata moved (leaders, ISR,
+    topics: more moves tend to follow, and each waited up to a whole interval before a cycle saw
+    it). A quiet cluster costs what it did. On a large cluster a cycle can outlast the interval: it
+    rests a quarter of the cycle at least, so the watcher never takes a whole core from the brokers
+    and the web."""
+    interval = settings.WATCHER_METADATA_INTERVAL
+    if metadata_moved:
+        interval = min(interval, settings.WATCHER_BUSY_INTERVAL)
+    return max(0.05, 0.25 * elapsed, interval - elapsed)
+
+
 def run_cluster(cluster: str, stop: threading.Event, lease_ttl: float = 10.0) -> None:
     # Under `manage.py watch` the supervising process's name: a watcher it restarts takes its lease back at once.
     owner = os.environ.get("WATCHER_OWNER") or f"{socket.gethostname()}:{os.getpid()}"
@@ -166,10 +179,7 @@ def run_cluster(cluster: str, stop: threading.Event, lease_ttl: float = 10.0) ->
             log.info("another watcher holds the lease of %s; standing by", cluster)
             active = False
             sampling.clear()
-        elapsed = time.monotonic() - started
-        # On a large cluster a cycle can outlast the interval: rest a quarter of the cycle at least,
-        # so the watcher never takes a whole core from the brokers and the web.
-        delay = max(0.05, 0.25 * elapsed, settings.WATCHER_METADATA_INTERVAL - elapsed)
+        delay = cycle_delay(time.monotonic() - started, active and watcher.metadata_moved)
         if active:  # a change made through the console (store.note_change) wakes the watcher at once
             store.wait_for_nudge(cluster, "metadata", delay)
         else:

@@ -109,3 +109,13 @@ def test_the_wait_doubles_while_a_full_collection_finds_next_to_nothing_and_come
         runner.settle_gc()
     assert runner.full_collections.wait == runner.FULL_COLLECTION_LONGEST
     assert runner.full_collections.count == 15
+
+
+def test_the_next_cycle_comes_sooner_after_one_whose_metadata_moved_and_never_takes_the_whole_core() -> None:
+    with override_settings(WATCHER_METADATA_INTERVAL=1.0, WATCHER_BUSY_INTERVAL=0.5):
+        assert runner.cycle_delay(0.1, False) == pytest.approx(0.9)
+        assert runner.cycle_delay(0.1, True) == pytest.approx(0.4)
+        assert runner.cycle_delay(0.48, True) == pytest.approx(0.12)  # (a quarter of the cycle at least)
+        assert runner.cycle_delay(2.0, True) == pytest.approx(0.5) == runner.cycle_delay(2.0, False)
+    with override_settings(WATCHER_METADATA_INTERVAL=0.3, WATCHER_BUSY_INTERVAL=0.5):  # (never slower than the interval)
+        assert runner.cycle_delay(0.1, True) == pytest.approx(0.2) == runner.cycle_delay(0.1, False)

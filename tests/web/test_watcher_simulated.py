@@ -491,3 +491,20 @@ def test_a_pass_changing_many_topics_goes_in_over_half_the_time_to_the_next_unle
         snap, _ = w.cycle()
         assert sum(t is not last.topics[name] for name, t in snap.topics.items()) == 40
         assert snap.offsets_at == started
+
+
+def test_a_cycle_says_whether_its_metadata_moved_and_the_watcher_comes_back_sooner_after_one(watcher: Any) -> None:
+    """After a cycle whose metadata moved the runner waits WATCHER_BUSY_INTERVAL, not the whole
+    WATCHER_METADATA_INTERVAL (runner.cycle_delay): offsets moving alone, or nothing, is quiet."""
+    w, model, _gw = watcher
+    w.cycle()
+    assert not w.metadata_moved  # (nothing changed since the fixture's cycle)
+    model.step(0.01, 1.0)  # (6 partitions: leaders moved, ISRs shrunk or grown back; their end offsets moved)
+    w.cycle()
+    assert w.metadata_moved
+    w.cycle()
+    assert not w.metadata_moved
+    version = w.previous.version
+    w.sample_offsets()
+    snap, _ = w.cycle()
+    assert snap.version == version + 1 and not w.metadata_moved  # (a new version: the offsets, not the metadata)
