@@ -51,6 +51,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=75, help="seconds before reading (the watcher's warm-up)")
     parser.add_argument("--views", default="", help="live views to open (comma-separated: topics, groups, overview, ...)"
                         " instead of polling the store")
+    parser.add_argument("--sockets-per-view", type=int, default=1, help="sockets open on each view (as many open pages)")
     args = parser.parse_args()
     child = subprocess.Popen(
         [sys.executable, "-m", "bench.simulate", "--partitions", str(args.partitions), "--groups", str(args.groups),
@@ -61,7 +62,7 @@ def main() -> None:
         time.sleep(args.warmup)
         setup_django()
         if args.views:
-            views = asyncio.run(live_views([v for v in args.views.split(",") if v], args.seconds, child))
+            views = asyncio.run(live_views([v for v in args.views.split(",") if v], args.seconds, child, args.sockets_per_view))
             out, _ = child.communicate(timeout=args.seconds + args.warmup + 600)
             pushes = child_result(out).get("push_by_version", {})
             for figures in views.values():
@@ -148,9 +149,10 @@ def watcher_figures(out: str) -> dict[str, Any]:
                                          "push_p99_seconds", "pushes_over_2s", "spurious_events")}
 
 
-async def live_views(views: list[str], seconds: float, child: subprocess.Popen[str]) -> dict[str, Any]:
-    """Each view's live socket for `seconds`: per broadcast, sent -> status, sent -> last fragment, cycle start ->
-    last fragment (p50 / p99 / max), and how many broadcasts and fragments came."""
+async def live_views(views: list[str], seconds: float, child: subprocess.Popen[str], per_view: int = 1) -> dict[str, Any]:
+    """Each view's live sockets (`per_view` of each: "view", "view#2", ...) for `seconds`: per broadcast, sent ->
+    status, sent -> last fragment, cycle start -> last fragment (p50 / p99 / max), and how many broadcasts and
+    fragments came."""
     from types import SimpleNamespace
 
     from channels.routing import URLRouter
@@ -209,8 +211,9 @@ async def live_views(views: list[str], seconds: float, child: subprocess.Popen[s
                 **spread("taken_to_fragment", taken_to_fragment), "slowest": sorted(slowest, reverse=True)[:5],
                 "page_after": page_after}
 
-    results = await asyncio.gather(*(watch(v) for v in views))
-    return dict(zip(views, results, strict=True))
+    names = [v if i == 0 else f"{v}#{i + 1}" for v in views for i in range(per_view)]
+    results = await asyncio.gather(*(watch(name.partition("#")[0]) for name in names))
+    return dict(zip(names, results, strict=True))
 
 
 def spread(name: str, values: list[float]) -> dict[str, float | None]:

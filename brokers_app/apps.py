@@ -13,7 +13,7 @@ class BrokersAppConfig(AppConfig):
 
         registry.register_events(EventTable())
         live.register_live_state(lambda cluster: services.live(cluster, fresh=False))
-        live.register_fragment("overview", views.overview_fragment)
+        live.register_fragment("overview", views.overview_fragment, shared=True)
         live.register_events(live.EventsView(filters=views.event_filters, matches=services.event_matches, rows=views.event_rows))
         live.register_view("reassignments")
         live.register_on_message("reassignment.progress", live.OnMessage(

@@ -30,6 +30,10 @@ class OnMessage:
 
 
 FRAGMENTS: dict[str, Fragment] = {}
+# Views whose fragments are drawn from the snapshot and the page's params alone (no user, nothing
+# else read): a process draws each once per version and params, whatever number of sockets show it
+# (console.consumers.LiveConsumer).
+SHARED: set[str] = set()
 VIEWS: set[str] = {"status"}  # "status": only the cluster status, no fragments
 ON_MESSAGE: dict[str, OnMessage] = {}
 _events: list[EventsView] = []
@@ -41,9 +45,12 @@ def register_live_state(loader: Callable[[str], Any]) -> None:
     _live[:] = [loader]
 
 
-def register_fragment(view: str, fragment: Fragment) -> None:
+def register_fragment(view: str, fragment: Fragment, shared: bool = False) -> None:
+    """`shared`: drawn from the snapshot and the params alone (SHARED)."""
     FRAGMENTS[view] = fragment
     VIEWS.add(view)
+    if shared:
+        SHARED.add(view)
 
 
 def register_view(view: str) -> None:

@@ -9,7 +9,7 @@ class TopicsAppConfig(AppConfig):
         from console import live
         from topics_app import views
 
-        live.register_fragment("layout", views.layout_fragment)
-        live.register_fragment("at_risk", views.at_risk_fragment)
-        live.register_fragment("topics", views.topics_fragment)
-        live.register_fragment("topic", views.detail_fragment)
+        live.register_fragment("layout", views.layout_fragment, shared=True)
+        live.register_fragment("at_risk", views.at_risk_fragment, shared=True)
+        live.register_fragment("topics", views.topics_fragment, shared=True)
+        live.register_fragment("topic", views.detail_fragment, shared=True)

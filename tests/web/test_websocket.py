@@ -86,6 +86,7 @@ async def test_broadcasts_during_a_slow_redraw_get_their_status_at_once_and_one_
         return {"live-overview": f"<p>{len(drawn)}</p>"}
 
     monkeypatch.setitem(live.FRAGMENTS, "overview", slow)
+    monkeypatch.setattr(live, "SHARED", set())  # (drawn again from the same snapshot, not sent as drawn before)
     comm = communicator("/ws/clusters/local/live/?view=overview", await a_user())
     assert (await comm.connect())[0]
     started = time.monotonic()
@@ -99,6 +100,64 @@ async def test_broadcasts_during_a_slow_redraw_get_their_status_at_once_and_one_
     assert [f["html"] for f in fragments] == ["<p>1</p>", "<p>2</p>"]  # one for the first, one for the five after
     assert await comm.receive_nothing(timeout=1.0) and len(drawn) == 2
     await comm.disconnect()
+
+
+async def test_sockets_showing_the_same_page_get_one_drawing_per_version(redis_server: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fragments drawn from the snapshot and params alone (live.SHARED) are drawn once per version
+    for every socket of the process showing that page (at 300,000 partitions each further overview
+    took 9 ms of the one render thread a version); other params, a new version, a changed quorum
+    are drawn again, and views that read more (a group's page: its lag history) are not shared."""
+    from console import live
+    from console.watcher.snapshot import QuorumMember, QuorumState
+
+    snap = sample_snapshot(version=int(time.time() * 1000))
+    store.save(snap, snap.content_bytes())
+    calls: list[tuple[int | None, str]] = []
+    real = live.FRAGMENTS["topics"]
+
+    def counted(state: Any, params: Any) -> dict[str, str]:
+        calls.append((state.snapshot.version, params.get("q", "")))
+        return real(state, params)
+
+    monkeypatch.setitem(live.FRAGMENTS, "topics", counted)
+    user = await a_user()
+    same = [communicator("/ws/clusters/local/live/?view=topics", user) for _ in range(3)]
+    other = communicator("/ws/clusters/local/live/?view=topics&q=orders", user)
+    for comm in (*same, other):
+        assert (await comm.connect())[0]
+
+    async def fragments() -> list[str]:
+        out = []
+        for comm in (*same, other):
+            status = await comm.receive_json_from(timeout=5)
+            fragment = await comm.receive_json_from(timeout=5)
+            assert status["type"] == "status" and fragment["type"] == "fragment" and fragment["target"] == "live-topics"
+            out.append(fragment["html"])
+        return out
+
+    await get_channel_layer().group_send(cluster_group("local"), update(snap.version))
+    html = await fragments()
+    assert html[0] == html[1] == html[2] != html[3] and "orders" in html[3]
+    assert sorted(calls) == [(snap.version, ""), (snap.version, "orders")]  # (one drawing per params)
+    # A new version is drawn again, once.
+    calls.clear()
+    v2 = sample_snapshot(version=snap.version + 1)
+    v2.quorum = QuorumState(leader_id=1, leader_epoch=3, high_watermark=10, voters=[QuorumMember(1, 10, 0, 0, 0)], observers=[])
+    store.save(v2, v2.content_bytes())
+    await get_channel_layer().group_send(cluster_group("local"), update(v2.version))
+    await fragments()
+    assert sorted(calls) == [(v2.version, ""), (v2.version, "orders")]
+    # The same version with another quorum (a stamp written alone) is drawn again too.
+    calls.clear()
+    moved = sample_snapshot(version=v2.version)
+    moved.quorum = QuorumState(leader_id=2, leader_epoch=4, high_watermark=12, voters=[QuorumMember(2, 12, 0, 0, 0)], observers=[])
+    store.client().set("console:snapshot:local:stamp", moved.stamp_bytes())
+    await get_channel_layer().group_send(cluster_group("local"), {**update(v2.version), "quorum_changed": True})
+    await fragments()
+    assert sorted(calls) == [(v2.version, ""), (v2.version, "orders")]
+    for comm in (*same, other):
+        await comm.disconnect()
+    assert "group" not in live.SHARED and {"overview", "topics", "groups", "layout", "at_risk", "topic"} <= live.SHARED
 
 
 async def test_unchanged_snapshot_sends_only_the_status(redis_server: str) -> None:
