@@ -337,7 +337,8 @@ def load(cluster: str) -> Snapshot | None:
     """The latest snapshot of a cluster: its content is parsed once per version and kept in
     memory; the small stamp (timestamps, quorum) is read every time. Holding the version before,
     only the topics and groups that version changed are fetched, the topics parsed (the groups when
-    first asked for: GroupsRead); the others are the same objects. A snapshot stored by an older version (not in parts) reads as none.
+    first asked for: GroupsRead); the others are the same objects. A snapshot stored by an older
+    version (not in parts) reads as none.
 
     Raises StoreUnavailable when Redis is down; `cached()` then still has the last one seen.
     """

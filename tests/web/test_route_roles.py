@@ -357,7 +357,7 @@ def gateway_uses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def with_group(snapshot: Snapshot) -> Snapshot:
     gid = SAMPLES["group"]
     member = MemberState("m-1", "client-1", "/127.0.0.1", [["orders", 0]])
-    snapshot.groups[gid] = GroupState(gid, "Stable", "consumer", "classic", "range", [member], {"orders:0": 5})
+    snapshot.groups = {**snapshot.groups, gid: GroupState(gid, "Stable", "consumer", "classic", "range", [member], {"orders:0": 5})}
     snapshot.topic_groups["orders"] = [gid]
     snapshot.version += 1
     store.save(snapshot, snapshot.content_bytes())
