@@ -162,7 +162,7 @@ class Model:
 
     def counts(self) -> dict[str, int]:
         with self.lock:
-            return {"partitions": sum(len(p) for p in self.topics.values()), "groups": len(self.groups),
+            return {"partitions": self.partition_count(), "groups": len(self.groups),
                     "brokers": len(self.brokers), "changes": self.changes, "moves": len(self.moves)}
 
 

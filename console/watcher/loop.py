@@ -461,9 +461,10 @@ class ClusterWatcher:
 
     def load_previous(self) -> None:
         try:
-            self.previous = store.load(self.cluster)
-            if self.previous is not None:  # (every group parsed now: one that cannot be read is a store that cannot)
-                self.previous.groups = dict(self.previous.groups)
+            loaded = store.load(self.cluster)
+            # Every group parsed now (one that cannot be read is a store that cannot), in a copy: the
+            # store's cached snapshot is shared and never changed.
+            self.previous = None if loaded is None else replace(loaded, groups=dict(loaded.groups))
         except (store.StoreUnavailable, PartUnreadable):
             self.previous = None
         content = self.previous.content_parts(self._topic_bytes, self._group_bytes) if self.previous else None

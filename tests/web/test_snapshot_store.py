@@ -269,6 +269,8 @@ def test_a_group_part_that_cannot_be_read_is_a_clear_fault_when_asked_for_and_th
     store._raw_parts.pop(cluster, None)
     watcher.load_previous()  # (readable again: the watcher holds it, every group parsed)
     assert watcher.previous is not None and type(watcher.previous.groups) is dict
+    held = store.cached(cluster)  # (the store's cached snapshot, shared in the process, left as read)
+    assert held is not None and held is not watcher.previous and isinstance(held.groups, GroupsRead)
     assert watcher.previous.groups["g"].offsets == {"orders.v1:0": 5}
 
 
