@@ -187,33 +187,40 @@ async def live_views(views: list[str], seconds: float, child: subprocess.Popen[s
                     drawn.append((message["version"], now))
         finally:
             await comm.disconnect()
-        # Each broadcast's version reached the page with the first fragment drawn from it or a later one.
-        # (Until the first fragment the process read everything and made every row once, as a web
-        # process does once after it starts: those broadcasts are counted apart.)
-        warm_from = drawn[0][1] if drawn else float("inf")
-        cold = [s for s in statuses if s[1] <= warm_from]
-        statuses = [s for s in statuses if s[1] > warm_from]
-        hop, sent_to_fragment, taken_to_fragment = [], [], []
-        slowest: list[tuple[float, int, float]] = []  # (broadcast -> page, version, seconds into the run)
-        page_after: dict[int, float] = {}  # (each version's broadcast -> page)
-        for version, arrived, sent_at, taken_at in statuses:
-            hop.append(arrived - sent_at)
-            shown = next((at for v, at in drawn if v >= version), None)
-            if shown is not None:
-                page_after[version] = max(0.0, shown - sent_at)
-                sent_to_fragment.append(max(0.0, shown - sent_at))
-                taken_to_fragment.append(shown - taken_at)
-                slowest.append((round(shown - sent_at, 3), version, round(sent_at - statuses[0][2], 1)))
-        return {"broadcasts": len(statuses), "fragments": len(drawn), "broadcasts_shown": len(sent_to_fragment),
-                "first_fragment_after_seconds": round(warm_from - cold[0][2], 3) if cold and drawn else None,
-                "broadcasts_before_it": len(cold),
-                **spread("sent_to_status", hop), **spread("sent_to_fragment", sent_to_fragment),
-                **spread("taken_to_fragment", taken_to_fragment), "slowest": sorted(slowest, reverse=True)[:5],
-                "page_after": page_after}
+        return page_figures(statuses, drawn)
 
     names = [v if i == 0 else f"{v}#{i + 1}" for v in views for i in range(per_view)]
     results = await asyncio.gather(*(watch(name.partition("#")[0]) for name in names))
     return dict(zip(names, results, strict=True))
+
+
+def page_figures(statuses: list[tuple[int, float, float, float]], drawn: list[tuple[int, float]]) -> dict[str, Any]:
+    """One page's figures from its broadcasts, (version, arrived, sent_at, taken_at), and its fragments,
+    (version drawn, shown), all in seconds of the system clock: per broadcast, sent -> status, sent -> the
+    first fragment drawn from its version or a later one, cycle start -> that fragment (p50 / p90 / p99 /
+    max), the five slowest, and `page_after` (each version's broadcast -> page, for `change_to_page`)."""
+    # Until the first fragment the process read everything and made every row once, as a web process
+    # does once after it starts: those broadcasts are counted apart.
+    warm_from = drawn[0][1] if drawn else float("inf")
+    cold = [s for s in statuses if s[1] <= warm_from]
+    statuses = [s for s in statuses if s[1] > warm_from]
+    hop, sent_to_fragment, taken_to_fragment = [], [], []
+    slowest: list[tuple[float, int, float]] = []  # (broadcast -> page, version, seconds into the run)
+    page_after: dict[int, float] = {}
+    for version, arrived, sent_at, taken_at in statuses:
+        hop.append(arrived - sent_at)
+        shown = next((at for v, at in drawn if v >= version), None)
+        if shown is not None:
+            page_after[version] = max(0.0, shown - sent_at)
+            sent_to_fragment.append(max(0.0, shown - sent_at))
+            taken_to_fragment.append(shown - taken_at)
+            slowest.append((round(shown - sent_at, 3), version, round(sent_at - statuses[0][2], 1)))
+    return {"broadcasts": len(statuses), "fragments": len(drawn), "broadcasts_shown": len(sent_to_fragment),
+            "first_fragment_after_seconds": round(warm_from - cold[0][2], 3) if cold and drawn else None,
+            "broadcasts_before_it": len(cold),
+            **spread("sent_to_status", hop), **spread("sent_to_fragment", sent_to_fragment),
+            **spread("taken_to_fragment", taken_to_fragment), "slowest": sorted(slowest, reverse=True)[:5],
+            "page_after": page_after}
 
 
 def spread(name: str, values: list[float]) -> dict[str, float | None]:
