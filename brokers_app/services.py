@@ -12,7 +12,7 @@ from brokers_app.models import Event
 from console import gateway
 from console.errors import NoSnapshot
 from console.watcher import store
-from console.watcher.snapshot import Snapshot, TopicState, TopicTally
+from console.watcher.snapshot import Snapshot, tallied
 
 
 @dataclass
@@ -102,13 +102,10 @@ def require_snapshot(current: Live) -> Snapshot:
     return current.snapshot
 
 
-# Per cluster: each topic's tally and their sum (Snapshot.tallies) of the last version an overview was made of.
-_tallies: dict[str, tuple[dict[str, tuple[TopicState, TopicTally]], TopicTally]] = {}
 
 
 def overview(snap: Snapshot) -> dict[str, Any]:
-    held = _tallies.get(snap.cluster)
-    _, total = _tallies[snap.cluster] = snap.tallies(*held) if held is not None else snap.tallies()
+    _, total = tallied(snap)
     quorum = snap.quorum
     return {
         "cluster_id": snap.cluster_id,

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from console.watcher import snapshot as snapshot_module
 from console.watcher.snapshot import GroupState, MemberState, Snapshot
 from consumers_app import services as groups
 from tests.unit._build import part, snapshot, topic
@@ -103,19 +104,19 @@ def test_the_overviews_tallies_are_kept_for_unchanged_topics_and_sum_to_the_full
     healthy = topic("healthy", part(0, leader=1), part(1, leader=2))
     shrunk = topic("shrunk", part(0, leader=3, isr=(3,)), part(1, leader=-1, isr=()), min_isr=2)
     v1 = replace(snapshot(healthy, shrunk, cluster="tallies"), version=1)
-    brokers._tallies.pop("tallies", None)
+    snapshot_module._TALLIED.pop("tallies", None)
     first = brokers.overview(v1)
     assert first["counts"] == v1.counts() and first["brokers"] == v1.broker_rows()
     assert first["counts"]["under_replicated"] == 2 and first["counts"]["offline"] == 1 and first["counts"]["under_min_isr"] == 2
     assert [b["leader_count"] for b in first["brokers"]] == [1, 1, 1] and [b["under_replicated"] for b in first["brokers"]] == [0, 0, 1]
-    kept = brokers._tallies["tallies"][0]["healthy"]
+    kept = snapshot_module._TALLIED["tallies"][0]["healthy"]
 
     # Version 2: healthy's leader moved (a new TopicState), shrunk kept: only healthy is tallied again.
     moved = topic("healthy", part(0, leader=2), part(1, leader=2))
     v2 = replace(v1, version=2, topics={"healthy": moved, "shrunk": shrunk})
-    shrunk_tally = brokers._tallies["tallies"][0]["shrunk"]
+    shrunk_tally = snapshot_module._TALLIED["tallies"][0]["shrunk"]
     second = brokers.overview(v2)
-    assert brokers._tallies["tallies"][0]["shrunk"] is shrunk_tally and brokers._tallies["tallies"][0]["healthy"] is not kept
+    assert snapshot_module._TALLIED["tallies"][0]["shrunk"] is shrunk_tally and snapshot_module._TALLIED["tallies"][0]["healthy"] is not kept
     assert second["counts"] == v2.counts() and second["brokers"] == v2.broker_rows()
     assert [b["leader_count"] for b in second["brokers"]] == [0, 2, 1]
     # Version 3: shrunk deleted, a topic created: the sum moves by both.
@@ -197,3 +198,42 @@ def test_a_groups_summary_row_is_its_partition_rows_summed_up() -> None:
         assert (row["topics"], row["partitions"], row["unknown_lag_partitions"], row["total_lag"], row["max_lag"], row["time_lag"]) == (
             sorted({p["topic"] for p in parts}), len(parts), sum(1 for p in parts if p["lag"] is None), sum(lags),
             max(lags, default=0), max(time_lags, default=None)), (i, offsets, assigned)
+
+
+def test_a_topics_tally_says_what_its_partitions_properties_say() -> None:
+    """TopicTally.of walks the partitions once for the overview's tally and the topics list's row:
+    each figure equals what TopicState's and PartitionState's own properties say, for partitions with
+    and without offsets and sizes, offline, under-replicated, under min ISR, of mixed replica counts,
+    and for a topic without partitions."""
+    from console.watcher.snapshot import TopicState, TopicTally
+
+    sized = replace(part(0, leader=2, replicas=(2, 3, 4), isr=(2,), start_offset=5, end_offset=9), size=100)
+    backwards = replace(part(1, leader=-1, replicas=(3, 4), isr=(), start_offset=9, end_offset=4), size=None)
+    no_offsets = replace(part(2, leader=4, replicas=(4,), isr=(4,)), size=7)
+    cases = [
+        topic("mixed", sized, backwards, no_offsets, min_isr=2),
+        topic("no-min-isr", sized, no_offsets),
+        topic("bare", replace(part(0), size=None)),
+        TopicState(name="empty", internal=False, partitions=[], min_isr=1),
+    ]
+    for t in cases:
+        tally = TopicTally.of(t)
+        counts = t.counts()
+        assert (tally.partitions, tally.under_replicated, tally.offline, tally.under_min_isr) == (
+            len(t.partitions), counts["under_replicated"], counts["offline"], counts["under_min_isr"]), t.name
+        assert (tally.replication_factor, tally.size, tally.messages) == (t.replication_factor, t.size, t.messages), t.name
+        led: dict[int, int] = {}
+        hosted: dict[int, int] = {}
+        for p in t.partitions:
+            led[p.leader] = led.get(p.leader, 0) + 1
+            for r in p.replicas:
+                hosted[r] = hosted.get(r, 0) + 1
+        assert tally.led == led and tally.hosted == hosted, t.name
+        assert tally.led_under_replicated == {p.leader: 1 for p in t.partitions if p.under_replicated}, t.name
+    mixed = TopicTally.of(cases[0])
+    assert (mixed.under_replicated, mixed.offline, mixed.under_min_isr, mixed.replication_factor, mixed.size, mixed.messages) == (
+        2, 1, 3, 3, 107, 4)
+    row = topics._row(snapshot(cases[0], cluster="tally-row"), cases[0])
+    assert {k: row[k] for k in ("partitions", "replication_factor", "under_replicated", "offline", "under_min_isr", "size",
+                                "messages")} == {"partitions": 3, "replication_factor": 3, "under_replicated": 2, "offline": 1,
+                                                 "under_min_isr": 3, "size": 107, "messages": 4}
