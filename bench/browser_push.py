@@ -17,6 +17,11 @@ the child's push of each leader move in the model (`--push-by-version`), `change
 p90, p99, max) and `changes_over_2s`: from a change in the cluster to a painted page. Ends by printing
 one JSON line, with the web process's and the browser's CPU (CPU-seconds per wall second over the
 measured window) and the watcher's own figures.
+
+Everything shares this machine's cores: the simulated cluster's model (a process of its own, the
+stand-in for the brokers) and the browser too, which in production run on other hosts. `--nice 19`
+gives the browser the CPU the others leave, as if elsewhere (not the model: the watcher waits for
+its answers, as for a cluster's).
 """
 
 from __future__ import annotations
@@ -119,6 +124,9 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=75, help="seconds before the pages open (the watcher's warm-up)")
     parser.add_argument("--views", default="topics,groups,overview",
                         help="pages to open, one tab each (comma-separated: overview, topics, groups, layout, at-risk)")
+    parser.add_argument("--nice", type=int, default=0,
+                        help="niceness of the browser (elsewhere in production: with 19 it takes the CPU the console's"
+                             " processes and the simulated cluster leave)")
     args = parser.parse_args()
     paths = {"overview": "", "topics": "topics/", "groups": "groups/", "layout": "layout/", "at-risk": "at-risk/"}
     views = [v for v in args.views.split(",") if v]
@@ -155,7 +163,7 @@ def main() -> None:
             web = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "console.asgi:application"],
                                    cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
         wait_for(lambda: requests.get(base_url + "/login/", timeout=5).status_code == 200, 60, what="the web process")
-        pages = in_browser(base_url, views, paths, args.seconds, web.pid)
+        pages = in_browser(base_url, views, paths, args.seconds, web.pid, args.nice)
         out, _ = child.communicate(timeout=args.seconds + args.warmup + 600)
     finally:
         if child.poll() is None:
@@ -170,7 +178,8 @@ def main() -> None:
     print(json.dumps({**pages, "watcher": watcher_figures(out)}), flush=True)
 
 
-def in_browser(base_url: str, views: list[str], paths: dict[str, str], seconds: float, web_pid: int) -> dict[str, Any]:
+def in_browser(base_url: str, views: list[str], paths: dict[str, str], seconds: float, web_pid: int,
+               nice: int = 0) -> dict[str, Any]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
@@ -193,6 +202,8 @@ def in_browser(base_url: str, views: list[str], paths: dict[str, str], seconds: 
                 raise SystemExit(f"the {view} page answered {response.status if response else 'nothing'}")
             tabs[view] = page
         browsers = chromium_pids()
+        for pid in browsers if nice else ():
+            os.setpriority(os.PRIO_PROCESS, pid, nice)
         cpu_from = (cpu_seconds([web_pid]), cpu_seconds(browsers), time.monotonic())
         for page in tabs.values():  # (the first records are of the pages' loading: the window starts now)
             page.evaluate("() => { window.__push.statuses.length = 0; window.__push.drawn.length = 0; }")
