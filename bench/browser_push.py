@@ -39,6 +39,7 @@ from typing import Any
 
 import requests
 
+from bench.machine import reference_seconds
 from bench.web_reads import change_to_page, child_result, page_figures, watcher_figures
 from tests.support import CHROMIUM_ARGS, PASSWORD, REDIS_PORT, ROOT, TEST_VAR, free_port, stack_env, wait_for
 
@@ -134,6 +135,7 @@ def main() -> None:
     if unknown:
         parser.error(f"unknown views {unknown}: choose from {sorted(paths)}")
 
+    reference = reference_seconds()
     clusters = Path(tempfile.mkstemp(suffix=".json")[1])
     clusters.write_text(json.dumps([{"name": "sim", "bootstrap_servers": "127.0.0.1:9"}]))
     # The web process as production configures it (tests/settings.py would drop KAFKA_CLUSTERS_FILE), on
@@ -175,7 +177,7 @@ def main() -> None:
     pushes = child_result(out).get("push_by_version", {})
     for figures in pages["views"].values():
         figures.update(change_to_page(pushes, figures.pop("page_after")))
-    print(json.dumps({**pages, "watcher": watcher_figures(out)}), flush=True)
+    print(json.dumps({**pages, "machine_reference_seconds": reference, "watcher": watcher_figures(out)}), flush=True)
 
 
 def in_browser(base_url: str, views: list[str], paths: dict[str, str], seconds: float, web_pid: int,

@@ -44,6 +44,7 @@ from collections.abc import Generator, Iterable
 from datetime import UTC, datetime
 from typing import Any
 
+from bench.machine import reference_seconds
 from tests.support import ROOT, running_redis
 
 # Events the model never makes: any of these is spurious.
@@ -387,8 +388,10 @@ def main() -> None:
     parser.add_argument("--push-by-version", action="store_true",
                         help="also print each version's pushes (10 ms buckets), for bench.web_reads to add the page's part")
     args = parser.parse_args()
+    reference = reference_seconds()
     with running_redis():
         result = simulate(args)
+    result["machine_reference_seconds"] = reference
     print(json.dumps(result), flush=True)
     if args.append:
         append(args, result)

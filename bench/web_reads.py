@@ -146,7 +146,8 @@ def watcher_figures(out: str) -> dict[str, Any]:
     """The child's (bench.simulate's) figures."""
     watcher = child_result(out)
     return {k: watcher.get(k) for k in ("cycle_p50_seconds", "cycle_p99_seconds", "cycles_over_1s", "push_p50_seconds",
-                                         "push_p99_seconds", "pushes_over_2s", "spurious_events")}
+                                         "push_p99_seconds", "pushes_over_2s", "spurious_events",
+                                         "machine_reference_seconds")}
 
 
 async def live_views(views: list[str], seconds: float, child: subprocess.Popen[str], per_view: int = 1) -> dict[str, Any]:
