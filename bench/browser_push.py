@@ -94,6 +94,13 @@ def cpu_seconds(pids: list[int]) -> float:
     return total
 
 
+def renderer_seconds(session: Any) -> dict[str, float]:
+    """A page's renderer main thread's busy seconds so far: all its tasks, script, style, layout."""
+    metrics = {m["name"]: m["value"] for m in session.send("Performance.getMetrics")["metrics"]}
+    return {"task": metrics.get("TaskDuration", 0.0), "script": metrics.get("ScriptDuration", 0.0),
+            "style": metrics.get("RecalcStyleDuration", 0.0), "layout": metrics.get("LayoutDuration", 0.0)}
+
+
 def chromium_pids() -> list[int]:
     """This process's descendants that are Chromium's (the browser, its renderers, GPU and utility processes)."""
     children: dict[int, list[int]] = {}
@@ -207,8 +214,12 @@ def in_browser(base_url: str, views: list[str], paths: dict[str, str], seconds: 
         for pid in browsers if nice else ():
             os.setpriority(os.PRIO_PROCESS, pid, nice)
         cpu_from = (cpu_seconds([web_pid]), cpu_seconds(browsers), time.monotonic())
-        for page in tabs.values():  # (the first records are of the pages' loading: the window starts now)
+        cdp = {}
+        for view, page in tabs.items():  # (the first records are of the pages' loading: the window starts now)
             page.evaluate("() => { window.__push.statuses.length = 0; window.__push.drawn.length = 0; }")
+            cdp[view] = page.context.new_cdp_session(page)
+            cdp[view].send("Performance.enable")
+        renderer_from = {view: renderer_seconds(session) for view, session in cdp.items()}
         end = time.monotonic() + seconds
         while time.monotonic() < end:
             for page in tabs.values():
@@ -222,7 +233,11 @@ def in_browser(base_url: str, views: list[str], paths: dict[str, str], seconds: 
             drawn = [(int(v), float(painted)) for v, _applied, painted in seen["drawn"]]
             dom = [float(painted) - float(applied) for _v, applied, painted in seen["drawn"]]
             statuses = [(int(v), float(a), float(s), float(t)) for v, a, s, t in seen["statuses"]]
+            spent = renderer_seconds(cdp[view])
             results[view] = {**page_figures(statuses, drawn), "visibility_changes": seen["visibility"],
+                             # (the page's renderer main thread, per wall second: all its tasks, and of them
+                             # script, style, layout; Chromium's Performance.getMetrics)
+                             **{f"renderer_{k}_fraction": round((spent[k] - renderer_from[view][k]) / wall, 3) for k in spent},
                              "dom_to_paint_p50_seconds": sorted(dom)[len(dom) // 2] if dom else None,
                              "dom_to_paint_max_seconds": max(dom) if dom else None}
         browser.close()
