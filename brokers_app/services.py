@@ -102,8 +102,6 @@ def require_snapshot(current: Live) -> Snapshot:
     return current.snapshot
 
 
-
-
 def overview(snap: Snapshot) -> dict[str, Any]:
     _, total = tallied(snap)
     quorum = snap.quorum
