@@ -40,7 +40,7 @@ from typing import Any
 import requests
 
 from bench.machine import reference_seconds
-from bench.web_reads import change_to_page, child_result, page_figures, watcher_figures
+from bench.web_reads import change_to_page, child_result, page_figures, scale_arguments, watcher_figures
 from tests.support import CHROMIUM_ARGS, PASSWORD, REDIS_PORT, ROOT, TEST_VAR, free_port, stack_env, wait_for
 
 # Before the page's own script: wrap WebSocket so that every socket's messages are seen first (a
@@ -124,11 +124,7 @@ def chromium_pids() -> list[int]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--partitions", type=int, default=300_000)
-    parser.add_argument("--groups", type=int, default=50_000)
-    parser.add_argument("--change-rate", type=float, default=0.01)
-    parser.add_argument("--seconds", type=float, default=100)
+    parser = scale_arguments(argparse.ArgumentParser(description=__doc__.split("\n\n")[0]))
     parser.add_argument("--warmup", type=float, default=75, help="seconds before the pages open (the watcher's warm-up)")
     parser.add_argument("--views", default="topics,groups,overview",
                         help="pages to open, one tab each (comma-separated: overview, topics, groups, layout, at-risk)")

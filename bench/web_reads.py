@@ -43,11 +43,7 @@ def quantile(values: list[float], q: float) -> float | None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--partitions", type=int, default=300_000)
-    parser.add_argument("--groups", type=int, default=50_000)
-    parser.add_argument("--change-rate", type=float, default=0.01)
-    parser.add_argument("--seconds", type=float, default=100)
+    parser = scale_arguments(argparse.ArgumentParser(description=__doc__.split("\n\n")[0]))
     parser.add_argument("--warmup", type=float, default=75, help="seconds before reading (the watcher's warm-up)")
     parser.add_argument("--views", default="", help="live views to open (comma-separated: topics, groups, overview, ...)"
                         " instead of polling the store")
@@ -104,6 +100,16 @@ def main() -> None:
         "taken_to_read_max_seconds": quantile(ages, 1.0),
         "watcher": watcher_figures(out),
     }), flush=True)
+
+
+def scale_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The simulated cluster's size and rate of change, and the seconds measured (this bench's and
+    bench.browser_push's)."""
+    parser.add_argument("--partitions", type=int, default=300_000)
+    parser.add_argument("--groups", type=int, default=50_000)
+    parser.add_argument("--change-rate", type=float, default=0.01)
+    parser.add_argument("--seconds", type=float, default=100)
+    return parser
 
 
 def child_result(out: str) -> dict[str, Any]:

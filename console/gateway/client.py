@@ -238,6 +238,17 @@ def _says(tm: Any, topic: Topic) -> bool:
     return True
 
 
+# group_state: asked this many times while the group's coordinator answers with an error (moving, loading).
+GROUP_STATE_ATTEMPTS = 4
+GROUP_STATE_RETRY_SECONDS = 0.5
+
+
+def _coordinator_error(error: str) -> bool:
+    """A describe's per-group error that says nothing of the group: its coordinator moving, loading or
+    not available (as opposed to none, "no such group", "not a group of this kind", not authorized)."""
+    return any(name in error for name in ("NotCoordinator", "CoordinatorLoadInProgress", "CoordinatorNotAvailable"))
+
+
 class ClusterGateway:
     """All Kafka calls for one cluster. Thread-safe; one instance per cluster per process."""
 
@@ -1023,17 +1034,36 @@ class ClusterGateway:
         from the snapshot): offset changes depend on it. NotFound when the group does not exist."""
 
         def run() -> tuple[str, int, str]:
-            def ask(admin: KafkaAdminClient) -> tuple[str, int, str]:
+            def describe(admin: KafkaAdminClient) -> tuple[str, int, str] | str:
+                """The group's state, or the error of a coordinator that could not say (moving, loading)."""
                 d = admin.describe_groups([group_id]).get(group_id) or {}
-                state = d.get("group_state") or "Dead"
-                if "not a classic group" in str(d.get("error") or "") and protocol.available():
+                error = str(d.get("error") or "")
+                if _coordinator_error(error):
+                    return error
+                if "not a classic group" in error and protocol.available():
                     for kind in ("consumer", "share"):
                         m = protocol.describe(admin, [group_id], kind).get(group_id) or {}
                         if m and not m["error"]:
                             return m["state"], len(m["members"]), kind
+                        if m and _coordinator_error(str(m["error"])):
+                            return str(m["error"])
+                state = d.get("group_state") or "Dead"
                 if state == "Dead" and not d.get("members"):
                     raise NotFound(f"Consumer group '{group_id}' does not exist on cluster '{self.name}'.")
                 return state, len(d.get("members", [])), "classic"
+
+            def ask(admin: KafkaAdminClient) -> tuple[str, int, str]:
+                # A coordinator moving or loading (after a broker restart) answers with an error and no
+                # state: that is not "the group does not exist" (which it was taken for: a reset of a
+                # live group answered 404). Asked again, then a 503 that says so.
+                for attempt in range(GROUP_STATE_ATTEMPTS):
+                    answer = describe(admin)
+                    if not isinstance(answer, str):
+                        return answer
+                    if attempt + 1 < GROUP_STATE_ATTEMPTS:
+                        time.sleep(GROUP_STATE_RETRY_SECONDS)
+                raise ClusterUnavailable(f"Consumer group '{group_id}' could not be described now: its coordinator "
+                                         f"answered {answer[:200]}. Try again in a moment.")
 
             return self._with_kafka_python("group", ask)
 

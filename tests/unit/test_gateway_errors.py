@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any
 
 import kafka.errors as kp_errors
 import pytest
@@ -175,5 +176,55 @@ def test_offsets_asked_of_a_cluster_nobody_answers_fail_within_the_deadline_nami
             gw.list_offsets([("t", 0), ("t", 1), ("t", 0)], "latest")
         assert time.monotonic() - started < 1.5 + 2
         assert "returned no offsets (2 partitions failed: _TIMED_OUT x2)" in caught.value.message
+    finally:
+        gw.close()
+
+
+def test_a_groups_state_asked_while_its_coordinator_moves_is_asked_again_and_never_taken_for_no_group(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """group_state (what an offset reset checks first): a coordinator that is moving or loading answers
+    DescribeGroups with an error and no state; that was read as "the group does not exist" (a reset of
+    a live KIP-848 group answered 404 right after brokers restarted). Now it is asked again; still so
+    after the attempts: a 503 naming the coordinator's answer. A group that does not exist is still a
+    404, a live classic group its state at once."""
+    from console.gateway import client
+    from console.gateway.client import ClusterGateway
+    from console.gateway.config import ClusterConfig
+    from console.gateway.errors import ClusterUnavailable, NotFound
+
+    def answer(code: int, state: str = "", members: int = 0) -> dict[str, Any]:
+        error = str(kp_errors.for_code(code)("the message")) if code else None
+        return {"group_state": state, "members": [{}] * members, "error": error}
+
+    class Admin:
+        def __init__(self, *answers: dict[str, Any]) -> None:
+            self.answers, self.asked = list(answers), 0
+
+        def describe_groups(self, ids: list[str]) -> dict[str, dict[str, Any]]:
+            self.asked += 1
+            return {ids[0]: self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]}
+
+    monkeypatch.setattr(client, "GROUP_STATE_RETRY_SECONDS", 0.0)
+    gw = ClusterGateway(ClusterConfig(name="c", bootstrap_servers="127.0.0.1:9"), timeout=1.5)
+    try:
+        def ask(admin: Admin) -> tuple[str, int, str]:
+            monkeypatch.setattr(gw, "_with_kafka_python", lambda purpose, fn: fn(admin))
+            return gw.group_state("g/<1>")
+
+        moving = Admin(answer(16), answer(14), answer(0, "Stable", 2))
+        assert ask(moving) == ("Stable", 2, "classic") and moving.asked == 3
+        stuck = Admin(answer(15))
+        with pytest.raises(ClusterUnavailable) as caught:
+            ask(stuck)
+        assert stuck.asked == client.GROUP_STATE_ATTEMPTS
+        assert "could not be described now" in caught.value.message and "CoordinatorNotAvailable" in caught.value.message
+        gone = Admin(answer(0, "Dead"))
+        with pytest.raises(NotFound) as missing:
+            ask(gone)
+        assert gone.asked == 1 and "does not exist" in missing.value.message
+        refused = Admin(answer(30))  # (not authorized: no retry, as before)
+        with pytest.raises(NotFound):
+            ask(refused)
+        assert refused.asked == 1
     finally:
         gw.close()
