@@ -12,9 +12,9 @@ from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields, replace
-from itertools import compress
+from itertools import chain, compress
 from operator import is_not, itemgetter
-from typing import Any
+from typing import Any, ClassVar
 
 import lz4.block
 import orjson
@@ -94,6 +94,9 @@ class TopicState:
     min_isr: int | None = None  # None until the watcher has read the topic's config
     produce_rate: float | None = None  # messages per second between the last two offset samples
 
+    # The tally stored with the topic's part (a StoredTopic's), None when it is to be made (`TopicTally.of`).
+    stored_tally: ClassVar[TopicTally | None] = None
+
     @property
     def replication_factor(self) -> int:
         return max((len(p.replicas) for p in self.partitions), default=0)
@@ -144,7 +147,11 @@ class TopicTally:
     def of(cls, topic: TopicState) -> TopicTally:
         """One walk of the partitions, each property of PartitionState and TopicState written out
         (at 300,000 partitions a web process tallies about 3,000 changed topics a second: the walks
-        of the overview's tally and the topics list's row took 80 us a topic, this one 32)."""
+        of the overview's tally and the topics list's row took 80 us a topic, this one 32). A topic
+        read from the store has its tally already (StoredTopic: the watcher's, stored with its part)."""
+        stored = topic.stored_tally
+        if stored is not None:
+            return stored
         urp = offline = under_min = rf = 0
         size = messages = None
         min_isr = topic.min_isr
@@ -171,6 +178,47 @@ class TopicTally:
                 messages = max(0, p.end_offset - p.start_offset) + (messages or 0)
         return cls(len(topic.partitions), urp, offline, under_min, led, led_urp, hosted, rf, size, messages)
 
+    def changed(self, before: TopicState, after: TopicState, places: Iterable[int]) -> TopicTally | None:
+        """`TopicTally.of(after)` from this tally of `before`, walking only the partitions at `places`
+        (those not the same objects; partitions added included): the watcher stores a changed topic's
+        tally with its part (`topic_summary`), and a second's changes touch one or two partitions of
+        each of thousands of topics. None when that cannot tell (its min ISR changed, partitions went,
+        the replication factor may have dropped, a size or offsets went unknown): walk them all."""
+        old, new = before.partitions, after.partitions
+        min_isr = after.min_isr
+        if min_isr != before.min_isr or len(new) < len(old):
+            return None
+        urp, offline, under_min, rf = self.under_replicated, self.offline, self.under_min_isr, self.replication_factor
+        size, messages = self.size, self.messages
+        led, led_urp, hosted = dict(self.led), dict(self.led_under_replicated), dict(self.hosted)
+        walked = ((sign, at) for at in places for sign in ((-1, 1) if at < len(old) else (1,)))  # (out as it was, in as it is)
+        for sign, i in walked:
+            p = old[i] if sign < 0 else new[i]
+            replicas, in_sync, leader = p.replicas, len(p.isr), p.leader
+            if sign < 0:
+                q = new[i]
+                if len(replicas) == rf > len(q.replicas) or (p.size is not None and q.size is None) or (
+                        p.start_offset is not None and p.end_offset is not None
+                        and (q.start_offset is None or q.end_offset is None)):
+                    return None
+            elif len(replicas) > rf:
+                rf = len(replicas)
+            if in_sync < len(replicas):
+                urp += sign
+                _add(led_urp, leader, sign)
+            if leader < 0:
+                offline += sign
+            if min_isr is not None and in_sync < min_isr:
+                under_min += sign
+            _add(led, leader, sign)
+            for r in replicas:
+                _add(hosted, r, sign)
+            if p.size is not None:
+                size = sign * p.size + (size or 0)
+            if p.start_offset is not None and p.end_offset is not None:
+                messages = sign * max(0, p.end_offset - p.start_offset) + (messages or 0)
+        return TopicTally(len(new), urp, offline, under_min, led, led_urp, hosted, rf, size, messages)
+
     @classmethod
     def total(cls, tallies: Iterable[TopicTally]) -> TopicTally:
         return cls(0, 0, 0, 0, {}, {}, {}).moved(tallies, ())
@@ -189,6 +237,15 @@ class TopicTally:
                     for b, n in part.items():
                         total[b] = total.get(b, 0) + sign * n
         return TopicTally(counts[0], counts[1], counts[2], counts[3], *per_broker)
+
+
+def _add(counts: dict[int, int], key: int, n: int) -> None:
+    """`n` more for `key` (one that comes to 0 is taken out, as a walk would never have put it in)."""
+    left = counts.get(key, 0) + n
+    if left:
+        counts[key] = left
+    else:
+        del counts[key]
 
 
 # Per cluster, in this process: each topic's tally and their sum, of the last snapshot tallied (`tallied`).
@@ -443,6 +500,8 @@ def _encode(obj: Any) -> Any:
         return dict(zip(obj.brokers, obj.values(), strict=True))
     if isinstance(obj, GroupsRead):
         return dict(obj.items())
+    if isinstance(obj, StoredTopic):  # (orjson writes a dataclass, not a subclass of one)
+        return {name: getattr(obj, name) for name in _TOPIC_FIELDS}
     json_value = getattr(type(obj), "json_value", None)  # (the apps' compact columns: consumers_app.watching)
     if json_value is not None:
         return json_value(obj)
@@ -646,16 +705,24 @@ def _inflate(raw: bytes) -> bytes:
 
 
 _LZ4 = b"L"  # (what starts a part compressed with LZ4: JSON starts with "{", zlib with "x")
+_SUMMARY = b"S"  # (what starts a topic's part with its summary before it: `topic_part`)
 
 
-def topic_part(raw: bytes) -> bytes:
+def topic_part(raw: bytes, summary: bytes | None = None) -> bytes:
     """A topic's JSON as its stored part: compressed with LZ4 (its block, with its size, after a
     marker byte). The watcher holds every topic's part to serialise the next version of a changed
     topic against (TopicBytes), and web processes hold them to read the next version's changes
     against: at 10,000 topics of 30 partitions 62 MB of JSON, 21 MB so. LZ4 rather than the groups'
     zlib: 5 us a topic to make and 3 to read again (zlib took 67 and 14), and about 3,000 topics
-    change every second at 300,000 partitions."""
-    return _LZ4 + lz4.block.compress(raw, store_size=True)
+    change every second at 300,000 partitions.
+
+    With `summary` (`topic_summary`: the topic's fields but its partitions, and its tally), the
+    part starts with it, uncompressed, after a marker byte and its length: a reading process takes
+    the topic from the summary and parses its partitions only when asked for them (StoredTopic)."""
+    packed = _LZ4 + lz4.block.compress(raw, store_size=True)
+    if summary is None:
+        return packed
+    return _SUMMARY + len(summary).to_bytes(4, "big") + summary + packed
 
 
 def part_json(raw: bytes) -> bytes:
@@ -663,15 +730,76 @@ def part_json(raw: bytes) -> bytes:
     head = raw[:1]
     if head == b"{":
         return raw
+    if head == _SUMMARY:
+        return lz4.block.decompress(memoryview(raw)[6 + int.from_bytes(raw[1:5], "big"):])
     if head == _LZ4:
         return lz4.block.decompress(memoryview(raw)[1:])
     return _inflate(raw)
 
 
+def _flat(counts: dict[int, int]) -> list[int]:
+    return list(chain.from_iterable(counts.items()))
+
+
+def _pairs(flat: list[int]) -> dict[int, int]:
+    each = iter(flat)
+    return dict(zip(each, each))  # noqa: B905 - (pairs of one list: the same iterator twice)
+
+
+def topic_summary(t: TopicState, tally: TopicTally) -> bytes:
+    """What a topic's stored part says before its partitions (`topic_part`): its own fields and its
+    tally, as one JSON array (StoredTopic.of_part reads it)."""
+    return orjson.dumps([t.name, t.internal, t.min_isr, t.produce_rate, tally.partitions, tally.under_replicated,
+                         tally.offline, tally.under_min_isr, tally.replication_factor, tally.size, tally.messages,
+                         _flat(tally.led), _flat(tally.led_under_replicated), _flat(tally.hosted)])
+
+
+class _StoredPartitions:
+    """A StoredTopic's partitions: parsed from its part when first asked for, then kept by the topic
+    (in its __dict__, which this descriptor without __set__ gives way to)."""
+
+    def __get__(self, obj: StoredTopic | None, owner: type | None = None) -> Any:
+        if obj is None:
+            return self
+        parts = [_partition(p) for p in orjson.loads(part_json(obj.part))["partitions"]]
+        obj.__dict__["partitions"] = parts
+        return parts
+
+
+class StoredTopic(TopicState):
+    """A topic as a reading process (web, Celery) takes it from the store: its fields and its tally
+    from the summary the watcher stored with its part (`topic_summary`), its partitions parsed when
+    first asked for. At 300,000 partitions about 2,600 topics change a second; the overview and the
+    topics list need only their tallies, and parsing each one's partitions (75 us) and walking them
+    (32 us) was most of a web process's work. It equals the TopicState it was stored from."""
+
+    partitions = _StoredPartitions()  # type: ignore[assignment]
+    part: bytes = b""  # (its stored part; one made by `replace` holds its partitions instead)
+
+    @classmethod
+    def of_part(cls, raw: bytes) -> StoredTopic:
+        end = 5 + int.from_bytes(raw[1:5], "big")
+        s = orjson.loads(memoryview(raw)[5:end])
+        t = cls.__new__(cls)
+        t.__dict__.update(name=s[0], internal=s[1], min_isr=s[2], produce_rate=s[3], part=raw,
+                          stored_tally=TopicTally(s[4], s[5], s[6], s[7], _pairs(s[11]), _pairs(s[12]), _pairs(s[13]),
+                                                  s[8], s[9], s[10]))
+        return t
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, TopicState):
+            return all(getattr(self, name) == getattr(other, name) for name in _TOPIC_FIELDS)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+
 # (the content without its topics and groups, each topic's JSON under "t:<name>" and each group's under "g:<id>")
 ContentParts = tuple[bytes, dict[str, bytes]]
 TOPIC_PART, GROUP_PART = "t:", "g:"
-PARTS_FORMAT = 2  # in the header: stored in parts, groups apart (a header without it is from an older version)
+# In the header: stored in parts, groups apart, topics with their summaries (`topic_part`); a header
+# without it, or with an earlier one, is from an older version (read as none until the watcher rewrites it).
+PARTS_FORMAT = 3
 
 
 class TopicBytes:
@@ -687,7 +815,8 @@ class TopicBytes:
     partitions of each; serialising those topics whole took a third of the metadata cycle."""
 
     def __init__(self) -> None:
-        # name -> (the object, its JSON, its marks, where each partition's JSON starts in it, and its end)
+        # name -> (the object, its stored part, its marks (a group's; a topic's: its tally, alone),
+        # where each partition's JSON starts in it and each one's length)
         self._cache: dict[str, tuple[Any, bytes, tuple[Any, ...], array[int] | None]] = {}
         self.serialised = 0  # objects serialised by the last call
         self.partitions_serialised = 0  # of their partitions, those serialised (not copied)
@@ -738,7 +867,11 @@ class TopicBytes:
                 at += old_places[i + 1] + 1  # (past its JSON before)
             done = i + 1
         self.partitions_serialised += len(changed)
-        return obj, topic_part(head + b",".join(pieces) + shell[cut:]), (), places
+        # Its tally, from the one kept with its last part when it can tell (TopicTally.changed).
+        tally = last[2][0].changed(last[0], obj, changed) if last is not None and last[3] is not None and last[2] else None
+        if tally is None:
+            tally = TopicTally.of(obj)
+        return obj, topic_part(head + b",".join(pieces) + shell[cut:], topic_summary(obj, tally)), (tally,), places
 
     def each(self, objects: Mapping[str, Any], prefix: str = "") -> dict[str, bytes]:
         """Each object's stored part (a topic's `topic_part`, a group's `group_part`; the same bytes
@@ -890,7 +1023,10 @@ class Snapshot:
 
     @staticmethod
     def topic_from_json(raw: bytes) -> TopicState:
-        """A topic from its stored part (`topic_part`: compressed), or from its plain JSON."""
+        """A topic from its stored part (`topic_part`: compressed; with its summary, a StoredTopic),
+        or from its plain JSON."""
+        if raw[:1] == _SUMMARY:
+            return StoredTopic.of_part(raw)
         t = orjson.loads(part_json(raw))
         return TopicState(name=t["name"], internal=t["internal"], partitions=[_partition(p) for p in t["partitions"]],
                           min_isr=t.get("min_isr"), produce_rate=t.get("produce_rate"))

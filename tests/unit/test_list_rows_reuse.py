@@ -237,3 +237,32 @@ def test_a_topics_tally_says_what_its_partitions_properties_say() -> None:
     assert {k: row[k] for k in ("partitions", "replication_factor", "under_replicated", "offline", "under_min_isr", "size",
                                 "messages")} == {"partitions": 3, "replication_factor": 3, "under_replicated": 2, "offline": 1,
                                                  "under_min_isr": 3, "size": 107, "messages": 4}
+
+
+def test_the_overview_and_the_topics_list_of_topics_read_from_the_store_do_not_parse_their_partitions() -> None:
+    """A reading process takes each changed topic from its stored part (StoredTopic): the overview's
+    counts and broker rows and the topics list's rows come from the tally stored with it, equal to
+    those of the topics the watcher stored, with no topic's partitions parsed."""
+    from brokers_app import services as brokers
+    from console.watcher.snapshot import StoredTopic, TopicBytes
+
+    written = replace(snapshot(
+        topic("healthy", replace(part(0, leader=1, start_offset=5, end_offset=50), size=100), replace(part(1, leader=2), size=7)),
+        topic("shrunk", part(0, leader=3, isr=(3,)), part(1, leader=-1, isr=()), min_isr=2),
+        topic("__consumer_offsets", part(0, leader=2, replicas=(2, 3, 1), end_offset=9), internal=True),
+        cluster="stored-a"), version=7)
+    parts = TopicBytes().each(written.topics, "t:")
+    read = replace(written, cluster="stored-b",
+                   topics={name: Snapshot.topic_from_json(parts["t:" + name]) for name in written.topics})
+    assert all(type(t) is StoredTopic for t in read.topics.values())
+    for cluster in ("stored-a", "stored-b"):
+        snapshot_module._TALLIED.pop(cluster, None)
+    assert brokers.overview(read)["counts"] == brokers.overview(written)["counts"]
+    assert brokers.overview(read)["brokers"] == brokers.overview(written)["brokers"]
+    for internal in (False, True):
+        assert topics.topics_page(read, internal=internal, sort="size").rows == \
+            topics.topics_page(written, internal=internal, sort="size").rows
+    assert not [name for name, t in read.topics.items() if "partitions" in vars(t)]
+    # Asked for (a topic's page), its partitions are parsed once and kept.
+    shown = read.topics["healthy"].partitions
+    assert shown == written.topics["healthy"].partitions and read.topics["healthy"].partitions is shown

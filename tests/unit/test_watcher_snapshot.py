@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from copy import deepcopy
+from dataclasses import replace
 
 import pytest
 
@@ -362,19 +363,34 @@ def test_content_serialised_through_the_topic_cache_is_the_same_bytes_and_reseri
     assert later.content_bytes() != snap.content_bytes()
 
 
-def test_a_topics_stored_part_is_its_json_compressed_and_a_plain_one_from_before_still_reads():
+def test_a_topics_stored_part_is_its_summary_then_its_json_compressed_and_earlier_forms_still_read():
     import orjson
 
-    from console.watcher.snapshot import CONTENT_OPTIONS, TopicBytes, part_json
+    from console.watcher.snapshot import CONTENT_OPTIONS, StoredTopic, TopicBytes, TopicTally, part_json, topic_part
 
     parts = [part(n, leader=1 + n % 3, replicas=(1 + n % 3, 1 + (n + 1) % 3), end_offset=10_000 + n * 7) for n in range(30)]
     t = topic("a\"<odd>/é", *parts, min_isr=2)
+    t.produce_rate = 12.5
     plain = orjson.dumps(t, option=CONTENT_OPTIONS)
     stored = TopicBytes().each({t.name: t}, "t:")["t:" + t.name]
-    assert stored[:1] == b"L" and len(stored) * 2 < len(plain), (len(stored), len(plain))
+    assert stored[:1] == b"S" and len(stored) * 2 < len(plain), (len(stored), len(plain))
     assert part_json(stored) == plain
-    assert Snapshot.topic_from_json(stored) == Snapshot.topic_from_json(plain) == t
-    assert part_json(plain) is plain
+    read = Snapshot.topic_from_json(stored)
+    # Its fields and tally from the summary; its partitions not parsed until asked for.
+    assert type(read) is StoredTopic and "partitions" not in vars(read)
+    assert (read.name, read.internal, read.min_isr, read.produce_rate) == (t.name, False, 2, 12.5)
+    assert TopicTally.of(read) == TopicTally.of(t) and "partitions" not in vars(read)
+    assert read == t and t == read and read == Snapshot.topic_from_json(plain) and "partitions" in vars(read)
+    assert read.partitions == t.partitions and read.replication_factor == 2 and read.size == t.size
+    assert read != topic(t.name, *parts[:29], min_isr=2) and topic(t.name, *parts[:29], min_isr=2) != read
+    # Written as a TopicState is (a snapshot that holds it, as JSON), and copied by `replace` with its own tally.
+    fresh = Snapshot.topic_from_json(stored)
+    assert orjson.loads(Snapshot(cluster="c", topics={t.name: fresh}).to_json())["topics"][t.name] == orjson.loads(plain)
+    fewer = replace(fresh, partitions=parts[:3])
+    assert fewer.stored_tally is None and TopicTally.of(fewer).partitions == 3
+    # Parts stored by earlier versions: LZ4 without a summary, plain JSON.
+    assert Snapshot.topic_from_json(topic_part(plain)) == t and type(Snapshot.topic_from_json(topic_part(plain))) is not StoredTopic
+    assert part_json(plain) is plain and part_json(topic_part(plain)) == plain
 
 
 def test_a_group_stored_by_an_earlier_version_loads_and_its_evaluation_round_trips():
@@ -486,3 +502,59 @@ def test_a_groups_part_is_compressed_with_a_preset_dictionary_a_fifth_smaller_an
     other = zlib.compressobj(1, zdict=b'{"group_id":"a dictionary of another version"}')
     with pytest.raises(ValueError, match="dictionary this version does not know"):
         part_json(other.compress(plain) + other.flush())
+
+
+def test_the_tally_stored_with_a_changed_topics_part_is_what_a_walk_of_its_partitions_says(monkeypatch):
+    """The watcher keeps each topic's tally with its part and, for a topic of which some partitions
+    changed, moves it by those partitions alone (TopicTally.changed); over random changes (leaders,
+    ISR, replica sets growing and shrinking, sizes and offsets known and unknown, min ISR, partitions
+    added) the stored tally equals a walk of the whole topic, and so does what a reader takes from it."""
+    import random
+
+    from console.watcher.snapshot import TopicBytes, TopicTally
+
+    rng = random.Random(11)
+    moved = []
+    changed = TopicTally.changed
+
+    def counted(self, before, after, places):
+        found = changed(self, before, after, places)
+        moved.append(found is not None)
+        return found
+
+    monkeypatch.setattr(TopicTally, "changed", counted)
+
+    def random_part(n: int) -> PartitionState:
+        replicas = rng.sample(range(1, 7), rng.randint(1, 4))
+        isr = [r for r in replicas if rng.random() < 0.7]
+        leader = rng.choice(isr) if isr and rng.random() < 0.9 else -1
+        start = rng.choice([None, rng.randint(0, 50)])
+        end = None if start is None and rng.random() < 0.5 else rng.randint(0, 200)
+        size = rng.choice([None, rng.randint(0, 10_000)])
+        return PartitionState(n, leader, replicas, isr, [], start, end, size, {})
+
+    cache = TopicBytes()
+    topics = {f"t{i}": TopicState(f"t{i}", False, [random_part(n) for n in range(rng.randint(1, 8))], rng.choice([None, 1, 2]))
+              for i in range(20)}
+    cache.each(topics, "t:")
+    for _ in range(300):
+        name = rng.choice(list(topics))
+        t = topics[name]
+        parts = list(t.partitions)
+        for _ in range(rng.randint(1, 3)):
+            i = rng.randrange(len(parts))
+            if rng.random() < 0.7:  # (a leader moved or the ISR changed, the rest as it was)
+                p = parts[i]
+                isr = [r for r in p.replicas if rng.random() < 0.7]
+                parts[i] = replace(p, leader=rng.choice(isr) if isr else -1, isr=isr)
+            else:
+                parts[i] = random_part(i)
+        if rng.random() < 0.1:
+            parts.append(random_part(len(parts)))
+        min_isr = rng.choice([None, 1, 2, 3]) if rng.random() < 0.1 else t.min_isr
+        topics[name] = TopicState(name, False, parts, min_isr)
+        stored = cache.each(topics, "t:")["t:" + name]
+        kept = cache._cache[name][2][0]
+        assert kept == TopicTally.of(TopicState(name, False, parts, min_isr)), name
+        assert TopicTally.of(Snapshot.topic_from_json(stored)) == kept
+    assert len(moved) == 300 and 150 < sum(moved) < 300, sum(moved)  # (most moved the kept tally; some walked)
