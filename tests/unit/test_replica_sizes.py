@@ -29,7 +29,7 @@ def test_replica_sizes_are_the_mapping_replica_sizes_makes(answer: dict[int, int
     assert list(compact) == list(plain) and len(compact) == len(plain) and max(compact.values()) == max(plain.values())
     for k, v in plain.items():
         assert compact[k] == v and compact.get(k) == v and k in compact
-    assert compact.get("999") is None and "999" not in compact
+    assert compact.get("999") is None and compact.get("999", -1) == -1 and "999" not in compact
     with pytest.raises(KeyError):
         compact["999"]
     assert compact != replica_sizes({**answer, 1: answer.get(1, 0) + 1})

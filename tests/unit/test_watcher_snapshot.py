@@ -506,9 +506,9 @@ def test_a_groups_part_is_compressed_with_a_preset_dictionary_a_fifth_smaller_an
 
 def test_the_tally_stored_with_a_changed_topics_part_is_what_a_walk_of_its_partitions_says(monkeypatch):
     """The watcher keeps each topic's tally with its part and, for a topic of which some partitions
-    changed, moves it by those partitions alone (TopicTally.changed); over random changes (leaders,
-    ISR, replica sets growing and shrinking, sizes and offsets known and unknown, min ISR, partitions
-    added) the stored tally equals a walk of the whole topic, and so does what a reader takes from it."""
+    changed, moves it by those partitions alone (TopicTally.changed); over random changes (offsets
+    and sizes sampled, leaders, ISR, replica sets growing and shrinking, sizes and offsets known and
+    unknown, min ISR, partitions added) the stored tally equals a walk of the whole topic, and so does what a reader takes from it."""
     import random
 
     from console.watcher.snapshot import TopicBytes, TopicTally
@@ -543,8 +543,12 @@ def test_the_tally_stored_with_a_changed_topics_part_is_what_a_walk_of_its_parti
         parts = list(t.partitions)
         for _ in range(rng.randint(1, 3)):
             i = rng.randrange(len(parts))
-            if rng.random() < 0.7:  # (a leader moved or the ISR changed, the rest as it was)
-                p = parts[i]
+            p, roll = parts[i], rng.random()
+            if roll < 0.4:  # (its offsets and size sampled, the rest the same objects)
+                start = p.start_offset if rng.random() < 0.9 else rng.choice([None, 3])
+                parts[i] = p.with_offsets(start, (p.end_offset or 0) + rng.randint(0, 9) if rng.random() < 0.95 else None,
+                                          (p.size or 0) + 5 if rng.random() < 0.95 else None, p.replica_sizes)
+            elif roll < 0.8:  # (a leader moved or the ISR changed, the rest as it was)
                 isr = [r for r in p.replicas if rng.random() < 0.7]
                 parts[i] = replace(p, leader=rng.choice(isr) if isr else -1, isr=isr)
             else:
