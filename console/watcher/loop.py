@@ -462,9 +462,13 @@ class ClusterWatcher:
     def load_previous(self) -> None:
         try:
             loaded = store.load(self.cluster)
-            # Every group parsed now (one that cannot be read is a store that cannot), in a copy: the
-            # store's cached snapshot is shared and never changed.
-            self.previous = None if loaded is None else replace(loaded, groups=dict(loaded.groups))
+            # Every group and every topic's partitions parsed now (one that cannot be read is a
+            # store that cannot), in a copy: the store's cached snapshot is shared and never changed.
+            # The watcher holds plain TopicStates, as it builds them (a StoredTopic's tally is the store's).
+            self.previous = None if loaded is None else replace(
+                loaded, groups=dict(loaded.groups),
+                topics={name: TopicState(t.name, t.internal, t.partitions, t.min_isr, t.produce_rate)
+                        for name, t in loaded.topics.items()})
         except (store.StoreUnavailable, PartUnreadable):
             self.previous = None
         content = self.previous.content_parts(self._topic_bytes, self._group_bytes) if self.previous else None

@@ -525,8 +525,8 @@ def _encode(obj: Any) -> Any:
         return dict(zip(obj.brokers, obj.values(), strict=True))
     if isinstance(obj, GroupsRead):
         return dict(obj.items())
-    if isinstance(obj, StoredTopic):  # (orjson writes a dataclass, not a subclass of one)
-        return {name: getattr(obj, name) for name in _TOPIC_FIELDS}
+    if isinstance(obj, StoredTopic):  # (orjson writes a dataclass, not a subclass of one: as the TopicState it equals)
+        return TopicState(obj.name, obj.internal, obj.partitions, obj.min_isr, obj.produce_rate)
     json_value = getattr(type(obj), "json_value", None)  # (the apps' compact columns: consumers_app.watching)
     if json_value is not None:
         return json_value(obj)
@@ -786,8 +786,12 @@ class _StoredPartitions:
     def __get__(self, obj: StoredTopic | None, owner: type | None = None) -> Any:
         if obj is None:
             return self
-        parts = [_partition(p) for p in orjson.loads(part_json(obj.part))["partitions"]]
-        obj.__dict__["partitions"] = parts
+        try:
+            parts = [_partition(p) for p in orjson.loads(part_json(obj.part))["partitions"]]
+        except (ValueError, TypeError, KeyError, IndexError, lz4.block.LZ4BlockError) as exc:  # (orjson's decode error is a ValueError)
+            raise PartUnreadable(f"The stored part of topic '{obj.name[:200]}' cannot be read ({exc}); "
+                                 "the watcher writes the snapshot again when it restarts.") from exc
+        obj.__dict__["partitions"] = parts  # (two threads may both parse it: either list will do)
         return parts
 
 
@@ -803,12 +807,17 @@ class StoredTopic(TopicState):
 
     @classmethod
     def of_part(cls, raw: bytes) -> StoredTopic:
+        """The topic of a part with its summary (ValueError when the summary cannot be read: the
+        store's reader takes the snapshot as unreadable, StoreUnreadable)."""
         end = 5 + int.from_bytes(raw[1:5], "big")
         s = orjson.loads(memoryview(raw)[5:end])
         t = cls.__new__(cls)
-        t.__dict__.update(name=s[0], internal=s[1], min_isr=s[2], produce_rate=s[3], part=raw,
-                          stored_tally=TopicTally(s[4], s[5], s[6], s[7], _pairs(s[11]), _pairs(s[12]), _pairs(s[13]),
-                                                  s[8], s[9], s[10]))
+        try:
+            t.__dict__.update(name=s[0], internal=s[1], min_isr=s[2], produce_rate=s[3], part=raw,
+                              stored_tally=TopicTally(s[4], s[5], s[6], s[7], _pairs(s[11]), _pairs(s[12]), _pairs(s[13]),
+                                                      s[8], s[9], s[10]))
+        except (TypeError, KeyError, IndexError) as exc:
+            raise ValueError(f"a topic's stored summary is not one this version writes ({exc})") from exc
         return t
 
     def __eq__(self, other: object) -> bool:

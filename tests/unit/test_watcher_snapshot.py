@@ -386,6 +386,7 @@ def test_a_topics_stored_part_is_its_summary_then_its_json_compressed_and_earlie
     # Written as a TopicState is (a snapshot that holds it, as JSON), and copied by `replace` with its own tally.
     fresh = Snapshot.topic_from_json(stored)
     assert orjson.loads(Snapshot(cluster="c", topics={t.name: fresh}).to_json())["topics"][t.name] == orjson.loads(plain)
+    assert Snapshot(cluster="c", topics={t.name: fresh}).content_bytes() == Snapshot(cluster="c", topics={t.name: t}).content_bytes()
     fewer = replace(fresh, partitions=parts[:3])
     assert fewer.stored_tally is None and TopicTally.of(fewer).partitions == 3
     # Parts stored by earlier versions: LZ4 without a summary, plain JSON.

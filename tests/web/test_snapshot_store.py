@@ -395,3 +395,49 @@ def test_a_version_read_is_frozen_out_of_the_collectors_sight_and_collected_ever
         assert enabled_at_freeze == [False] and gc.isenabled()
     finally:
         gc.unfreeze()
+
+
+def test_topics_are_read_from_their_summaries_and_a_topic_part_that_cannot_be_read_is_a_clear_fault(cluster: str) -> None:
+    """A topic's stored part starts with its summary (its fields and tally): a reading process
+    takes the topic from it and parses the partitions when asked for them (StoredTopic). A part
+    whose partitions cannot be read leaves the rest readable, the overview's counts included, and
+    asking for its partitions raises PartUnreadable (503 with its sentence, not a server error); a
+    summary that cannot be read makes the snapshot unreadable (StoreUnreadable). The watcher, which
+    parses every topic when it starts, takes such a store as holding nothing and writes it again."""
+    from bench.simulate import Model, SimGateway
+    from console.errors import ConsoleError, PartUnreadable
+    from console.watcher.loop import ClusterWatcher
+    from console.watcher.snapshot import GroupBytes, StoredTopic, TopicState
+
+    layout = topic("orders.v1", part(0, leader=1), part(1, leader=2, isr=(2,)), min_isr=2)
+    v1 = replace(snapshot(layout, topic("other")), cluster=cluster, version=1)
+    store.save(v1, v1.content_parts(TopicBytes(), GroupBytes()), None)
+    read = fresh_load(cluster)
+    assert read is not None and type(read.topics["orders.v1"]) is StoredTopic
+    assert read.counts() == v1.counts() and not [t for t in read.topics.values() if "partitions" in vars(t)]
+    assert read.topics == v1.topics
+    key = f"console:snapshot:{cluster}:parts"
+    good = cast(bytes, store.client().hget(key, "t:orders.v1"))
+    summary_end = 5 + int.from_bytes(good[1:5], "big")
+    store.client().hset(key, "t:orders.v1", good[:summary_end] + b"L damaged")
+    read = fresh_load(cluster)
+    assert read is not None and read.counts() == v1.counts() and read.topics["other"].partitions == v1.topics["other"].partitions
+    with pytest.raises(PartUnreadable, match="stored part of topic 'orders.v1' cannot be read") as raised:
+        len(read.topics["orders.v1"].partitions)
+    assert isinstance(raised.value, ConsoleError) and raised.value.http_status == 503
+    watcher = ClusterWatcher(cluster, "test", gw=SimGateway(Model(partitions=20, groups=2, brokers=3, per_topic=10, seed=1), 0.0))  # type: ignore[arg-type]
+    store._cache.pop(cluster, None)
+    store._raw_parts.pop(cluster, None)
+    watcher.load_previous()
+    assert watcher.previous is None and not watcher.publisher.saved_once
+    # A summary this version cannot read: the snapshot as a whole is unreadable.
+    store.client().hset(key, "t:orders.v1", b"S\x00\x00\x00\x05[1,2]" + good[summary_end:])
+    with pytest.raises(store.StoreUnreadable):
+        fresh_load(cluster)
+    # Readable again: the watcher holds every topic as a plain TopicState, its partitions parsed.
+    store.client().hset(key, "t:orders.v1", good)
+    store._cache.pop(cluster, None)
+    store._raw_parts.pop(cluster, None)
+    watcher.load_previous()
+    assert watcher.previous is not None and watcher.previous.topics == v1.topics
+    assert all(type(t) is TopicState for t in watcher.previous.topics.values())
