@@ -4,7 +4,7 @@ holding the version before fetches and parses only those."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import pytest
 
@@ -12,12 +12,29 @@ from console.watcher import store
 from console.watcher.snapshot import Snapshot, TopicBytes
 from tests.unit._build import part, snapshot, topic
 
+if TYPE_CHECKING:
+    from console.watcher.loop import ClusterWatcher
+
 
 def fresh_load(cluster: str) -> Snapshot | None:
     """What another process (nothing cached) reads."""
     store._cache.pop(cluster, None)
     store._raw_parts.pop(cluster, None)
     return store.load(cluster)
+
+
+def started_watcher(cluster: str, watcher: ClusterWatcher | None = None) -> ClusterWatcher:
+    """A watcher (a new one, or `watcher` again) after loading the store as a process that holds
+    nothing of it finds it."""
+    from bench.simulate import Model, SimGateway
+    from console.watcher.loop import ClusterWatcher
+
+    if watcher is None:
+        watcher = ClusterWatcher(cluster, "test", gw=SimGateway(Model(partitions=20, groups=2, brokers=3, per_topic=10, seed=1), 0.0))  # type: ignore[arg-type]
+    store._cache.pop(cluster, None)
+    store._raw_parts.pop(cluster, None)
+    watcher.load_previous()
+    return watcher
 
 
 @pytest.fixture
@@ -242,9 +259,7 @@ def test_a_group_part_that_cannot_be_read_is_a_clear_fault_when_asked_for_and_th
     takes such a store as holding nothing: it writes everything again."""
     import zlib
 
-    from bench.simulate import Model, SimGateway
     from console.errors import ConsoleError, PartUnreadable
-    from console.watcher.loop import ClusterWatcher
     from console.watcher.snapshot import GroupBytes, GroupsRead, TopicBytes
 
     v1 = replace(snapshot(topic("orders.v1")), cluster=cluster, version=1)
@@ -258,16 +273,11 @@ def test_a_group_part_that_cannot_be_read_is_a_clear_fault_when_asked_for_and_th
         with pytest.raises(PartUnreadable, match="stored part of consumer group 'g' cannot be read") as raised:
             read.groups["g"]
         assert isinstance(raised.value, ConsoleError) and raised.value.http_status == 503
-        watcher = ClusterWatcher(cluster, "test", gw=SimGateway(Model(partitions=20, groups=2, brokers=3, per_topic=10, seed=1), 0.0))  # type: ignore[arg-type]
-        store._cache.pop(cluster, None)
-        store._raw_parts.pop(cluster, None)
-        watcher.load_previous()
+        watcher = started_watcher(cluster)
         assert watcher.previous is None and not watcher.publisher.saved_once
     store.client().hset(f"console:snapshot:{cluster}:parts", "g:g", b'{"group_id":"g","state":"Empty","protocol_type":"consumer",'
                         b'"group_type":"classic","assignor":"","members":[],"offsets":{"orders.v1:0":5}}')
-    store._cache.pop(cluster, None)
-    store._raw_parts.pop(cluster, None)
-    watcher.load_previous()  # (readable again: the watcher holds it, every group parsed)
+    watcher = started_watcher(cluster, watcher)  # (readable again: the watcher holds it, every group parsed)
     assert watcher.previous is not None and type(watcher.previous.groups) is dict
     held = store.cached(cluster)  # (the store's cached snapshot, shared in the process, left as read)
     assert held is not None and held is not watcher.previous and isinstance(held.groups, GroupsRead)
@@ -404,9 +414,7 @@ def test_topics_are_read_from_their_summaries_and_a_topic_part_that_cannot_be_re
     asking for its partitions raises PartUnreadable (503 with its sentence, not a server error); a
     summary that cannot be read makes the snapshot unreadable (StoreUnreadable). The watcher, which
     parses every topic when it starts, takes such a store as holding nothing and writes it again."""
-    from bench.simulate import Model, SimGateway
     from console.errors import ConsoleError, PartUnreadable
-    from console.watcher.loop import ClusterWatcher
     from console.watcher.snapshot import GroupBytes, StoredTopic, TopicState
 
     layout = topic("orders.v1", part(0, leader=1), part(1, leader=2, isr=(2,)), min_isr=2)
@@ -425,10 +433,7 @@ def test_topics_are_read_from_their_summaries_and_a_topic_part_that_cannot_be_re
     with pytest.raises(PartUnreadable, match="stored part of topic 'orders.v1' cannot be read") as raised:
         len(read.topics["orders.v1"].partitions)
     assert isinstance(raised.value, ConsoleError) and raised.value.http_status == 503
-    watcher = ClusterWatcher(cluster, "test", gw=SimGateway(Model(partitions=20, groups=2, brokers=3, per_topic=10, seed=1), 0.0))  # type: ignore[arg-type]
-    store._cache.pop(cluster, None)
-    store._raw_parts.pop(cluster, None)
-    watcher.load_previous()
+    watcher = started_watcher(cluster)
     assert watcher.previous is None and not watcher.publisher.saved_once
     # A summary this version cannot read: the snapshot as a whole is unreadable.
     store.client().hset(key, "t:orders.v1", b"S\x00\x00\x00\x05[1,2]" + good[summary_end:])
@@ -436,8 +441,6 @@ def test_topics_are_read_from_their_summaries_and_a_topic_part_that_cannot_be_re
         fresh_load(cluster)
     # Readable again: the watcher holds every topic as a plain TopicState, its partitions parsed.
     store.client().hset(key, "t:orders.v1", good)
-    store._cache.pop(cluster, None)
-    store._raw_parts.pop(cluster, None)
-    watcher.load_previous()
+    watcher = started_watcher(cluster, watcher)
     assert watcher.previous is not None and watcher.previous.topics == v1.topics
     assert all(type(t) is TopicState for t in watcher.previous.topics.values())
