@@ -191,6 +191,9 @@ WATCHER_BUSY_INTERVAL = env_float("WATCHER_BUSY_INTERVAL", 0.5, minimum=0.2)
 WATCHER_OFFSETS_INTERVAL = env_float("WATCHER_OFFSETS_INTERVAL", 3.0, minimum=0.5)
 WATCHER_CONFIGS_INTERVAL = env_float("WATCHER_CONFIGS_INTERVAL", 30.0, minimum=1.0)
 WATCHER_SIZES_INTERVAL = env_float("WATCHER_SIZES_INTERVAL", 15.0, minimum=1.0)
+# Seconds between reads of every partition's start offset (sooner when one can have moved:
+# Sampler._starts_due); a log's start moves only when Kafka deletes segments or records.
+WATCHER_STARTS_INTERVAL = env_float("WATCHER_STARTS_INTERVAL", 15.0, minimum=1.0)
 # The sampling passes (offsets, sizes, groups and their evaluation) in a process of their own, so a
 # large cluster's group evaluation never holds up the metadata cycle (console/watcher/sampling_process.py).
 WATCHER_SAMPLER_PROCESS = env_bool("WATCHER_SAMPLER_PROCESS", True)

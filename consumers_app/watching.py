@@ -14,7 +14,7 @@ import sys
 from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
-from operator import itemgetter
+from operator import is_, itemgetter
 from typing import Any, cast
 
 import numpy as np
@@ -119,7 +119,7 @@ def _partition_of(key: str, tp_of: dict[str, tuple[str, int]]) -> tuple[str, int
 class _Entries:
     """What one group state's committed offsets give the evaluation, derived once per state."""
 
-    __slots__ = ("committed", "committed_key", "getter", "keys", "offsets", "time_rows", "time_rows_of", "tps")
+    __slots__ = ("at_end_of", "committed", "committed_key", "getter", "keys", "offsets", "time_rows", "time_rows_of", "tps")
 
     def __init__(self, offsets: Mapping[str, int], shared: Mapping[str, tuple[str, int]], tp_of: dict[str, tuple[str, int]]) -> None:
         self.offsets = offsets
@@ -140,6 +140,10 @@ class _Entries:
         # that commit on the same partitions (GroupEvaluation._time_rows_of).
         self.time_rows: array[int] | None = None
         self.time_rows_of = -1  # ... as of this generation of the time tables
+        # The arrays (one per topic run) of the offsets by topic in which every partition was last
+        # found at its committed offset: the same arrays again (a pass's answer keeps a topic's
+        # array when its values are as they were: columns.PassOffsets.of) are at the end still.
+        self.at_end_of: tuple[Any, ...] | None = None
 
     def at_end(self, ends: Mapping[tuple[str, int], int]) -> bool:
         """Whether every partition's end offset in `ends` is its committed one (KeyError: one has none)."""
@@ -147,10 +151,18 @@ class _Entries:
             return False
         columns = _columns_of(ends)
         if columns is not None and isinstance(self.offsets, Commits):
+            held = tuple([columns.array(run[0]) for run in self.offsets.partitions.runs])
+            was = self.at_end_of
+            if was is not None and all(map(is_, held, was)):
+                return True
+            self.at_end_of = None
             found = _read(self.offsets.partitions, columns)
             if (found == ABSENT).any():
                 raise KeyError("a partition without an end offset")
-            return bool(np.array_equal(found, np.frombuffer(self.offsets.committed, np.int64)))
+            if np.array_equal(found, np.frombuffer(self.offsets.committed, np.int64)):
+                self.at_end_of = held
+                return True
+            return False
         found = self.getter(ends)
         if isinstance(self.offsets, Commits):
             return self.offsets.same_as(found)

@@ -123,13 +123,17 @@ class OffsetColumns(_ByTopic[int]):
             last = cls.merged(None, last)  # (a plain mapping: its columns first)
         if not answer:
             return last if last is not None else cls()
-        packed = pack(answer)
-        fresh = cls().updated_packed(packed)
+        if isinstance(answer, OffsetColumns):
+            # (a pass's answer by topic already: its arrays, never changed, are taken as they are)
+            fresh = cls(dict(answer._topics), answer._count)
+        else:
+            fresh = cls().updated_packed(pack(answer))
         old = last._topics if last is not None else {}
-        if not (len(fresh) >= len(last or ()) and all(name in fresh._topics and _holds(fresh._topics[name], was)
+        answered = fresh._topics
+        if not (len(fresh) >= len(last or ()) and all((new := answered.get(name)) is not None and (new is was or _holds(new, was))
                                                        for name, was in old.items())):
             assert last is not None
-            fresh = last.updated_packed(packed)  # (the partitions the answer left out, as they were)
+            fresh = last.updated_packed(pack(answer))  # (the partitions the answer left out, as they were)
         topics = fresh._topics
         for name, held in topics.items():
             was = old.get(name)
@@ -204,14 +208,23 @@ class PassOffsets(Mapping[TopicPartition, int]):
 
     @classmethod
     def of(cls, asked: list[TopicPartition], runs: list[tuple[str, int, int, npt.NDArray[np.int64]]],
-           answer: Mapping[TopicPartition, int]) -> PassOffsets:
-        """The gateway's answer for `asked` (keyed by its objects), `runs` its topics' runs (`topic_runs`)."""
+           answer: Mapping[TopicPartition, int], previous: PassOffsets | None = None) -> PassOffsets:
+        """The gateway's answer for `asked` (keyed by its objects), `runs` its topics' runs (`topic_runs`).
+
+        `previous`: the last answer for the same partitions. A topic whose values are all as they
+        were in it keeps its array, the same object, so that what compares arrays downstream (the
+        merge, `changed`, the groups' caught-up check) passes over it by identity: on an idle
+        cluster a pass then costs next to nothing per topic beyond reading the answer."""
         values = np.fromiter((answer.get(tp, _ABSENT) for tp in asked), np.int64, len(asked))
         present = values != _ABSENT
         if any(len(numbers) and numbers.min() < 0 for _name, _start, _stop, numbers in runs):
             raise ValueError("a partition number below 0")
+        kept = cls._kept(asked, runs, values, previous)
         topics: dict[str, npt.NDArray[np.int64]] = {}
-        for name, start, stop, numbers in runs:
+        for i, (name, start, stop, numbers) in enumerate(runs):
+            if kept is not None and kept[i]:
+                topics[name] = previous.columns._topics[name]  # type: ignore[union-attr]
+                continue
             mine = present[start:stop]
             if not mine.any():
                 continue
@@ -223,8 +236,26 @@ class PassOffsets(Mapping[TopicPartition, int]):
         count = int(np.count_nonzero(present))
         if count == len(asked):
             return cls(asked, values, OffsetColumns(topics, count))
-        kept = np.flatnonzero(present)
-        return cls([asked[i] for i in kept.tolist()], values[kept], OffsetColumns(topics, count))
+        answered = np.flatnonzero(present)
+        return cls([asked[i] for i in answered.tolist()], values[answered], OffsetColumns(topics, count))
+
+    @staticmethod
+    def _kept(asked: list[TopicPartition], runs: list[tuple[str, int, int, npt.NDArray[np.int64]]],
+              values: npt.NDArray[np.int64], previous: PassOffsets | None) -> npt.NDArray[np.bool_] | None:
+        """For each run, whether its topic's array in `previous` is this answer's too: `previous`
+        answered every partition of the same `asked` (its keys are that list), the run's values are
+        all as they were there and present, and the topic has no other run (None: no run is)."""
+        if previous is None or previous.keys_ is not asked or len(previous.values_) != len(values) or not runs:
+            return None
+        if len({run[0] for run in runs}) != len(runs):
+            return None  # (a topic asked for in two runs: made afresh)
+        same = (values == previous.values_) & (values != _ABSENT)
+        kept = np.logical_and.reduceat(same, np.fromiter((run[1] for run in runs), np.int64, len(runs)))
+        held = previous.columns._topics
+        for i in np.flatnonzero(kept).tolist():
+            if runs[i][0] not in held:
+                kept[i] = False
+        return kept
 
     def get(self, key: TopicPartition, default: Any = None) -> Any:  # type: ignore[override]
         return self.columns.get(key, default)

@@ -26,8 +26,8 @@ from django.conf import settings
 from console.gateway.client import ClusterGateway
 from console.gateway.errors import GatewayError
 from console.gateway.types import ConsumerGroup
-from console.watcher import registry
-from console.watcher.columns import OffsetColumns, PassOffsets, SizeColumns, topic_runs
+from console.watcher import registry, store
+from console.watcher.columns import ABSENT, OffsetColumns, PassOffsets, SizeColumns, topic_runs
 from console.watcher.numbers import PARTITION_NUMBERS
 from console.watcher.registry import EmitEvents, EventRow
 from console.watcher.snapshot import Commits, GroupPartitions, GroupState, MemberState
@@ -282,6 +282,9 @@ class Sampler:
         self.group_stats: dict[str, float | int] = {}
         self.times: deque[float] = deque(maxlen=100)  # seconds per pass
         self._next_sizes = 0.0
+        self._next_starts = 0.0  # (start offsets: read when due, `_starts_due`)
+        self._starts_asked: list[TopicPartition] | None = None  # (the partitions they were last read for)
+        self._starts_read_at = 0.0  # (... by the pass that started then)
         self._last: Sample | None = None
         # Called as a pass goes on, after each answer (a sampling process tells the watcher it is
         # alive: a first pass over 300,000 partitions and 50,000 groups takes about two minutes).
@@ -300,6 +303,9 @@ class Sampler:
         self._asked_runs: list[tuple[str, int, int, Any]] = []  # (each topic's run in it: columns.topic_runs)
         self._asked_for: Collection[TopicPartition] | None = None
         self._asked_names = -1  # (the names' generation they were made in)
+        # The last pass's whole answer of each kind ("latest", "earliest"), as PassOffsets.of shares
+        # its arrays: the values array of each (8 bytes a partition) is what keeping it costs.
+        self._answers: dict[str, PassOffsets | None] = {}
 
     def take(self, partitions: Collection[TopicPartition], live_brokers: list[int],
              on_refused: Callable[[str], None] | None = None) -> Sample:
@@ -318,10 +324,17 @@ class Sampler:
         rates = last.rates if last is not None else {}
         if last is not None and started > last.started and latest is not None:
             rates = produce_rates(last.ends, latest.columns, started - last.started)  # (over the partitions answered)
-        earliest = self._read_offsets(asked, "earliest")
-        self._went_on()
-        starts = OffsetColumns.merged(last_starts, earliest.columns if earliest is not None else {})
-        del earliest
+        if self._starts_due(started, asked, ends, last_ends, last_starts):
+            earliest = self._read_offsets(asked, "earliest")
+            self._went_on()
+            starts = OffsetColumns.merged(last_starts, earliest.columns if earliest is not None else {})
+            if earliest is not None:
+                self._next_starts = started + settings.WATCHER_STARTS_INTERVAL
+                self._starts_asked, self._starts_read_at = asked, started
+            del earliest
+        else:
+            assert isinstance(last_starts, OffsetColumns)  # (else due)
+            starts = last_starts  # (as they were: the same object, nothing to merge or send)
         groups = self._poll_groups(len(live_brokers), len(partitions))
         now = time.time()
         sizes = None
@@ -374,6 +387,33 @@ class Sampler:
         self.times.append(time.time() - started)
         return sample
 
+    def _starts_due(self, now: float, asked: list[TopicPartition], ends: OffsetColumns,
+                    last_ends: Mapping[TopicPartition, int] | None, last_starts: Mapping[TopicPartition, int] | None) -> bool:
+        """Whether this pass reads the partitions' start offsets. A log's start moves only when
+        Kafka deletes its oldest segments (retention, checked every few minutes), records are
+        deleted, or the log is truncated or made anew; reading it every pass was a fifth of an idle
+        cluster's sampling. So: every WATCHER_STARTS_INTERVAL; at once after a nudge, when the
+        partitions asked for changed (new topics and partitions, partitions back online), and when
+        a partition's end went down or below its start (a topic deleted and made again, a log
+        truncated), or a topic changed through the console (records deleted, a topic made anew)
+        since they were read: the user's next page shows it (read-your-writes)."""
+        if last_starts is None or now >= self._next_starts or asked is not self._starts_asked:
+            return True
+        noted = store.pending_changes(self.cluster, settings.WATCHER_STARTS_INTERVAL)
+        if any(when >= self._starts_read_at and what.startswith(("offsets:", "topic:")) for what, (when, _v) in noted.items()):
+            return True
+        if not isinstance(last_ends, OffsetColumns) or not isinstance(last_starts, OffsetColumns):
+            return True
+        for name, _numbers in ends.changed(last_ends):
+            held, was, start = ends.array(name), last_ends.array(name), last_starts.array(name)
+            if held is None or was is None or start is None:
+                return True
+            n = min(len(held), len(was), len(start))
+            known = (held[:n] != ABSENT) & (was[:n] != ABSENT)
+            if (held[:n][known] < was[:n][known]).any() or (held[:n][known] < start[:n][known]).any():
+                return True
+        return False
+
     def _went_on(self) -> None:
         if self.progress is not None:
             self.progress()
@@ -388,7 +428,11 @@ class Sampler:
             return None
         if not answer:
             return None
-        return PassOffsets.of(asked, self._asked_runs, answer)
+        previous = self._answers.get(which) if self.incremental else None
+        got = PassOffsets.of(asked, self._asked_runs, answer, previous if previous is not None and previous.keys_ is asked else None)
+        # (kept for the next pass's answer to share its unchanged topics' arrays: only a whole one)
+        self._answers[which] = got if got.keys_ is asked else None
+        return got
 
     def _asked(self, partitions: Collection[TopicPartition]) -> list[TopicPartition]:
         """`partitions` as the shared tuples, made once for each collection the watcher hands over
