@@ -170,12 +170,15 @@ class OffsetColumns(_ByTopic[int]):
             was = was_of.get(name)
             if was is None:
                 continue
+            if was is held:  # (unchanged: no rise, if it has any partition)
+                if len(held) and bool((held != _ABSENT).any()):
+                    out[name] = 0.0
+                continue
             n = min(len(was), len(held))
             both = (held[:n] != _ABSENT) & (was[:n] != _ABSENT)
             if not both.any():
                 continue
-            rise = 0 if was is held else int(np.maximum(held[:n][both] - was[:n][both], 0).sum())
-            out[name] = round(rise / seconds, 2)
+            out[name] = round(int(np.maximum(held[:n][both] - was[:n][both], 0).sum()) / seconds, 2)
         return out
 
 
@@ -215,7 +218,10 @@ class PassOffsets(Mapping[TopicPartition, int]):
         were in it keeps its array, the same object, so that what compares arrays downstream (the
         merge, `changed`, the groups' caught-up check) passes over it by identity: on an idle
         cluster a pass then costs next to nothing per topic beyond reading the answer."""
-        values = np.fromiter((answer.get(tp, _ABSENT) for tp in asked), np.int64, len(asked))
+        try:  # (every partition answered, the usual case: looked up in C)
+            values = np.fromiter(map(answer.__getitem__, asked), np.int64, len(asked))
+        except KeyError:
+            values = np.fromiter((answer.get(tp, _ABSENT) for tp in asked), np.int64, len(asked))
         present = values != _ABSENT
         if any(len(numbers) and numbers.min() < 0 for _name, _start, _stop, numbers in runs):
             raise ValueError("a partition number below 0")

@@ -187,8 +187,15 @@ class PartitionNames:
         return self.entry(tp)[0]
 
     def shared(self, tp: TopicPartition) -> TopicPartition:
-        """The shared (topic, partition) tuple equal to `tp`."""
-        return self.entry(tp)[1]
+        """The shared (topic, partition) tuple equal to `tp` (`entry`'s, looked up without it: the
+        gateway asks for one per partition of every member's assignment, every pass)."""
+        found = self._topics.get(tp[0])
+        number = tp[1]
+        if found is not None and 0 <= number < len(found[1]):
+            got = found[1][number]
+            if got is not None:
+                return got
+        return self._add(tp)[1]
 
     def tps(self, tps: tuple[TopicPartition, ...]) -> tuple[TopicPartition, ...]:
         """One tuple of the shared tuples for each list of partitions (a member's assignment): the
