@@ -485,3 +485,35 @@ def test_a_pass_offsets_answer_shares_the_last_answers_array_of_each_topic_whose
         previous = got
     if seed % 6 != 5 and seed < 12:
         assert shared_seen or not previous  # (some seeds do keep arrays: the case is exercised)
+
+
+def test_a_topic_answered_as_before_keeps_its_size_arrays_without_making_them_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A topic whose replicas' sizes come back as in the read before, in the same order, keeps that
+    read's arrays without sorting or laying out its rows again (an idle cluster's topics, every 15
+    s); in another order it is laid out and, equal, keeps them all the same; changed, it has new ones."""
+    import numpy as np
+
+    from console.watcher.snapshot import replica_sizes
+
+    answer = {("a", 0): {1: 10, 2: 30}, ("a", 1): {2: 5, 3: 6}, ("b", 0): {1: 7}, ("b", 2): {3: 8}}
+    first = SizeColumns.read([answer], None)
+    real_lexsort = np.lexsort
+    sorted_topics: list[int] = []
+
+    def counted(keys: object) -> object:
+        sorted_topics.append(1)
+        return real_lexsort(keys)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(np, "lexsort", counted)
+    again = SizeColumns.read(iter(_split(answer)), first)  # (the same replicas, read a few brokers at a time: another order)
+    assert len(sorted_topics) == 2 and all(again._topics[n] is first._topics[n] for n in ("a", "b"))
+    sorted_topics.clear()
+    same = SizeColumns.read([answer], again)  # (in the first read's order again: not the last read's)
+    assert len(sorted_topics) == 2 and all(same._topics[n] is first._topics[n] for n in ("a", "b"))
+    sorted_topics.clear()
+    same = SizeColumns.read([answer], same)  # (as the read before, in its order)
+    assert sorted_topics == [] and all(same._topics[n] is first._topics[n] for n in ("a", "b"))
+    assert len(same) == len(first) == 4 and {tp: same[tp] for tp in answer} == {tp: replica_sizes(r) for tp, r in answer.items()}
+    grown = SizeColumns.read([{**answer, ("a", 1): {2: 5, 3: 7}}], same)
+    assert sorted_topics == [1] and grown._topics["b"] is first._topics["b"] and grown._topics["a"] is not first._topics["a"]
+    assert grown[("a", 1)] == replica_sizes({2: 5, 3: 7})
