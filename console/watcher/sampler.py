@@ -399,11 +399,11 @@ class Sampler:
         """Whether this pass reads the partitions' start offsets. A log's start moves only when
         Kafka deletes its oldest segments (retention, checked every few minutes), records are
         deleted, or the log is truncated or made anew; reading it every pass was a fifth of an idle
-        cluster's sampling. So: every WATCHER_STARTS_INTERVAL; at once after a nudge, when the
-        partitions asked for changed (new topics and partitions, partitions back online), and when
-        a partition's end went down or below its start (a topic deleted and made again, a log
-        truncated), or a topic changed through the console (records deleted, a topic made anew)
-        since they were read: the user's next page shows it (read-your-writes)."""
+        cluster's sampling. So: every WATCHER_STARTS_INTERVAL; at once when the partitions asked
+        for changed (new topics and partitions, partitions back online), when a partition's end
+        went down or below its start (a topic deleted and made again, a log truncated), and when a
+        topic changed through the console (records deleted, a topic made anew: `store.note_change`)
+        since they were read, so that the user's next page shows it (read-your-writes)."""
         if last_starts is None or now >= self._next_starts or asked is not self._starts_asked:
             return True
         noted = store.pending_changes(self.cluster, settings.WATCHER_STARTS_INTERVAL)
