@@ -40,8 +40,16 @@ def _norm(state: str) -> str:
     return state.lower()
 
 
+_SETTLED_OF: dict[str, bool] = {}  # (each state string seen: a handful; asked for every group every sample)
+
+
 def is_settled(state: str) -> bool:
-    return _norm(state) in SETTLED
+    found = _SETTLED_OF.get(state)
+    if found is None:
+        if len(_SETTLED_OF) > 1000:
+            _SETTLED_OF.clear()
+        found = _SETTLED_OF[state] = _norm(state) in SETTLED
+    return found
 
 
 @dataclass(frozen=True, slots=True)  # (one per member of every group the watcher follows)
@@ -240,6 +248,20 @@ class RebalanceTracker:
         if prev is None or not _changed(prev, obs):
             return []
         return _records(prev, obs, prev.at, seen=False)
+
+    def seen_again(self, at: float, state: str, generation: int | None, members: Sequence[Any]) -> bool:
+        """`observe` of a describe that is the last one again (its state, generation and the same
+        list of member states: a group state the watcher carried over), settled (so no rebalance is
+        in progress: the last observation settled one): only its time is noted, nothing compared or
+        made beyond the observation. False, with nothing done, when it is not that case (then
+        `observe` it)."""
+        prev = self.last
+        if (prev is None or at < prev.at or prev.generation != generation
+                or prev.state != state or not isinstance(prev.members, MembersOf) or prev.members.source is not members
+                or not is_settled(state)):
+            return False
+        self.last = self.baseline = Observation(at, prev.state, prev.generation, prev.members)
+        return True
 
     def to_dict(self) -> dict[str, Any]:
         return {

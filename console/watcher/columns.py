@@ -171,8 +171,8 @@ class OffsetColumns(_ByTopic[int]):
             was = was_of.get(name)
             if was is None:
                 continue
-            if was is held:  # (unchanged: no rise, if it has any partition)
-                if len(held) and bool((held != _ABSENT).any()):
+            if was is held:  # (unchanged: no rise, if it has any partition; its first, mostly)
+                if len(held) and (held[0] != _ABSENT or bool((held != _ABSENT).any())):
                     out[name] = 0.0
                 continue
             n = min(len(was), len(held))

@@ -249,3 +249,90 @@ def test_time_lags_kept_in_milliseconds_read_back_as_the_rounded_seconds() -> No
     assert type(again) is LagSeconds and list(again) == list(held)
     far = LagSeconds([3_000_000.125, None])  # 34 days behind
     assert far.itemsize == 8 and list(far) == [3_000_000.125, None]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_steady_batches_recorded_as_the_last_sample_equal_the_reference(seed, monkeypatch):
+    """The sampler's path: committed offsets as Commits, end offsets as PassOffsets whose unchanged
+    topics keep the last answer's array, a group's state kept while it is described and committed
+    as before. Over long idle stretches (nothing moves), then groups falling behind, commits,
+    members leaving, partitions missing from an answer: a batch whose groups are the last sample's
+    caught-up states, on the same arrays, is recorded as the last sample recorded it (`_Steady`), and
+    the statuses, time lags and every window equal the plain reference's, which evaluates every
+    group at every sample."""
+    from array import array
+
+    from console.watcher.columns import PassOffsets, topic_runs
+    from console.watcher.snapshot import Commits, GroupPartitions
+
+    monkeypatch.setattr(store, "append_lag_history", lambda *args, **kwargs: True)
+    if seed % 2:
+        monkeypatch.setattr(watching, "BATCH_WINDOWS", 4)  # several batches: some steady, some not
+    rng = random.Random(seed)
+    evaluation = GroupEvaluation("c", incremental=True, emit=lambda rows: None)
+    monkeypatch.setattr(evaluation, "_record_rebalances", lambda ended: None)
+    reference = Reference(settings.WATCHER_OFFSETS_INTERVAL * 0.5, evaluation._time_tables.forget_after)
+    topics = {f"t{i}": rng.randint(1, 4) for i in range(4)}
+    asked = [(t, p) for t, n in topics.items() for p in range(n)]
+    runs = topic_runs(asked)
+    ends = {tp: rng.randint(0, 50) for tp in asked}
+    model = {f"g{i}": {"topic": rng.choice(sorted(topics)), "members": rng.randint(1, 2)} for i in range(rng.randint(3, 7))}
+    for m in model.values():
+        m["offsets"] = {(m["topic"], p): ends[(m["topic"], p)] for p in range(topics[m["topic"]])}
+    states: dict[str, GroupState] = {}
+    before = None
+    previous: PassOffsets | None = None
+    now = 1000.0
+    statuses = set()
+    for step in range(150):
+        now += rng.choice([3.0, 3.0, 3.0, 10.0])
+        idle = (step // 12) % 2 == 0  # twelve samples with nothing moving, twelve with changes
+        if idle and step % 12 == 0 and rng.random() < 0.7:  # (every group caught up first: a steady batch)
+            for m in model.values():
+                m["offsets"] = {tp: ends[tp] for tp in m["offsets"]}
+        if not idle:
+            for tp in ends:
+                if rng.random() < 0.3:
+                    ends[tp] += rng.randint(1, 30)
+            for m in model.values():
+                roll = rng.random()
+                if roll < 0.25:
+                    m["offsets"] = {tp: ends[tp] for tp in m["offsets"]}  # caught up
+                elif roll < 0.4:
+                    m["offsets"] = {tp: min(ends[tp], c + rng.randint(0, 20)) for tp, c in m["offsets"].items()}
+                elif roll < 0.45:
+                    m["members"] = rng.randint(0, 2)
+        whole = idle or rng.random() < 0.85
+        answer = {tp: e for tp, e in ends.items() if whole or rng.random() < 0.7}
+        got = PassOffsets.of(asked, runs, answer, previous if previous is not None and previous.keys_ is asked else None)
+        previous = got if got.keys_ is asked else None
+        groups = {}
+        for gid, m in model.items():
+            last = states.get(gid)
+            ordered = sorted(m["offsets"].items())
+            if last is not None and list(last.offsets.committed) == [c for _tp, c in ordered] and len(last.members) == m["members"]:
+                groups[gid] = last  # (described and committed as before: the sampler hands on the same state)
+                continue
+            tps = tuple(tp for tp, _c in ordered)
+            offsets = Commits(GroupPartitions(tuple(f"{t}:{p}" for t, p in tps), tps), array("q", [c for _tp, c in ordered]))
+            members = [MemberState(f"{gid}-{k}", "c", "/h", []) for k in range(m["members"])]
+            groups[gid] = GroupState(gid, "Stable" if members else "Empty", "consumer", "classic", "range", members, offsets)
+        expected = reference.evaluate(groups, dict(answer), now)
+        evaluation.evaluate(groups, before, got, now)
+        for gid, g in groups.items():
+            status, worst, entries = expected[gid]
+            assert (g.status, g.time_lag) == (status, worst), (seed, step, gid)
+            for key, entry in entries.items():
+                assert g.lag_of()[key] == entry, (seed, step, gid, key)
+            statuses.add(status)
+            # (every group's describe observed at this sample: a rebalance missed between two is dated from it)
+            assert evaluation._trackers[gid].last.at == now, (seed, step, gid)
+            run = evaluation._history.runs[gid]  # ... and its lag history given this sample's point
+            assert (run.skipped or run.written)[0] == round(now, 2), (seed, step, gid)
+            for tp in g.offsets.partitions.tps:
+                row = int(evaluation._windows.rows_of(gid, g.offsets.partitions.tps)[g.offsets.partitions.tps.index(tp)])
+                if (gid, *tp) in reference.windows:
+                    assert evaluation._windows.window(row) == reference.windows[(gid, *tp)], (seed, step, gid, tp)
+        before, states = groups, groups
+    assert evaluation.steady_batches >= 10, evaluation.steady_batches  # the steady path was taken ...
+    assert statuses - {"OK"}, statuses  # ... and groups fell behind after it

@@ -310,7 +310,8 @@ def test_members_read_over_the_watchers_member_states_give_the_same_rebalances(s
 
     rng = random.Random(seed)
     partitions = [("t", p) for p in range(6)] + [("u", 0)]
-    plain, over = RebalanceTracker(), RebalanceTracker()
+    plain, over, again = RebalanceTracker(), RebalanceTracker(), RebalanceTracker()
+    shortcuts = 0
     members: list[MemberState] = []
     at, generation, found = 0.0, 1, 0
     for _step in range(120):
@@ -337,4 +338,35 @@ def test_members_read_over_the_watchers_member_states_give_the_same_rebalances(s
         got = over.observe(Observation(at, state, gen, MembersOf(members)))
         assert got == expected, (seed, _step)
         found += len(got)
+        # The watcher's shortcut for a describe that is the last one again: the same as observing it.
+        if again.seen_again(at, state, gen, members):
+            shortcuts += 1
+            assert got == []
+        else:
+            assert again.observe(Observation(at, state, gen, MembersOf(members))) == got, (seed, _step)
+        for kept, theirs in ((again.last, over.last), (again.baseline, over.baseline)):
+            assert (kept is None) == (theirs is None), (seed, _step)
+            if kept is not None and theirs is not None:
+                assert (kept.at, kept.state, kept.generation) == (theirs.at, theirs.state, theirs.generation), (seed, _step)
+        assert again.started_at == over.started_at
     assert found > 0  # (the sequences make rebalances to compare)
+    assert shortcuts > 0 or seed == 11  # (the shortcut is taken: in all but one of these sequences)
+
+
+def test_a_describe_seen_again_notes_its_time_only_when_it_is_the_last_one_settled() -> None:
+    from console.watcher.snapshot import MemberState
+    from consumers_app.rebalance import MembersOf
+
+    members = [MemberState("m-1", "c", "/h", (("t", 0),))]
+    tracker = RebalanceTracker()
+    assert not tracker.seen_again(1.0, "Stable", 4, members)  # (nothing observed yet)
+    tracker.observe(Observation(1.0, "Stable", 4, MembersOf(members)))
+    assert tracker.seen_again(2.0, "Stable", 4, members)
+    assert tracker.last is not None and tracker.baseline is not None and tracker.last.at == tracker.baseline.at == 2.0
+    assert not tracker.seen_again(1.5, "Stable", 4, members)  # (late)
+    assert not tracker.seen_again(3.0, "Stable", 5, members)  # another generation
+    assert not tracker.seen_again(3.0, "Stable", 4, list(members))  # another describe's members
+    assert not tracker.seen_again(3.0, "PreparingRebalance", 4, members)
+    tracker.observe(Observation(3.0, "PreparingRebalance", 4, MembersOf(members)))
+    assert not tracker.seen_again(4.0, "PreparingRebalance", 4, members)  # (a rebalance in progress)
+    assert tracker.last is not None and tracker.last.at == 3.0
