@@ -17,7 +17,7 @@ import time
 from array import array
 from collections import deque
 from collections.abc import Callable, Collection, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -86,6 +86,8 @@ class Sample:
     # (DeltaMerger.apply_piece).
     group_parts: GroupParts | None = None
     group_topics: Mapping[str, list[str]] | None = None
+    # The groups `groups_changed` compares with (the pass before's `groups`; None: none).
+    groups_before: Mapping[str, GroupState] | None = field(default=None, compare=False, repr=False)
 
 
 class Layout(Collection[TopicPartition]):
@@ -389,6 +391,7 @@ class Sampler:
                 last_groups is None or groups_changed
                 or any(last_groups.get(gid) is not g for gid, g in groups.items()) or len(groups) != len(last_groups)),
             changed=tuple(changed),
+            groups_before=last_groups,
         )
         self._last = sample
         self.times.append(time.time() - started)

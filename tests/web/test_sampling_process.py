@@ -537,6 +537,49 @@ def test_the_delta_maker_keeps_no_groups_time_lags_or_statuses_from_the_pass_bef
     assert third.groups is not None and set(third.groups) == {"same"}
 
 
+def test_the_delta_maker_digests_no_group_when_the_pass_says_none_changed_since_the_pass_it_sent_last(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pass whose groups are the last pass's states with their evaluations as they were
+    (`groups_changed` False, against the groups it was compared with) sends no group, without
+    digesting any (an idle cluster's every pass); a pass compared with groups other than the ones
+    sent last (a pass not sent in between) is digested, and what changed is sent."""
+    from console.watcher import sampling_process
+    from console.watcher.sampler import Sample
+    from console.watcher.snapshot import GroupState
+
+    digested: list[str] = []
+    marks = sampling_process._marks
+
+    def counted(g: GroupState) -> Any:
+        digested.append(g.group_id)
+        return marks(g)
+
+    monkeypatch.setattr(sampling_process, "_marks", counted)
+
+    def state(gid: str, status: str = "OK") -> GroupState:
+        return GroupState(group_id=gid, state="Stable", protocol_type="consumer", group_type="classic", assignor="range",
+                          members=[], offsets={"t:0": 5}, status=status, time_lag=0.0, lag_keys=("t:0",),
+                          lag_status=["OK"], lag_seconds=[0.0])
+
+    def sample(groups: dict[str, GroupState], before: dict[str, GroupState] | None, changed: bool, at: float) -> Sample:
+        return Sample(started=at, ends={("t", 0): 5}, starts={("t", 0): 0}, sizes=None, rates={}, groups=groups,
+                      groups_changed=changed, changed=(), groups_before=before)
+
+    first = {gid: state(gid) for gid in ("a", "b<c>/é")}
+    maker = DeltaMaker()
+    assert set(maker.make(sample(first, None, True, 1.0), [], {}).groups or {}) == set(first) and len(digested) == 2
+    second = dict(first)  # (the same states, carried over: nothing changed)
+    digested.clear()
+    delta = maker.make(sample(second, first, False, 2.0), [], {})
+    assert not delta.groups and digested == []
+    # A pass the maker was not given: its changed state is in the next, which says nothing changed
+    # since that pass; compared with other groups than the ones sent, it is digested and sent.
+    third = {**second, "a": state("a", "WARN")}
+    fourth = dict(third)
+    delta = maker.make(sample(fourth, third, False, 4.0), [], {})
+    assert set(delta.groups or {}) == {"a"} and sorted(digested) == ["a", "b<c>/é"]
+
+
 def test_a_first_passs_offsets_and_sizes_go_in_pieces_each_a_small_pickle(redis_server: str,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """A first pass sends every partition's offsets and sizes: as one delta (24 MB pickled at 300,000
