@@ -17,8 +17,9 @@ import time
 from array import array
 from collections import deque
 from collections.abc import Callable, Collection, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from itertools import count
 from typing import Any, TypeVar
 
 from django.conf import settings
@@ -43,6 +44,7 @@ SIZE_BROKERS = 10  # brokers whose log dir sizes are read at a time (Sampler._re
 TEXTS_MAX = 200_000  # strings and assignments shared (PartitionNames.text, .tps): forgotten all at once beyond this
 _T = TypeVar("_T")
 _NONE: dict[Any, Any] = {}  # (a group's committed or share offsets when it has none: never changed)
+_PASSES = count(1)  # (Sample.number)
 
 
 def produce_rates(before: Mapping[TopicPartition, int], after: Mapping[TopicPartition, int], seconds: float) -> dict[str, float]:
@@ -86,8 +88,11 @@ class Sample:
     # (DeltaMerger.apply_piece).
     group_parts: GroupParts | None = None
     group_topics: Mapping[str, list[str]] | None = None
-    # The groups `groups_changed` compares with (the pass before's `groups`; None: none).
-    groups_before: Mapping[str, GroupState] | None = field(default=None, compare=False, repr=False)
+    # The pass's number (each Sampler pass's is new in the process; 0: not a Sampler's), and the
+    # number of the pass whose groups `groups_changed` compares with (0: none). Numbers, not the
+    # groups: a sample holding the pass before's would keep a third generation of states alive.
+    number: int = 0
+    groups_since: int = 0
 
 
 class Layout(Collection[TopicPartition]):
@@ -391,7 +396,8 @@ class Sampler:
                 last_groups is None or groups_changed
                 or any(last_groups.get(gid) is not g for gid, g in groups.items()) or len(groups) != len(last_groups)),
             changed=tuple(changed),
-            groups_before=last_groups,
+            number=next(_PASSES),
+            groups_since=last.number if last is not None and last_groups is not None else 0,
         )
         self._last = sample
         self.times.append(time.time() - started)

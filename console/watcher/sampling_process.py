@@ -165,8 +165,8 @@ class DeltaMaker:
         changed: list[str] | None = None
         group_ids = None
         states = sample.groups
-        if (states is not None and last is not None and not sample.groups_changed and sample.groups_before is not None
-                and sample.groups_before is last.groups and self._sent.keys() == states.keys()):
+        if (states is not None and last is not None and not sample.groups_changed and sample.groups_since
+                and sample.groups_since == last.number and self._sent.keys() == states.keys()):
             # Every state the last pass's (the one sent last) and its evaluation as it was
             # (Sampler.take's groups_changed): nothing to digest and compare, as on an idle cluster.
             changed = []

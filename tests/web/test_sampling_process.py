@@ -561,23 +561,56 @@ def test_the_delta_maker_digests_no_group_when_the_pass_says_none_changed_since_
                           members=[], offsets={"t:0": 5}, status=status, time_lag=0.0, lag_keys=("t:0",),
                           lag_status=["OK"], lag_seconds=[0.0])
 
-    def sample(groups: dict[str, GroupState], before: dict[str, GroupState] | None, changed: bool, at: float) -> Sample:
-        return Sample(started=at, ends={("t", 0): 5}, starts={("t", 0): 0}, sizes=None, rates={}, groups=groups,
-                      groups_changed=changed, changed=(), groups_before=before)
+    def sample(groups: dict[str, GroupState], number: int, since: int, changed: bool) -> Sample:
+        return Sample(started=float(number), ends={("t", 0): 5}, starts={("t", 0): 0}, sizes=None, rates={}, groups=groups,
+                      groups_changed=changed, changed=(), number=number, groups_since=since)
 
     first = {gid: state(gid) for gid in ("a", "b<c>/é")}
     maker = DeltaMaker()
-    assert set(maker.make(sample(first, None, True, 1.0), [], {}).groups or {}) == set(first) and len(digested) == 2
+    assert set(maker.make(sample(first, 1, 0, True), [], {}).groups or {}) == set(first) and len(digested) == 2
     second = dict(first)  # (the same states, carried over: nothing changed)
     digested.clear()
-    delta = maker.make(sample(second, first, False, 2.0), [], {})
+    delta = maker.make(sample(second, 2, 1, False), [], {})
     assert not delta.groups and digested == []
-    # A pass the maker was not given: its changed state is in the next, which says nothing changed
-    # since that pass; compared with other groups than the ones sent, it is digested and sent.
+    # A pass the maker was not given (3): its changed state is in the next, which says nothing
+    # changed since that pass; compared with another pass than the one sent, it is digested and sent.
     third = {**second, "a": state("a", "WARN")}
-    fourth = dict(third)
-    delta = maker.make(sample(fourth, third, False, 4.0), [], {})
+    delta = maker.make(sample(dict(third), 4, 3, False), [], {})
     assert set(delta.groups or {}) == {"a"} and sorted(digested) == ["a", "b<c>/é"]
+
+
+def test_a_samplers_idle_pass_is_sent_without_digesting_a_group_and_a_commit_is_sent(redis_server: str,
+                                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sampler numbers its passes and says which pass its groups were compared with: over an
+    idle model the second pass sends no group and digests none; a group's new commit is sent."""
+    from console.watcher import sampling_process
+    from console.watcher.sampler import Sampler
+
+    digested: list[str] = []
+    marks = sampling_process._marks
+
+    def counted(g: Any) -> Any:
+        digested.append(g.group_id)
+        return marks(g)
+
+    monkeypatch.setattr(sampling_process, "_marks", counted)
+    model = Model(partitions=200, groups=12, brokers=5, per_topic=10, seed=4)
+    gw = SimGateway(model, 0.0)
+    layout = [(t.name, p.partition) for t in gw.metadata().topics for p in t.partitions]
+    maker = DeltaMaker()
+    with override_settings(ANALYTICS_SAMPLES=False):
+        sampler = Sampler("idle-digests", gw, True, lambda rows: None)  # type: ignore[arg-type]
+        first = sampler.take(layout, [1, 2, 3, 4, 5])  # type: ignore[arg-type]
+        assert set(maker.make(first, [], {}).groups or {}) == set(model.groups) and len(digested) == 12
+        digested.clear()
+        second = sampler.take(layout, [1, 2, 3, 4, 5])  # type: ignore[arg-type]
+        assert second.groups_since == first.number != second.number
+        assert not maker.make(second, [], {}).groups and digested == []
+        gid = sorted(model.groups)[0]
+        topic, committed, members = model.groups[gid]
+        model.groups[gid] = (topic, {p: max(0, c - 1) for p, c in committed.items()}, members)  # (a reset back)
+        third = sampler.take(layout, [1, 2, 3, 4, 5])  # type: ignore[arg-type]
+        assert third.groups_changed and set(maker.make(third, [], {}).groups or {}) == {gid}
 
 
 def test_a_first_passs_offsets_and_sizes_go_in_pieces_each_a_small_pickle(redis_server: str,
