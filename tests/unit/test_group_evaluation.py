@@ -57,6 +57,16 @@ class Reference:
         return out
 
 
+def judged_as(groups: dict[str, GroupState], expected: dict[str, tuple], where: tuple) -> set[str]:
+    """Assert each group's status, time lag and per-partition entries are the reference's; their statuses."""
+    for gid, g in groups.items():
+        status, worst, entries = expected[gid]
+        assert (g.status, g.time_lag) == (status, worst), (*where, gid)
+        for key, entry in entries.items():
+            assert g.lag_of()[key] == entry, (*where, gid, key)
+    return {expected[gid][0] for gid in groups}
+
+
 @pytest.mark.parametrize("seed", range(25))
 def test_the_evaluation_equals_the_plain_reference_over_random_samples(seed, monkeypatch):
     replay(seed, monkeypatch)
@@ -149,12 +159,7 @@ def replay(seed: int, monkeypatch: pytest.MonkeyPatch) -> int:
         expected = reference.evaluate(groups, seen_ends, now)
         evaluation.evaluate(groups, before, seen_ends, now)
         skipped = int(evaluation.stats.get("groups_skipped", 0))
-        for gid, g in groups.items():
-            status, worst, entries = expected[gid]
-            assert (g.status, g.time_lag) == (status, worst), (seed, step, gid)
-            for key, entry in entries.items():
-                assert g.lag_of()[key] == entry, (seed, step, gid, key)
-            statuses.add(status)
+        statuses |= judged_as(groups, expected, (seed, step))
         before, states = groups, groups
     assert "OK" in statuses and len(statuses) >= 2
     assert not any(m.get("share") for m in model.values()) or any(g.broker_lag for g in states.values())
@@ -319,12 +324,8 @@ def test_steady_batches_recorded_as_the_last_sample_equal_the_reference(seed, mo
             groups[gid] = GroupState(gid, "Stable" if members else "Empty", "consumer", "classic", "range", members, offsets)
         expected = reference.evaluate(groups, dict(answer), now)
         evaluation.evaluate(groups, before, got, now)
+        statuses |= judged_as(groups, expected, (seed, step))
         for gid, g in groups.items():
-            status, worst, entries = expected[gid]
-            assert (g.status, g.time_lag) == (status, worst), (seed, step, gid)
-            for key, entry in entries.items():
-                assert g.lag_of()[key] == entry, (seed, step, gid, key)
-            statuses.add(status)
             # (every group's describe observed at this sample: a rebalance missed between two is dated from it)
             assert evaluation._trackers[gid].last.at == now, (seed, step, gid)
             run = evaluation._history.runs[gid]  # ... and its lag history given this sample's point

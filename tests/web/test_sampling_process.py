@@ -37,6 +37,19 @@ def first_sample(cluster: str, partitions: int, groups: int, seed: int) -> Any:
         return Sampler(cluster, gw, True, lambda rows: None).take(layout, [1, 2, 3, 4, 5])  # type: ignore[arg-type]
 
 
+def groups_passed_to(monkeypatch: pytest.MonkeyPatch, module: Any, name: str) -> list[str]:
+    """`module.name` (a function of one group state) made to note each group id it is called with: the ids, in order."""
+    seen: list[str] = []
+    real = getattr(module, name)
+
+    def counted(g: Any) -> Any:
+        seen.append(g.group_id)
+        return real(g)
+
+    monkeypatch.setattr(module, name, counted)
+    return seen
+
+
 def _stored(cluster: str, rename: str) -> bytes:
     store._cache.pop(cluster, None)
     store._raw_parts.pop(cluster, None)
@@ -479,14 +492,7 @@ def test_a_passs_groups_are_serialised_piece_by_piece_as_they_are_sent(redis_ser
     from console.watcher import sampling_process
 
     monkeypatch.setattr(sampling_process, "GROUP_PIECE", 7)
-    made: list[str] = []
-    group_part = sampling_process.group_part
-
-    def counted(g: Any) -> bytes:
-        made.append(g.group_id)
-        return group_part(g)
-
-    monkeypatch.setattr(sampling_process, "group_part", counted)
+    made = groups_passed_to(monkeypatch, sampling_process, "group_part")
     sample = first_sample("pieces-test", partitions=300, groups=40, seed=1)
     messages = DeltaMaker().messages(sample, [], {})
     assert made == []
@@ -547,14 +553,7 @@ def test_the_delta_maker_digests_no_group_when_the_pass_says_none_changed_since_
     from console.watcher.sampler import Sample
     from console.watcher.snapshot import GroupState
 
-    digested: list[str] = []
-    marks = sampling_process._marks
-
-    def counted(g: GroupState) -> Any:
-        digested.append(g.group_id)
-        return marks(g)
-
-    monkeypatch.setattr(sampling_process, "_marks", counted)
+    digested = groups_passed_to(monkeypatch, sampling_process, "_marks")
 
     def state(gid: str, status: str = "OK") -> GroupState:
         return GroupState(group_id=gid, state="Stable", protocol_type="consumer", group_type="classic", assignor="range",
@@ -586,14 +585,7 @@ def test_a_samplers_idle_pass_is_sent_without_digesting_a_group_and_a_commit_is_
     from console.watcher import sampling_process
     from console.watcher.sampler import Sampler
 
-    digested: list[str] = []
-    marks = sampling_process._marks
-
-    def counted(g: Any) -> Any:
-        digested.append(g.group_id)
-        return marks(g)
-
-    monkeypatch.setattr(sampling_process, "_marks", counted)
+    digested = groups_passed_to(monkeypatch, sampling_process, "_marks")
     model = Model(partitions=200, groups=12, brokers=5, per_topic=10, seed=4)
     gw = SimGateway(model, 0.0)
     layout = [(t.name, p.partition) for t in gw.metadata().topics for p in t.partitions]
