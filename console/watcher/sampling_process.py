@@ -541,6 +541,14 @@ def child_main(cluster: str, incremental: bool, factory: GatewayFactory | None, 
         os.nice(SAMPLER_NICENESS)
     parent = os.getppid()
     start_django()
+
+    def step_done() -> None:
+        # (each step of starting said to the watcher as it ends: Django, then the gateway take
+        # seconds each on a loaded machine, and the stall limit is for one step, not for all)
+        with contextlib.suppress(OSError):
+            conn.send(("alive",))
+
+    step_done()
     from django.conf import settings
 
     for name, value in overrides.items():
@@ -573,6 +581,7 @@ def child_main(cluster: str, incremental: bool, factory: GatewayFactory | None, 
                 conn.send(("alive",))
 
     sampler.progress = alive
+    step_done()  # (a process that hangs while starting is still stopped: one step)
     maker = DeltaMaker()
     target: tuple[list[TopicPartition], list[int]] | None = None
     tuned = False

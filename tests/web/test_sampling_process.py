@@ -464,6 +464,31 @@ def test_a_pass_longer_than_the_stall_limit_made_of_shorter_steps_is_not_taken_f
         assert min(w.remote.times) >= 6.0  # (each longer than the limit)
 
 
+class SlowStartFactory(SlowOffsetsFactory):
+    """A gateway that takes 3.5 s to make (a process starting on a loaded machine), then offsets
+    reads of 3 s: starting and the first read together outlast the 5 s limit, each alone does not."""
+
+    FIRST = LATER = 3.0
+
+    def __call__(self) -> RemoteModelGateway:
+        time.sleep(3.5)
+        return super().__call__()
+
+
+def test_a_process_slow_to_start_is_held_to_the_limit_from_when_it_started(redis_server: str) -> None:
+    """The stall limit is for one step: a process says so as each step of starting ends (Django, then
+    the gateway), so the seconds it took to start do not count against its first read."""
+    cluster = "sp-slow-start"
+    with remote_watcher(cluster, {"partitions": 50, "groups": 5, "brokers": 3, "per_topic": 10}, SlowStartFactory,
+                        WATCHER_SAMPLER_STALL_SECONDS=5.0) as (w, _gw):
+        deadline = time.monotonic() + 60
+        assert w.remote is not None
+        while len(w.remote.times) < 2:
+            w.sample_offsets(wait=0.5)
+            assert time.monotonic() < deadline, "no two passes came in"
+        assert w.remote.restarts == 0
+
+
 class BrokenFactory(RemoteModelFactory):
     """A gateway that cannot be made: the sampling process ends as soon as it starts."""
 
