@@ -442,6 +442,16 @@ def test_a_first_pass_longer_than_the_stall_limit_gets_twice_as_long_in_the_next
         assert w.remote.stall_limit() == 5.0
 
 
+def restarts_over_two_passes(w: ClusterWatcher) -> int:
+    """How many times the watcher's sampling process was started again before two passes came in (within 60 s)."""
+    deadline = time.monotonic() + 60
+    assert w.remote is not None
+    while len(w.remote.times) < 2:
+        w.sample_offsets(wait=0.5)
+        assert time.monotonic() < deadline, "no two passes came in"
+    return w.remote.restarts
+
+
 class SlowStepsFactory(SlowOffsetsFactory):
     """Every offsets read takes 3 s: a pass (two reads) takes 6 s, each step shorter than the limit."""
 
@@ -455,13 +465,8 @@ def test_a_pass_longer_than_the_stall_limit_made_of_shorter_steps_is_not_taken_f
     cluster = "sp-slow-steps"
     with remote_watcher(cluster, {"partitions": 50, "groups": 5, "brokers": 3, "per_topic": 10}, SlowStepsFactory,
                         WATCHER_SAMPLER_STALL_SECONDS=5.0, WATCHER_STARTS_INTERVAL=1.0) as (w, _gw):  # (both reads each pass)
-        deadline = time.monotonic() + 60
-        assert w.remote is not None
-        while len(w.remote.times) < 2:
-            w.sample_offsets(wait=0.5)
-            assert time.monotonic() < deadline, "no two passes came in"
-        assert w.remote.restarts == 0
-        assert min(w.remote.times) >= 6.0  # (each longer than the limit)
+        assert restarts_over_two_passes(w) == 0
+        assert w.remote is not None and min(w.remote.times) >= 6.0  # (each longer than the limit)
 
 
 class SlowStartFactory(SlowOffsetsFactory):
@@ -481,12 +486,7 @@ def test_a_process_slow_to_start_is_held_to_the_limit_from_when_it_started(redis
     cluster = "sp-slow-start"
     with remote_watcher(cluster, {"partitions": 50, "groups": 5, "brokers": 3, "per_topic": 10}, SlowStartFactory,
                         WATCHER_SAMPLER_STALL_SECONDS=5.0) as (w, _gw):
-        deadline = time.monotonic() + 60
-        assert w.remote is not None
-        while len(w.remote.times) < 2:
-            w.sample_offsets(wait=0.5)
-            assert time.monotonic() < deadline, "no two passes came in"
-        assert w.remote.restarts == 0
+        assert restarts_over_two_passes(w) == 0
 
 
 class BrokenFactory(RemoteModelFactory):
