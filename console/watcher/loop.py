@@ -454,6 +454,7 @@ class ClusterWatcher:
         self.unchanged = False  # the last poll reused the previous snapshot's content
         self.metadata_moved = False  # the last poll's metadata differed from the one before (runner.cycle_delay)
         self.topics_reused = 0  # topics the last build carried over from the previous snapshot
+        self.topics_serialised = self.partitions_serialised = 0  # (by the last cycle: its changed topics, and their changed partitions)
         self.cycles_reused = 0
         self.offset_requests = 0  # (the configs re-read; the sampler counts its own)
         self.cycles = 0
@@ -879,15 +880,21 @@ class ClusterWatcher:
         groups = self._stored_group_parts(snap)
         if groups is None:
             content = snap.content_parts(self._topic_bytes, self._group_bytes)
+            self._count_serialised()
             return content, store.digests_of(content[1]), None, set(), True
         # Parts arriving are written ahead while the store holds the last snapshot whole; held
         # while the next save must write everything.
         groups.direct(None if self.publisher.writes_all else partial(store.put_parts, self.cluster))
         digests, unwritten, ahead = groups.taken()
         content = snap.content_parts(self._topic_bytes, self._group_bytes, unwritten)
+        self._count_serialised()
         every = store.digests_of(content[1])  # (a part's digest is cached in its bytes: the groups' cost nothing)
         every.update(digests)
         return content, every, unwritten, ahead, store.GroupParts.complete(digests, unwritten)
+
+    def _count_serialised(self) -> None:
+        if self._topic_bytes is not None:
+            self.topics_serialised, self.partitions_serialised = self._topic_bytes.serialised, self._topic_bytes.partitions_serialised
 
     def _ask_groups_again(self) -> None:
         """A save must write every part and this process holds only the digests of most groups'
@@ -907,6 +914,7 @@ class ClusterWatcher:
     def _cycle(self) -> tuple[Snapshot, list[Change]]:
         now = time.time()
         started = time.monotonic()
+        self.topics_serialised = self.partitions_serialised = 0
         with no_gc():
             snap = self.poll(now)
         content: ContentParts | None = None
