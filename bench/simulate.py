@@ -512,7 +512,7 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
     watcher.publisher.flush()
     events_cpu_before = watcher.publisher.writer_cpu_seconds
     seen_moves = len(gw.ask("moves_since", 0))
-    serialised: list[tuple[int, int]] = []  # (each cycle's topics and partitions serialised)
+    serialised: list[tuple[int, int, int]] = []  # (each cycle's topics and partitions serialised, and topics built: their metadata changed)
     pending: dict[tuple[str, int], tuple[float, int]] = {}  # a later move of a partition replaces the earlier
     while time.monotonic() - began < args.seconds:
         started = time.monotonic()
@@ -528,7 +528,8 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
         elapsed = time.monotonic() - started
         cpu["cycle"] += time.thread_time() - before
         cycle_times.append(elapsed)
-        serialised.append((watcher.topics_serialised, watcher.partitions_serialised))
+        serialised.append((watcher.topics_serialised, watcher.partitions_serialised,
+                           len(snap.topics) - watcher.topics_reused if snap is not None and not watcher.unchanged else 0))
         settle_times.append(started + elapsed - settled if settled is not None else 0.0)
         if snap is not None and snap.reachable:
             published = watcher.published_at or time.time()  # (the snapshot goes out before its events are written)
@@ -611,8 +612,9 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
         "gc_collections": gc_time["collections"],
         # What a cycle serialised: the topics it built or changed, and of their partitions those not
         # copied from the last JSON (the changed ones), on average.
-        "topics_serialised_per_cycle": round(statistics.mean(t for t, _ in serialised)) if serialised else None,
-        "partitions_serialised_per_cycle": round(statistics.mean(p for _, p in serialised)) if serialised else None,
+        "topics_serialised_per_cycle": round(statistics.mean(s[0] for s in serialised)) if serialised else None,
+        "partitions_serialised_per_cycle": round(statistics.mean(s[1] for s in serialised)) if serialised else None,
+        "topics_built_per_cycle": round(statistics.mean(s[2] for s in serialised)) if serialised else None,
         "push_p50_seconds": pushes.median(),
         "push_max_seconds": round(pushes.max, 3) if pushes else None,
         "push_p99_seconds": pushes.percentile(99),

@@ -192,7 +192,7 @@ class TopicTally:
         if min_isr != before.min_isr or len(new) < len(old):
             return None
         rf, size, messages = self.replication_factor, self.size, self.messages
-        moves: list[tuple[int, PartitionState]] = []  # (partitions out as they were and in as they are)
+        moves: list[tuple[PartitionState | None, PartitionState]] = []  # (each partition as it was, None when added, and as it is)
         for i in places:
             q = new[i]
             if i < len(old):
@@ -208,9 +208,9 @@ class TopicTally:
                 if p.leader != q.leader or p.replicas != q.replicas or p.isr != q.isr:
                     if len(p.replicas) == rf > len(q.replicas):
                         return None
-                    moves += ((-1, p), (1, q))
+                    moves.append((p, q))
             else:
-                moves.append((1, q))
+                moves.append((None, q))
             if q.size is not None:
                 size = q.size + (size or 0)
             if q.start_offset is not None and q.end_offset is not None:
@@ -218,21 +218,42 @@ class TopicTally:
         if not moves:  # (offsets alone: the counts and the brokers' dicts as they were, shared: no tally changes its own)
             return replace(self, partitions=len(new), size=size, messages=messages)
         urp, offline, under_min = self.under_replicated, self.offline, self.under_min_isr
-        led, led_urp, hosted = dict(self.led), dict(self.led_under_replicated), dict(self.hosted)
-        for sign, p in moves:
-            replicas, in_sync, leader = p.replicas, len(p.isr), p.leader
-            if sign > 0 and len(replicas) > rf:
+        # A dict is copied when a move first changes it, else shared: a leader moved or an ISR
+        # changed leaves the replicas each broker hosts as they were (most moves, at scale).
+        led, led_urp, hosted = self.led, self.led_under_replicated, self.hosted
+        for p, q in moves:
+            replicas, leader = q.replicas, q.leader
+            is_urp = len(q.isr) < len(replicas)
+            if len(replicas) > rf:
                 rf = len(replicas)
-            if in_sync < len(replicas):
-                urp += sign
-                _add(led_urp, leader, sign)
-            if leader < 0:
-                offline += sign
-            if min_isr is not None and in_sync < min_isr:
-                under_min += sign
-            _add(led, leader, sign)
-            for r in replicas:
-                _add(hosted, r, sign)
+            if p is None:
+                was_urp, was_leader, was_replicas, was_offline, was_under = False, None, None, False, False
+            else:
+                was_urp, was_leader, was_replicas = len(p.isr) < len(p.replicas), p.leader, p.replicas
+                was_offline, was_under = p.leader < 0, min_isr is not None and len(p.isr) < min_isr
+            urp += is_urp - was_urp
+            offline += (leader < 0) - was_offline
+            under_min += (min_isr is not None and len(q.isr) < min_isr) - was_under
+            if was_urp != is_urp or (is_urp and was_leader != leader):
+                if led_urp is self.led_under_replicated:
+                    led_urp = dict(led_urp)
+                if was_urp:
+                    _add(led_urp, was_leader, -1)  # type: ignore[arg-type] # (a partition that was: its leader)
+                if is_urp:
+                    _add(led_urp, leader, 1)
+            if was_leader != leader:
+                if led is self.led:
+                    led = dict(led)
+                if was_leader is not None:
+                    _add(led, was_leader, -1)
+                _add(led, leader, 1)
+            if was_replicas != replicas:
+                if hosted is self.hosted:
+                    hosted = dict(hosted)
+                for r in was_replicas or ():
+                    _add(hosted, r, -1)
+                for r in replicas:
+                    _add(hosted, r, 1)
         return TopicTally(len(new), urp, offline, under_min, led, led_urp, hosted, rf, size, messages)
 
     @classmethod
