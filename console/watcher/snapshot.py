@@ -221,16 +221,16 @@ class TopicTally:
         # A dict is copied when a move first changes it, else shared: a leader moved or an ISR
         # changed leaves the replicas each broker hosts as they were (most moves, at scale).
         led, led_urp, hosted = self.led, self.led_under_replicated, self.hosted
-        for p, q in moves:
+        for was, q in moves:
             replicas, leader = q.replicas, q.leader
             is_urp = len(q.isr) < len(replicas)
             if len(replicas) > rf:
                 rf = len(replicas)
-            if p is None:
+            if was is None:
                 was_urp, was_leader, was_replicas, was_offline, was_under = False, None, None, False, False
             else:
-                was_urp, was_leader, was_replicas = len(p.isr) < len(p.replicas), p.leader, p.replicas
-                was_offline, was_under = p.leader < 0, min_isr is not None and len(p.isr) < min_isr
+                was_urp, was_leader, was_replicas = len(was.isr) < len(was.replicas), was.leader, was.replicas
+                was_offline, was_under = was.leader < 0, min_isr is not None and len(was.isr) < min_isr
             urp += is_urp - was_urp
             offline += (leader < 0) - was_offline
             under_min += (min_isr is not None and len(q.isr) < min_isr) - was_under
@@ -795,9 +795,30 @@ def _pairs(flat: list[int]) -> dict[int, int]:
 def topic_summary(t: TopicState, tally: TopicTally) -> bytes:
     """What a topic's stored part says before its partitions (`topic_part`): its own fields and its
     tally, as one JSON array (StoredTopic.of_part reads it)."""
-    return orjson.dumps([t.name, t.internal, t.min_isr, t.produce_rate, tally.partitions, tally.under_replicated,
-                         tally.offline, tally.under_min_isr, tally.replication_factor, tally.size, tally.messages,
-                         _flat(tally.led), _flat(tally.led_under_replicated), _flat(tally.hosted)])
+    return _summary(t, tally)
+
+
+def _summary(t: TopicState, tally: TopicTally, before: TopicTally | None = None, part: bytes | None = None) -> bytes:
+    """`topic_summary`; the JSON of those of the tally's three brokers' dicts that are the same
+    dicts as `before`'s is copied from the summary `before` was stored with (`part`, the topic's
+    part before) rather than written again: TopicTally.changed shares the dicts a change leaves as
+    they were (all three when offsets alone moved, the hosted replicas when a leader moved), and
+    writing them was most of a summary's time."""
+    dicts = (tally.led, tally.led_under_replicated, tally.hosted)
+    made: list[bytes | None] = [None, None, None]
+    if before is not None and part is not None and part[:1] == _SUMMARY \
+            and (dicts[0] is before.led or dicts[1] is before.led_under_replicated or dicts[2] is before.hosted):
+        # (the summary ends with the three dicts' flat lists of numbers: the last three "[")
+        end = 5 + int.from_bytes(part[1:5], "big") - 1
+        for i, old in ((2, before.hosted), (1, before.led_under_replicated), (0, before.led)):
+            start = part.rindex(b"[", 5, end)
+            if dicts[i] is old:
+                made[i] = part[start:end]
+            end = start - 1
+    head = orjson.dumps([t.name, t.internal, t.min_isr, t.produce_rate, tally.partitions, tally.under_replicated,
+                         tally.offline, tally.under_min_isr, tally.replication_factor, tally.size, tally.messages])
+    made = [m if m is not None else orjson.dumps(_flat(d)) for m, d in zip(made, dicts, strict=True)]
+    return b"".join((head[:-1], b",", made[0], b",", made[1], b",", made[2], b"]"))  # type: ignore[arg-type]
 
 
 class _StoredPartitions:
@@ -924,9 +945,12 @@ class TopicBytes:
         self.partitions_serialised += len(changed)
         # Its tally, from the one kept with its last part when it can tell (TopicTally.changed).
         tally = last[2][0].changed(last[0], obj, changed) if last is not None and last[3] is not None and last[2] else None
-        if tally is None:
+        if tally is not None:
+            summary = _summary(obj, tally, last[2][0], last[1])  # type: ignore[index]
+        else:
             tally = TopicTally.of(obj)
-        return obj, topic_part(head + b",".join(pieces) + shell[cut:], topic_summary(obj, tally)), (tally,), places
+            summary = _summary(obj, tally)
+        return obj, topic_part(head + b",".join(pieces) + shell[cut:], summary), (tally,), places
 
     def each(self, objects: Mapping[str, Any], prefix: str = "") -> dict[str, bytes]:
         """Each object's stored part (a topic's `topic_part`, a group's `group_part`; the same bytes

@@ -228,6 +228,8 @@ def test_a_tables_changed_places_are_the_rows_that_differ_at_the_same_place() ->
     after[3] = (3, 1, (1, 2, 3), (1, 3), None)  # ISR shrank
     after[5] = (5, 3, (3, 2, 1), (1, 2, 3), None)  # replicas reordered
     assert table(after).places_changed(before) == [1, 3, 5]
+    after[4] = (4, 3, (1, 2, 3), (3,), None)  # leader moved and ISR shrank: once, in order
+    assert table(after).places_changed(before) == [1, 3, 4, 5]
     # Not the same partitions at the same places, or an error in either: None (compare row by row).
     assert table([*base, (6, 1, (1, 2, 3), (1, 2, 3), None)]).places_changed(before) is None
     assert table([base[1], base[0], *base[2:]]).places_changed(before) is None

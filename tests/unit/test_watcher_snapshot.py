@@ -513,7 +513,7 @@ def test_the_tally_stored_with_a_changed_topics_part_is_what_a_walk_of_its_parti
     the tally it was moved from is left as it was."""
     import random
 
-    from console.watcher.snapshot import TopicBytes, TopicTally
+    from console.watcher.snapshot import TopicBytes, TopicTally, topic_summary
 
     rng = random.Random(11)
     moved = []
@@ -567,4 +567,6 @@ def test_the_tally_stored_with_a_changed_topics_part_is_what_a_walk_of_its_parti
         assert kept == TopicTally.of(TopicState(name, False, parts, min_isr)), name
         assert before == as_it_was  # (the tally moved from is not changed: its dicts are copied, or shared unchanged)
         assert TopicTally.of(Snapshot.topic_from_json(stored)) == kept
+        # (the summary stored, its brokers' lists copied from the last one where the tally shares them)
+        assert stored[5:5 + int.from_bytes(stored[1:5], "big")] == topic_summary(topics[name], kept)
     assert len(moved) == 300 and 150 < sum(moved) < 300, sum(moved)  # (most moved the kept tally; some walked)

@@ -508,3 +508,23 @@ def test_a_cycle_says_whether_its_metadata_moved_and_the_watcher_comes_back_soon
     w.sample_offsets()
     snap, _ = w.cycle()
     assert snap.version == version + 1 and not w.metadata_moved  # (a new version: the offsets, not the metadata)
+
+
+def test_a_cycle_counts_the_topics_it_serialised_and_of_their_partitions_those_it_wrote_anew(watcher: Any) -> None:
+    """What bench.simulate and bench.cycle_cost report a cycle to have serialised: the topics it
+    built (their metadata changed) and, of their partitions, only the changed ones (the others'
+    JSON is copied); a cycle that changed nothing serialised none."""
+    w, model, _gw = watcher
+    w.cycle()  # (the fixture's first pass taken in: every partition's offsets)
+    assert (w.topics_serialised, w.partitions_serialised) == (30, 600)
+    w.cycle()
+    assert (w.topics_serialised, w.partitions_serialised) == (0, 0)
+    before = w.previous
+    model.step(0.0, 0.0, 7)
+    snap, _ = w.cycle()
+    changed = {name: [i for i, (p, q) in enumerate(zip(before.topics[name].partitions, t.partitions, strict=True)) if p != q]
+               for name, t in snap.topics.items() if t is not before.topics[name]}
+    assert w.topics_serialised == len(changed) == len(snap.topics) - w.topics_reused > 0
+    assert w.partitions_serialised == sum(len(places) for places in changed.values()) <= 7
+    w.cycle()
+    assert (w.topics_serialised, w.partitions_serialised) == (0, 0)
