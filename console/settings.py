@@ -188,6 +188,9 @@ WATCHER_METADATA_INTERVAL = env_float("WATCHER_METADATA_INTERVAL", 1.0, minimum=
 # After a cycle whose metadata moved (leaders, ISR, topics: more moves are likely to follow), the next
 # cycle starts this long after it began instead (runner.cycle_delay); a quiet cluster is polled as before.
 WATCHER_BUSY_INTERVAL = env_float("WATCHER_BUSY_INTERVAL", 0.5, minimum=0.2)
+# A cycle that outlasts the interval (a large cluster) is followed by a rest of at least this share of
+# its time (runner.cycle_delay): the watcher's cycles take at most about 1/(1+share) of a core.
+WATCHER_CYCLE_REST = env_float("WATCHER_CYCLE_REST", 0.1, minimum=0.0)
 WATCHER_OFFSETS_INTERVAL = env_float("WATCHER_OFFSETS_INTERVAL", 3.0, minimum=0.5)
 WATCHER_CONFIGS_INTERVAL = env_float("WATCHER_CONFIGS_INTERVAL", 30.0, minimum=1.0)
 WATCHER_SIZES_INTERVAL = env_float("WATCHER_SIZES_INTERVAL", 15.0, minimum=1.0)

@@ -139,12 +139,16 @@ def cycle_delay(elapsed: float, metadata_moved: bool) -> float:
     from its start, or WATCHER_BUSY_INTERVAL after a cycle whose metadata moved (leaders, ISR,
     topics: more moves tend to follow, and each waited up to a whole interval before a cycle saw
     it). A quiet cluster costs what it did. On a large cluster a cycle can outlast the interval: it
-    rests a quarter of the cycle at least, so the watcher never takes a whole core from the brokers
-    and the web."""
+    rests WATCHER_CYCLE_REST of the cycle at least (a tenth), so the watcher never takes a whole core
+    from the brokers and the web. That share was a quarter while a cycle rebuilt every topic; a
+    cycle's work now follows the changes it takes in, so a longer rest saves next to no CPU (the
+    next cycle takes in the changes it let wait, and is longer) and only makes every change wait:
+    at 300,000 partitions with 1% changing a second, a quarter held the cycles at 1.1 s and the
+    pushes at 2 s (a tenth: 0.57 and 1.0 s, for 0.60 -> 0.645 of a core; docs/benchmarks.md)."""
     interval = settings.WATCHER_METADATA_INTERVAL
     if metadata_moved:
         interval = min(interval, settings.WATCHER_BUSY_INTERVAL)
-    return max(0.05, 0.25 * elapsed, interval - elapsed)
+    return max(0.05, settings.WATCHER_CYCLE_REST * elapsed, interval - elapsed)
 
 
 def run_cluster(cluster: str, stop: threading.Event, lease_ttl: float = 10.0) -> None:

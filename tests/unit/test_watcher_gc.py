@@ -115,7 +115,11 @@ def test_the_next_cycle_comes_sooner_after_one_whose_metadata_moved_and_never_ta
     with override_settings(WATCHER_METADATA_INTERVAL=1.0, WATCHER_BUSY_INTERVAL=0.5):
         assert runner.cycle_delay(0.1, False) == pytest.approx(0.9)
         assert runner.cycle_delay(0.1, True) == pytest.approx(0.4)
-        assert runner.cycle_delay(0.48, True) == pytest.approx(0.12)  # (a quarter of the cycle at least)
+        assert runner.cycle_delay(0.48, True) == pytest.approx(0.05)  # (never less)
+        # (a tenth of a cycle that outlasted the interval at least: WATCHER_CYCLE_REST)
+        assert runner.cycle_delay(2.0, True) == pytest.approx(0.2) == runner.cycle_delay(2.0, False)
+        assert runner.cycle_delay(0.9, False) == pytest.approx(0.1)
+    with override_settings(WATCHER_METADATA_INTERVAL=1.0, WATCHER_BUSY_INTERVAL=0.5, WATCHER_CYCLE_REST=0.25):
         assert runner.cycle_delay(2.0, True) == pytest.approx(0.5) == runner.cycle_delay(2.0, False)
     with override_settings(WATCHER_METADATA_INTERVAL=0.3, WATCHER_BUSY_INTERVAL=0.5):  # (never slower than the interval)
         assert runner.cycle_delay(0.1, True) == pytest.approx(0.2) == runner.cycle_delay(0.1, False)
