@@ -19,15 +19,12 @@ what a cycle of about 2 s takes in at 1% of 300,000 partitions a second.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import time
 from typing import Any
 
-from bench.machine import reference_seconds
-from bench.simulate import Model, SimGateway
-from tests.support import running_redis
+from bench.simulate import Model, SimGateway, measured
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
@@ -86,12 +83,7 @@ def main() -> None:
     parser.add_argument("--changes", type=int, default=6000, help="partitions changed before each cycle")
     parser.add_argument("--cycles", type=int, default=15)
     parser.add_argument("--warmup", type=int, default=3)
-    args = parser.parse_args()
-    reference = reference_seconds()
-    with running_redis():
-        result = measure(args)
-    result["machine_reference_seconds"] = reference
-    print(json.dumps(result), flush=True)
+    measured(measure, parser.parse_args())
 
 
 if __name__ == "__main__":

@@ -40,7 +40,7 @@ import sys
 import threading
 import time
 from array import array
-from collections.abc import Generator, Iterable
+from collections.abc import Callable, Generator, Iterable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -388,13 +388,19 @@ def main() -> None:
     parser.add_argument("--push-by-version", action="store_true",
                         help="also print each version's pushes (10 ms buckets), for bench.web_reads to add the page's part")
     args = parser.parse_args()
-    reference = reference_seconds()
-    with running_redis():
-        result = simulate(args)
-    result["machine_reference_seconds"] = reference
-    print(json.dumps(result), flush=True)
+    result = measured(simulate, args)
     if args.append:
         append(args, result)
+
+
+def measured(run: Callable[[argparse.Namespace], dict[str, Any]], args: argparse.Namespace) -> dict[str, Any]:
+    """`run(args)`'s figures, with a Redis of its own and the machine's reference time, printed as one JSON line."""
+    reference = reference_seconds()
+    with running_redis():
+        result = run(args)
+    result["machine_reference_seconds"] = reference
+    print(json.dumps(result), flush=True)
+    return result
 
 
 def simulate(args: argparse.Namespace) -> dict[str, Any]:
