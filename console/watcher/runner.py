@@ -143,8 +143,9 @@ def cycle_delay(elapsed: float, metadata_moved: bool) -> float:
     from the brokers and the web. That share was a quarter while a cycle rebuilt every topic; a
     cycle's work now follows the changes it takes in, so a longer rest saves next to no CPU (the
     next cycle takes in the changes it let wait, and is longer) and only makes every change wait:
-    at 300,000 partitions with 1% changing a second, a quarter held the cycles at 1.1 s and the
-    pushes at 2 s (a tenth: 0.57 and 1.0 s, for 0.60 -> 0.645 of a core; docs/benchmarks.md)."""
+    at 300,000 partitions with 1% changing a second, over five runs each on a 2-core machine, a
+    quarter gave cycle p50s of 0.80-1.72 s and pushes of 1.5-3.1 s, a tenth 0.57-1.21 s and
+    1.0-2.2 s, for 0.60 -> 0.65 of a core (docs/benchmarks.md, twenty-seventh stop)."""
     interval = settings.WATCHER_METADATA_INTERVAL
     if metadata_moved:
         interval = min(interval, settings.WATCHER_BUSY_INTERVAL)
