@@ -131,12 +131,14 @@ class Publisher:
             log.warning("broadcast of events to %s failed", self.cluster, exc_info=True)
 
     def publish(self, snap: Snapshot, previous: Snapshot | None, events: list[dict[str, Any]], changed: bool,
-                content: ContentParts | None, digests: dict[str, int] | None = None, ahead: Collection[str] = ()) -> bool:
+                content: ContentParts | None, digests: dict[str, int] | None = None, ahead: Collection[str] = (),
+                changes: store.PartChanges | None = None) -> bool:
         """Store the snapshot (`content` None: only its stamp changed; `digests`: its parts',
-        store.digests_of; `ahead`: parts written ahead, store.save) and broadcast the update; False
+        store.digests_of; `ahead`: parts written ahead, and `changes`, how the digests differ from the
+        last content's: store.save) and broadcast the update; False
         when Redis could not take it (the next publish writes the whole content again)."""
         try:
-            self._stored = store.save(snap, content, self._stored, digests, ahead)
+            self._stored = store.save(snap, content, self._stored, digests, ahead, changes)
             if not self.redis_ok:
                 log.warning("Redis is reachable again")
             self.redis_ok = True

@@ -896,6 +896,14 @@ class TopicBytes:
         self._cache: dict[str, tuple[Any, bytes, tuple[Any, ...], array[int] | None]] = {}
         self.serialised = 0  # objects serialised by the last call
         self.partitions_serialised = 0  # of their partitions, those serialised (not copied)
+        # The names (as `each` gave them out) serialised anew or gone since `take_touched`: the parts
+        # whose digest can differ from what they were then (the watcher's next content's changes).
+        self._touched: list[str] = []
+
+    def take_touched(self) -> list[str]:
+        """The names serialised anew or gone since the last call (each once or more)."""
+        touched, self._touched = self._touched, []
+        return touched
 
     MARKED = False  # whether `_marks` says anything (a topic's: no; identity alone decides)
 
@@ -958,6 +966,7 @@ class TopicBytes:
         kept: dict[str, tuple[Any, bytes, tuple[Any, ...], array[int] | None]] = {}
         out: dict[str, bytes] = {}
         cache, fresh, marks = self._cache, 0, self._marks if self.MARKED else None
+        touched, known = self._touched, len(cache)
         self.partitions_serialised = 0
         for name, t in objects.items():
             hit = cache.get(name)
@@ -965,10 +974,15 @@ class TopicBytes:
             if hit is None or hit[0] is not t or (marks is not None and not _same_marks(hit[2], marks(t))):
                 # (the last JSON let go of as the new one is made: a cycle that changes every topic
                 # does not hold both; an exception on the way only costs those topics a new one)
+                if hit is None:
+                    known += 1  # (a name new to the cache)
                 hit = self._entry(t, cache.pop(name, None))
                 fresh += 1
+                touched.append(prefix + name if prefix else name)
             kept[name] = hit
             out[prefix + name if prefix else name] = hit[1]
+        if known != len(kept):  # (names of the cache before that `objects` no longer has)
+            touched.extend(prefix + name if prefix else name for name in cache if name not in kept)
         self._cache, self.serialised = kept, fresh
         return out
 

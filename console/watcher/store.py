@@ -9,6 +9,7 @@ import threading
 import time
 import zlib
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from itertools import chain
 from typing import Any, cast
 
@@ -110,6 +111,41 @@ def digests_of(parts: Mapping[str, bytes]) -> dict[str, int]:
     return {name: digest(raw) for name, raw in parts.items()}
 
 
+@dataclass(frozen=True)
+class PartChanges:
+    """How a content's digests differ from `base` (an earlier content's digests, that dict itself):
+    the parts whose digest differs or that are new (`changed`), and those gone (`removed`). A
+    watcher knows them from what it serialised and what arrived since its last content; `save`
+    uses them when `base` is what it stored last, instead of comparing every part's digest (at
+    300,000 partitions and 50,000 groups that compare was a sixth of a cycle that changed a few
+    topics)."""
+
+    base: dict[str, int]
+    changed: list[str]
+    removed: list[str]
+
+    def __bool__(self) -> bool:
+        return bool(self.changed or self.removed)
+
+
+def digests_moved(base: dict[str, int], touched: Iterable[tuple[str, int | None]]) -> tuple[dict[str, int], PartChanges]:
+    """`base` with each touched part's digest put in (None: the part is gone), as a new dict, and
+    how it differs from `base`."""
+    now = dict(base)
+    changed: list[str] = []
+    removed: list[str] = []
+    for name, d in touched:
+        was = now.get(name)
+        if d is None:
+            if was is not None:
+                del now[name]
+                removed.append(name)
+        elif was != d:
+            now[name] = d
+            changed.append(name)
+    return now, PartChanges(base, changed, removed)
+
+
 class GroupParts:
     """The groups' stored parts as the watcher keeps them when a sampling process makes them: each
     group's digest (`digest`), and its part itself only until it is in Redis. Holding every group's
@@ -127,11 +163,12 @@ class GroupParts:
     arrives for a group whose part is held (a save may be writing the older one) is held too.
     Thread-safe: the sampling thread puts parts in as they arrive while a cycle takes them."""
 
-    __slots__ = ("_digests", "_direct", "_early", "_lock", "_unwritten")
+    __slots__ = ("_digests", "_direct", "_early", "_lock", "_touched", "_unwritten")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._digests: dict[str, int] = {}
+        self._touched: set[str] = set()  # groups whose digest was put in or taken out since `changes_taken`
         self._unwritten: dict[str, bytes] = {}
         self._early: set[str] = set()  # written directly since the last save that took them
         self._direct: Callable[[dict[str, bytes]], None] | None = None
@@ -154,6 +191,7 @@ class GroupParts:
                 else:
                     digests[key] = digest(raw)
                     unwritten[key] = raw
+                    self._touched.add(key)
         if not ahead:
             return
         try:
@@ -163,11 +201,13 @@ class GroupParts:
                 for key, raw in ahead.items():
                     self._digests[key] = digest(raw)
                     self._unwritten[key] = raw
+                self._touched.update(ahead)
             return
         with self._lock:  # (the new digests only once they are in Redis: a save meanwhile names them not yet)
             for key, raw in ahead.items():
                 if key in self._digests:  # (not gone meanwhile)
                     self._digests[key] = digest(raw)
+                    self._touched.add(key)
                 self._early.add(key)
 
     def keep(self, keys: Iterable[str]) -> None:
@@ -176,12 +216,21 @@ class GroupParts:
             before = self._digests
             self._digests = {key: before[key] for key in keys if key in before}
             self._unwritten = {key: raw for key, raw in self._unwritten.items() if key in self._digests}
+            if len(self._digests) != len(before):
+                self._touched.update(before.keys() - self._digests.keys())
 
     def taken(self) -> tuple[dict[str, int], dict[str, bytes], set[str]]:
         """Every group's digest, the parts not written yet, and those written ahead since (as of one
         moment: copies, the sampling thread goes on putting parts in)."""
         with self._lock:
             return dict(self._digests), dict(self._unwritten), set(self._early)
+
+    def changes_taken(self) -> tuple[dict[str, int], dict[str, bytes], set[str], set[str]]:
+        """What `taken` gives, and the groups whose digest was put in or taken out since the last
+        call (the watcher's next content changes only those of its groups' digests)."""
+        with self._lock:
+            touched, self._touched = self._touched, set()
+            return dict(self._digests), dict(self._unwritten), set(self._early), touched
 
     def written(self, parts: Mapping[str, bytes], early: Collection[str] = ()) -> None:
         """A save stored these parts, and named those written ahead: each part is let go of, unless
@@ -216,7 +265,8 @@ def put_parts(cluster: str, parts: Mapping[str, bytes]) -> None:
 
 
 def save(snapshot: Snapshot, content: bytes | ContentParts | None, stored: StoredContent | None = None,
-         digests: dict[str, int] | None = None, ahead: Collection[str] = ()) -> StoredContent | None:
+         digests: dict[str, int] | None = None, ahead: Collection[str] = (),
+         changes: PartChanges | None = None) -> StoredContent | None:
     """Store the stamp, and the content when it changed (`content` None: unchanged).
 
     The content is kept in parts: a header (everything but the topics and groups) and a hash of
@@ -225,7 +275,8 @@ def save(snapshot: Snapshot, content: bytes | ContentParts | None, stored: Store
     of which, so a reader holding the previous version fetches only those. `digests`: the content's
     parts' digests, when the caller has them (`digests_of`); with `stored`, a part named in them
     and not in the content is in Redis already (GroupParts.direct), and `ahead` names such parts
-    written since `stored` (one of a group gone since is removed with the others).
+    written since `stored` (one of a group gone since is removed with the others). `changes`: how
+    `digests` differ from an earlier content's, used when that is what `stored` holds.
     `content` as whole bytes (tests, tools) rewrites everything. Returns what is stored now."""
     if isinstance(content, bytes):
         content, stored, digests = snapshot.content_parts(), None, None
@@ -257,9 +308,12 @@ def save(snapshot: Snapshot, content: bytes | ContentParts | None, stored: Store
                 yield ("DEL", _changes_log_key(cluster))  # (no reader goes from an older version to this one part by part)
             else:
                 before = stored.digests
-                names = [name for name, d in now.items() if before.get(name) != d]
+                if changes is not None and changes.base is before and now is digests:
+                    names, removed = changes.changed, list(changes.removed)
+                else:
+                    names = [name for name, d in now.items() if before.get(name) != d]
+                    removed = [name for name in before if name not in now]
                 changed = {name: parts[name] for name in names if name in parts}  # (the others: written ahead)
-                removed = [name for name in before if name not in now]
                 removed += [name for name in ahead if name not in now and name not in before]
                 base = stored.version
             writing = list(changed)

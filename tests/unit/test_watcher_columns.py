@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping
+from typing import Any
 
 import pytest
 
@@ -517,3 +518,86 @@ def test_a_topic_answered_as_before_keeps_its_size_arrays_without_making_them_ag
     grown = SizeColumns.read([{**answer, ("a", 1): {2: 5, 3: 7}}], same)
     assert sorted_topics == [1] and grown._topics["b"] is first._topics["b"] and grown._topics["a"] is not first._topics["a"]
     assert grown[("a", 1)] == replica_sizes({2: 5, 3: 7})
+
+
+def test_group_parts_name_every_group_whose_digest_changed_since_they_were_last_taken() -> None:
+    """What a watcher's content takes of the groups' digests (GroupParts.changes_taken): the digests
+    as `taken` gives them, and the groups put in, renewed (held, written ahead, or held when Redis
+    refused them) or gone since the last call. The digests of the call before with those groups'
+    put in are the digests now, over random sequences of what the sampling thread and the cycles do."""
+    import random
+
+    from console.watcher.store import GroupParts, StoreUnavailable
+
+    refuse = [False]
+
+    def writer(parts: dict[str, bytes]) -> None:
+        if refuse[0]:
+            raise StoreUnavailable("Redis is unreachable (test)")
+
+    for seed in range(40):
+        rng = random.Random(seed)
+
+        parts = GroupParts()
+        mirror: dict[str, int] = {}
+        names = [f"g:{i}" for i in range(8)]
+        for step in range(60):
+            roll = rng.random()
+            refuse[0] = rng.random() < 0.2
+            if roll < 0.15:
+                parts.direct(writer if rng.random() < 0.7 else None)
+            elif roll < 0.6:
+                parts.put([(name, f"{name}-{rng.randrange(4)}".encode()) for name in rng.sample(names, rng.randrange(1, 5))])
+            elif roll < 0.7:
+                parts.keep(rng.sample(names, rng.randrange(0, 8)))
+            elif roll < 0.8:
+                _digests, held, ahead = parts.taken()
+                parts.written(held, ahead)
+            else:
+                digests, held, ahead, touched = parts.changes_taken()
+                for name in touched:
+                    if name in digests:
+                        mirror[name] = digests[name]
+                    else:
+                        mirror.pop(name, None)
+                assert mirror == digests, (seed, step)
+                assert (digests, held, ahead) == parts.taken()
+                if rng.random() < 0.5:
+                    parts.written(held, ahead)
+
+
+def test_topic_bytes_name_every_part_serialised_anew_or_gone_since_they_were_last_asked() -> None:
+    """TopicBytes.take_touched: the digests of the parts `each` gave out before, with those of the
+    names it names put in (or taken out), are the digests of what it gives out now, over random
+    topics added, changed, left as they were and deleted."""
+    import random
+    from dataclasses import replace
+
+    from console.watcher.snapshot import PartitionState, TopicBytes, TopicState
+    from console.watcher.store import digests_of
+
+    def _topic_state(name: str, partitions: int, end: int) -> TopicState:
+        return TopicState(name, False, [PartitionState(p, 1, [1, 2], [1, 2], [], 0, end + p, None, {}) for p in range(partitions)])
+
+    rng = random.Random(5)
+    topics: dict[str, Any] = {}
+    cache = TopicBytes()
+    mirror: dict[str, int] = {}
+    for step in range(200):
+        for _ in range(rng.randrange(0, 4)):
+            name = f"t{rng.randrange(12)}"
+            roll = rng.random()
+            if roll < 0.3:
+                topics.pop(name, None)
+            elif name in topics and roll < 0.5:
+                topics[name] = replace(topics[name])  # (an equal copy: serialised again, the same JSON)
+            else:
+                topics[name] = _topic_state(name, rng.randrange(1, 4), rng.randrange(1, 50))
+        out = cache.each(topics, "t:")
+        if rng.random() < 0.6:
+            for key in cache.take_touched():
+                if key in out:
+                    mirror[key] = hash(out[key])
+                else:
+                    mirror.pop(key, None)
+            assert mirror == digests_of(out), step

@@ -90,6 +90,9 @@ def test_a_pass_sent_as_a_delta_stores_what_the_pass_merged_directly_stores(redi
     monkeypatch.setattr(store, "put_parts", counted)
     pieces = 0
     offsets_pieces: dict[str, int] = {}
+    # The cycles that knew their parts' changes from what they serialised and what arrived (not
+    # by comparing every digest), and the parts those changed.
+    incremental = changed_parts = 0
     for seed in range(3):
         model = Model(partitions=300, groups=40, brokers=5, per_topic=10, seed=seed)
         rng = random.Random(seed)
@@ -124,6 +127,13 @@ def test_a_pass_sent_as_a_delta_stores_what_the_pass_merged_directly_stores(redi
                 direct.cycle()
                 b, _ = via.cycle()
                 assert not b.groups  # the watcher holds the groups only as their JSON
+                # The digests the watcher holds are those of every part in Redis.
+                assert via._content_key is not None
+                held = store.client().hgetall(store._parts_key(f"sp-delta-{seed}"))
+                assert via._content_key[1] == store.digests_of({k.decode(): v for k, v in held.items()}), (seed, i)
+                if via._changes is not None:
+                    incremental += 1
+                    changed_parts += len(via._changes.changed) + len(via._changes.removed)
                 # A reader holding the version before reads this one's changes only (the parts
                 # written ahead among them): the same as reading it whole.
                 read = store.load(f"sp-delta-{seed}")
@@ -136,6 +146,7 @@ def test_a_pass_sent_as_a_delta_stores_what_the_pass_merged_directly_stores(redi
             assert with_groups > 10
             remote._process = None
     assert pieces > 20 and len(ahead) > 10 and sum(ahead) > 50
+    assert incremental > 60 and changed_parts > 1000, (incremental, changed_parts)
     assert offsets_pieces.keys() == {"ends", "starts", "sizes"} and min(offsets_pieces.values()) >= 3, offsets_pieces
 
 
