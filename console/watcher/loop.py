@@ -19,7 +19,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
-from itertools import chain
+from itertools import chain, compress, filterfalse, islice
+from operator import attrgetter, eq, is_, not_
 from typing import Any, cast
 
 from django.conf import settings
@@ -52,6 +53,9 @@ from console.watcher.snapshot import (
 from console.watcher.turns import CycleFirst
 
 log = logging.getLogger(__name__)
+
+_NAME = attrgetter("name")
+_PARTITIONS = attrgetter("partitions")
 
 
 @dataclass
@@ -237,12 +241,14 @@ def build_snapshot(
     # 300,000 partitions, whatever changed; the changed topics' were 400,000).
     referenced: set[int] = set()
 
-    topics: dict[str, TopicState] = {}
-    for t in md.topics:
-        old_topic = previous.topics.get(t.name) if previous else None
-        if old_topic is not None and t.name in unchanged:
-            topics[t.name] = old_topic
-            continue
+    prior: Mapping[str, TopicState] = previous.topics if previous else {}
+    carried = unchanged if unchanged <= prior.keys() else unchanged & prior.keys()
+    # Every topic in the answer's order, those carried over as they were (the same objects: taken
+    # in C, map and zip, not a step per topic in Python); each of the others' state is put in below.
+    names = list(map(_NAME, md.topics))
+    topics = cast(dict[str, TopicState], dict(zip(names, map(prior.get, names), strict=True)))
+    for t in compress(md.topics, map(not_, map(carried.__contains__, names))):
+        old_topic = prior.get(t.name)
         old_list = old_topic.partitions if old_topic is not None else _NO_PARTITIONS
         by_number: dict[int, PartitionState] | None = None  # (only when a place does not match)
         # The metadata this topic was last built from: partitions it gives alike keep their state
@@ -536,7 +542,7 @@ class ClusterWatcher:
         # periodic re-read of every topic runs in the sampling thread so it never slows this cycle down.
         with self._offsets_lock:
             known_min_isr = dict(self._min_isr)
-        fresh = [t.name for t in md.topics if t.name not in known_min_isr][:200]
+        fresh = list(islice(filterfalse(known_min_isr.__contains__, map(_NAME, md.topics)), 200))
         if fresh and now >= self._min_isr_retry and self._min_isr_read.start(fresh):
             stats.count("describe_configs")
         answer = self._min_isr_read.take(SIDE_READ_WAIT if fresh else 0.0)
@@ -580,7 +586,7 @@ class ClusterWatcher:
         snap = build_snapshot(self.cluster, previous, md, quorum, quorum_error, self.racks, known_min_isr, now,
                               self._kept_topics(previous, md, stats), unchanged,
                               self._built_from if same_live else None, built_anew)
-        self._built_from, self._built_min_isr = {t.name: t for t in md.topics}, known_min_isr
+        self._built_from, self._built_min_isr = dict(zip(map(_NAME, md.topics), md.topics, strict=True)), known_min_isr
         self._built_live = frozenset(b.id for b in md.brokers)
         self._apply_offsets(snap, reused=unchanged, partly=built_anew)
         return snap
@@ -593,19 +599,22 @@ class ClusterWatcher:
             return frozenset()
         built, built_min, shown = self._built_from, self._built_min_isr, previous.topics
         # The gateway hands back the same object for a topic it saw unchanged, so identity decides
-        # (a gateway handing back equal copies costs rebuilding them, which is still right).
-        return frozenset([t.name for t in md.topics if built.get(t.name) is t and built_min.get(t.name) == min_isr.get(t.name)
-                          and t.name in shown])
+        # (a gateway handing back equal copies costs rebuilding them, which is still right). Each
+        # test over every topic in C (map, compress), not a step per topic in Python.
+        names = list(compress(map(_NAME, md.topics), map(is_, map(built.get, map(_NAME, md.topics)), md.topics)))
+        if built_min != min_isr:
+            names = list(compress(names, map(eq, map(built_min.get, names), map(min_isr.get, names))))
+        return frozenset(compress(names, map(shown.__contains__, names)))
 
     def _kept_topics(self, previous: Snapshot | None, md: ClusterMetadata, stats: CycleStats) -> frozenset[str]:
         """Topics the metadata answer left out that Kafka still has (or could not say it has not):
         a snapshot never loses a topic to a partial answer, and "deleted" is only said when Kafka says so."""
         if previous is None or not previous.topics:  # (an unreachable snapshot still holds the last known topics)
             return frozenset()
-        answered = {t.name for t in md.topics}
-        missing = [name for name in previous.topics if name not in answered]
-        if not missing:
+        answered = set(map(_NAME, md.topics))
+        if previous.topics.keys() <= answered:  # (every topic answered for: the usual case, looked at in C)
             return frozenset()
+        missing = [name for name in previous.topics if name not in answered]
         try:
             stats.count("describe_topics")
             exists = self.gateway.topics_exist(missing)
@@ -999,7 +1008,7 @@ class ClusterWatcher:
             "cycle_seconds": round(self.stats.seconds, 4),
             "cycle_p50_seconds": round(ordered[len(ordered) // 2], 4),
             "cycle_max_seconds": round(ordered[-1], 4),
-            "partitions": sum(len(t.partitions) for t in snap.topics.values()),
+            "partitions": sum(map(len, map(_PARTITIONS, snap.topics.values()))),
             "requests_last_cycle": self.stats.requests,
             "offset_requests_total": self.offset_requests + self.sampler.requests,
             "cpu_seconds_total": round(usage.ru_utime + usage.ru_stime, 2),

@@ -899,6 +899,12 @@ class TopicBytes:
         # The names (as `each` gave them out) serialised anew or gone since `take_touched`: the parts
         # whose digest can differ from what they were then (the watcher's next content's changes).
         self._touched: list[str] = []
+        # What the last call was given and gave out (`_each_same_names`): the names and objects in
+        # their order, the prefix, and the parts under their prefixed names.
+        self._names: list[str] = []
+        self._objects: list[Any] = []
+        self._prefix = ""
+        self._out: dict[str, bytes] = {}
 
     def take_touched(self) -> list[str]:
         """The names serialised anew or gone since the last call (each once or more)."""
@@ -963,6 +969,11 @@ class TopicBytes:
     def each(self, objects: Mapping[str, Any], prefix: str = "") -> dict[str, bytes]:
         """Each object's stored part (a topic's `topic_part`, a group's `group_part`; the same bytes
         object as last time for an object seen then), under `prefix` + its name."""
+        if not self.MARKED:
+            names = list(objects)
+            if names == self._names and prefix == self._prefix:
+                return self._each_same_names(names, list(objects.values()))
+            self._names, self._objects, self._out = [], [], {}  # (no second hold on the parts replaced below)
         kept: dict[str, tuple[Any, bytes, tuple[Any, ...], array[int] | None]] = {}
         out: dict[str, bytes] = {}
         cache, fresh, marks = self._cache, 0, self._marks if self.MARKED else None
@@ -984,7 +995,29 @@ class TopicBytes:
         if known != len(kept):  # (names of the cache before that `objects` no longer has)
             touched.extend(prefix + name if prefix else name for name in cache if name not in kept)
         self._cache, self.serialised = kept, fresh
+        if not self.MARKED:
+            self._names, self._objects, self._prefix, self._out = names, list(objects.values()), prefix, dict(out)
         return out
+
+    def _each_same_names(self, names: list[str], objects: list[Any]) -> dict[str, bytes]:
+        """`each` given the same names in the same order as last time: the objects that are not
+        the same ones found by comparing the two lists (in C, not a step per topic in Python: a
+        cycle at 300,000 partitions looks at 10,000 topics and changes a few hundred), only those
+        serialised, and the parts given out last time copied with theirs put in."""
+        cache, out, prefix, touched = self._cache, self._out, self._prefix, self._touched
+        self.partitions_serialised = 0
+        changed = list(compress(range(len(names)), map(is_not, objects, self._objects)))
+        for i in changed:
+            name = names[i]
+            key = prefix + name if prefix else name
+            # (as `each`: the last JSON let go of as the new one is made; its place in `out` kept)
+            out[key] = b""
+            hit = cache[name] = self._entry(objects[i], cache.pop(name, None))
+            out[key] = hit[1]
+            touched.append(key)
+            self._objects[i] = objects[i]
+        self.serialised = len(changed)
+        return dict(out)
 
     def fragments(self, topics: dict[str, Any]) -> dict[str, orjson.Fragment]:
         return {name: orjson.Fragment(part_json(b)) for name, b in self.each(topics).items()}

@@ -569,7 +569,8 @@ def test_group_parts_name_every_group_whose_digest_changed_since_they_were_last_
 def test_topic_bytes_name_every_part_serialised_anew_or_gone_since_they_were_last_asked() -> None:
     """TopicBytes.take_touched: the digests of the parts `each` gave out before, with those of the
     names it names put in (or taken out), are the digests of what it gives out now, over random
-    topics added, changed, left as they were and deleted."""
+    topics added, changed, left as they were and deleted; and what `each` gives out, the same names
+    or not as the call before, is what a new cache gives."""
     import random
     from dataclasses import replace
 
@@ -583,6 +584,7 @@ def test_topic_bytes_name_every_part_serialised_anew_or_gone_since_they_were_las
     topics: dict[str, Any] = {}
     cache = TopicBytes()
     mirror: dict[str, int] = {}
+    last: dict[str, Any] = {}
     for step in range(200):
         for _ in range(rng.randrange(0, 4)):
             name = f"t{rng.randrange(12)}"
@@ -594,6 +596,11 @@ def test_topic_bytes_name_every_part_serialised_anew_or_gone_since_they_were_las
             else:
                 topics[name] = _topic_state(name, rng.randrange(1, 4), rng.randrange(1, 50))
         out = cache.each(topics, "t:")
+        # (only the topics not the same objects as in the call before are serialised)
+        assert cache.serialised == sum(1 for name, t in topics.items() if last.get(name) is not t), step
+        last = dict(topics)
+        # (what a cache that saw nothing before gives, in the same order)
+        assert list(out.items()) == list(TopicBytes().each(topics, "t:").items()), step
         if rng.random() < 0.6:
             for key in cache.take_touched():
                 if key in out:
