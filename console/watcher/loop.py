@@ -902,13 +902,15 @@ class ClusterWatcher:
         # Parts arriving are written ahead while the store holds the last snapshot whole; held
         # while the next save must write everything.
         groups.direct(None if self.publisher.writes_all else partial(store.put_parts, self.cluster))
+        # (None until this content's digests are made: a failure on the way, the groups named as
+        # changed taken, makes the next content's whole)
+        made, self._digests_made = self._digests_made, None
         digests, unwritten, ahead, touched = groups.changes_taken()
         content = snap.content_parts(self._topic_bytes, self._group_bytes, unwritten)
         self._count_serialised()
         topics = self._topic_bytes.take_touched() if self._topic_bytes is not None else None
         base = self._content_key[1] if self._content_key is not None else None
         parts = content[1]
-        made = self._digests_made
         if base is not None and topics is not None and made is not None and made[0] is base and made[1] is groups:
             # The last content's digests with those of the topics serialised since and the groups
             # that arrived since: not a look at every part (10,000 topics and 50,000 groups).
@@ -938,7 +940,14 @@ class ClusterWatcher:
 
     def cycle(self) -> tuple[Snapshot, list[Change]]:
         with self.turns.cycle():
-            return self._cycle()
+            try:
+                return self._cycle()
+            except Exception:
+                # What this cycle read is taken (its metadata as what topics are built from, the
+                # offsets it took in) but its snapshot is not the last one: the next cycle builds
+                # every topic anew and makes every digest, not just what changed after this one.
+                self._built_from, self._last_inputs, self._digests_made = {}, None, None
+                raise
 
     def _cycle(self) -> tuple[Snapshot, list[Change]]:
         now = time.time()
