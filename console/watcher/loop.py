@@ -897,6 +897,9 @@ class ClusterWatcher:
         if groups is None:
             content = snap.content_parts(self._topic_bytes, self._group_bytes)
             self._count_serialised()
+            for cache in (self._topic_bytes, self._group_bytes):  # (digests made whole: their lists let go of)
+                if cache is not None:
+                    cache.take_touched()
             self._digests_made = None
             return content, store.digests_of(content[1]), None, set(), True
         # Parts arriving are written ahead while the store holds the last snapshot whole; held

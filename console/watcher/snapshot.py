@@ -898,7 +898,9 @@ class TopicBytes:
         self.partitions_serialised = 0  # of their partitions, those serialised (not copied)
         # The names (as `each` gave them out) serialised anew or gone since `take_touched`: the parts
         # whose digest can differ from what they were then (the watcher's next content's changes).
-        self._touched: list[str] = []
+        # A cache nobody asks (the groups' in the watcher's process, the topics' when it samples in
+        # its own) stops listing past TOUCHED_MAX and says "all" (None) when asked.
+        self._touched: list[str] | None = []
         # What the last call was given and gave out (`_each_same_names`): the names and objects in
         # their order, the prefix, and the parts under their prefixed names.
         self._names: list[str] = []
@@ -906,10 +908,20 @@ class TopicBytes:
         self._prefix = ""
         self._out: dict[str, bytes] = {}
 
-    def take_touched(self) -> list[str]:
-        """The names serialised anew or gone since the last call (each once or more)."""
+    TOUCHED_MAX = 100_000
+
+    def take_touched(self) -> list[str] | None:
+        """The names serialised anew or gone since the last call (each once or more); None when
+        more than TOUCHED_MAX were: then every part may have changed."""
         touched, self._touched = self._touched, []
         return touched
+
+    def _touch(self, names: Iterable[str]) -> None:
+        touched = self._touched
+        if touched is not None:
+            touched.extend(names)
+            if len(touched) > self.TOUCHED_MAX:
+                self._touched = None
 
     MARKED = False  # whether `_marks` says anything (a topic's: no; identity alone decides)
 
@@ -977,7 +989,8 @@ class TopicBytes:
         kept: dict[str, tuple[Any, bytes, tuple[Any, ...], array[int] | None]] = {}
         out: dict[str, bytes] = {}
         cache, fresh, marks = self._cache, 0, self._marks if self.MARKED else None
-        touched, known = self._touched, len(cache)
+        touched: list[str] = []
+        known = len(cache)
         self.partitions_serialised = 0
         for name, t in objects.items():
             hit = cache.get(name)
@@ -994,6 +1007,7 @@ class TopicBytes:
             out[prefix + name if prefix else name] = hit[1]
         if known != len(kept):  # (names of the cache before that `objects` no longer has)
             touched.extend(prefix + name if prefix else name for name in cache if name not in kept)
+        self._touch(touched)
         self._cache, self.serialised = kept, fresh
         if not self.MARKED:
             self._names, self._objects, self._prefix, self._out = names, list(objects.values()), prefix, dict(out)
@@ -1004,18 +1018,22 @@ class TopicBytes:
         the same ones found by comparing the two lists (in C, not a step per topic in Python: a
         cycle at 300,000 partitions looks at 10,000 topics and changes a few hundred), only those
         serialised, and the parts given out last time copied with theirs put in."""
-        cache, out, prefix, touched = self._cache, self._out, self._prefix, self._touched
+        cache, out, prefix = self._cache, self._out, self._prefix
+        touched: list[str] = []
         self.partitions_serialised = 0
         changed = list(compress(range(len(names)), map(is_not, objects, self._objects)))
-        for i in changed:
-            name = names[i]
-            key = prefix + name if prefix else name
-            # (as `each`: the last JSON let go of as the new one is made; its place in `out` kept)
-            out[key] = b""
-            hit = cache[name] = self._entry(objects[i], cache.pop(name, None))
-            out[key] = hit[1]
-            touched.append(key)
-            self._objects[i] = objects[i]
+        try:
+            for i in changed:
+                name = names[i]
+                key = prefix + name if prefix else name
+                # (as `each`: the last JSON let go of as the new one is made; its place in `out` kept)
+                out[key] = b""
+                hit = cache[name] = self._entry(objects[i], cache.pop(name, None))
+                out[key] = hit[1]
+                touched.append(key)
+                self._objects[i] = objects[i]
+        finally:
+            self._touch(touched)
         self.serialised = len(changed)
         return dict(out)
 

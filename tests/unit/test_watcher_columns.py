@@ -602,9 +602,30 @@ def test_topic_bytes_name_every_part_serialised_anew_or_gone_since_they_were_las
         # (what a cache that saw nothing before gives, in the same order)
         assert list(out.items()) == list(TopicBytes().each(topics, "t:").items()), step
         if rng.random() < 0.6:
-            for key in cache.take_touched():
+            for key in cache.take_touched() or ():
                 if key in out:
                     mirror[key] = hash(out[key])
                 else:
                     mirror.pop(key, None)
             assert mirror == digests_of(out), step
+
+
+def test_topic_bytes_nobody_asks_stop_listing_what_they_serialised_and_say_all_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cache whose names nobody takes (the groups' in the watcher's own process) holds no growing
+    list: past TOUCHED_MAX it says "all" (None) when asked, then lists again."""
+    from console.watcher.snapshot import PartitionState, TopicBytes, TopicState
+
+    monkeypatch.setattr(TopicBytes, "TOUCHED_MAX", 10)
+    cache = TopicBytes()
+
+    def topics(end: int) -> dict[str, TopicState]:
+        return {f"t{i}": TopicState(f"t{i}", False, [PartitionState(0, 1, [1], [1], [], 0, end, None, {})]) for i in range(4)}
+
+    cache.each(topics(1), "t:")
+    cache.each(topics(2), "t:")
+    assert cache.take_touched() == ["t:t0", "t:t1", "t:t2", "t:t3"] * 2
+    for end in range(3, 6):
+        cache.each(topics(end), "t:")
+    assert cache._touched is None and cache.take_touched() is None
+    cache.each(topics(6), "t:")
+    assert cache.take_touched() == ["t:t0", "t:t1", "t:t2", "t:t3"]
