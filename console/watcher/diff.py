@@ -146,6 +146,24 @@ def _topic(old: TopicState, new: TopicState) -> list[Change]:
 
 def _partition(topic: str, old: PartitionState, new: PartitionState, old_min: int | None, new_min: int | None) -> list[Change]:
     tp = f"{topic}-{new.partition}"
+    if old_min == new_min and old.isr == new.isr and old.replicas == new.replicas:
+        # A leader moved alone (the most common change, by far): its one event, nothing else looked at.
+        if old.leader == new.leader:
+            return []
+        if new.offline:
+            return [Change("partition_offline", CRITICAL, f"{tp} is offline: no leader (was {old.leader})",
+                           topic=topic, partition=new.partition, broker=old.leader, details={"old": old.leader})]
+        if old.offline:
+            return [Change("partition_online", INFO, f"{tp} is online again, leader {new.leader}",
+                           topic=topic, partition=new.partition, broker=new.leader, details={"new": new.leader})]
+        return [Change("leader_change", WARNING, f"{tp} leader {old.leader} -> {new.leader}", topic=topic,
+                       partition=new.partition, broker=new.leader, details={"old": old.leader, "new": new.leader})]
+    return _partition_all(topic, old, new, old_min, new_min)
+
+
+def _partition_all(topic: str, old: PartitionState, new: PartitionState, old_min: int | None, new_min: int | None) -> list[Change]:
+    """`_partition`, every kind of event looked at."""
+    tp = f"{topic}-{new.partition}"
     out: list[Change] = []
 
     def add(kind: str, severity: str, message: str, broker: int | None = None, **details: Any) -> None:

@@ -153,6 +153,14 @@ def test_shared_ids_are_bounded(monkeypatch) -> None:  # type: ignore[no-untyped
         types.shared_ids([i, 9])
     assert len(types._ids) <= 3
     assert types.shared_ids([1, 2]) == (1, 2)
+    table = types.PartitionTable.of("t", [(0, 1, [1, 2], [1], None), (1, 2, (2, 1), [2, 1], None)])
+    assert table.row(1) == (1, 2, (2, 1), (2, 1), None) and len(types._ids) <= 3  # (a table's lookups too)
+    for i in range(5):
+        types.PartitionTable.of("t", [(0, i, [i, 8], [i], None)])
+        assert len(types._ids) <= 3
+    types._ids.clear()
+    again = types.PartitionTable.of("t", [(0, 1, [4, 8], [4], None), (1, 4, [4, 8], [4, 8], None)])
+    assert again.row(0)[2] is again.row(1)[2] is types.shared_ids((4, 8))
 
 
 def test_the_answers_held_per_partition_group_and_member_carry_no_attribute_dict() -> None:

@@ -507,3 +507,36 @@ def test_partitions_are_matched_by_number_when_their_places_differ():
     shorter.topics["orders"].partitions = [shorter.topics["orders"].partitions[0], shorter.topics["orders"].partitions[2]]
     shorter.topics["orders"].partitions[1].leader = 1
     assert [(c.kind, c.partition, c.details) for c in diff(old, shorter)] == [("leader_change", 2, {"old": 3, "new": 1})]
+
+
+def test_a_partitions_events_with_its_isr_replicas_and_min_isr_as_they_were_are_those_every_kind_looked_at_gives() -> None:
+    """`_partition` answers a leader moved alone (most changes at scale) without looking at the
+    ISR's, replicas' and min ISR's events: over random pairs of states, what it says equals what
+    looking at every kind of event says (`_partition_all`), and leader moves alone are among them."""
+    import random
+
+    from console.watcher.diff import _partition, _partition_all
+    from console.watcher.snapshot import PartitionState
+
+    rng = random.Random(11)
+    fast = 0
+    for _ in range(3000):
+        replicas = rng.sample([1, 2, 3, 4, 5], rng.randint(1, 4))
+
+        def state(replicas: list[int], like: PartitionState | None = None) -> PartitionState:
+            if like is not None and rng.random() < 0.6:  # (the ISR and replicas as they were: lists equal, not the same)
+                leader = rng.choice([-1, *like.replicas])
+                return PartitionState(like.partition, leader, list(like.replicas), list(like.isr), [])
+            reps = replicas if rng.random() < 0.8 else rng.sample([1, 2, 3, 4, 5], rng.randint(1, 4))
+            isr = [r for r in reps if rng.random() < 0.7]
+            leader = rng.choice([-1, *isr]) if isr else -1
+            return PartitionState(0, leader, list(reps), isr, [])
+
+        old = state(replicas)
+        new = state(replicas, old)
+        old_min = rng.choice([None, 1, 2, 3])
+        new_min = old_min if rng.random() < 0.8 else rng.choice([None, 1, 2, 3])
+        got = _partition("t", old, new, old_min, new_min)
+        assert got == _partition_all("t", old, new, old_min, new_min), (old, new, old_min, new_min)
+        fast += old_min == new_min and old.isr == new.isr and old.replicas == new.replicas and old.leader != new.leader
+    assert fast > 500

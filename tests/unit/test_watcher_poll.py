@@ -289,3 +289,51 @@ def test_failed_side_reads_are_started_again_only_after_a_pause(watcher: Cluster
     snap = step(watcher, 107.0)
     assert len(gw.config_reads) - reads == 2 and gw.rack_reads - racks == 2
     assert snap.topics["payments"].min_isr == 2
+
+
+def test_the_partitions_to_sample_are_each_snapshots_online_ones_and_the_same_list_while_those_stay(watcher: ClusterWatcher) -> None:
+    """`ClusterWatcher._partitions` (what the sampling process is told to read) over random
+    sequences of snapshots: each topic's online partitions in order, as a full walk lists them;
+    the same Layout object (nothing sent) while no topic's online partitions changed."""
+    import random
+    from dataclasses import replace
+
+    from console.watcher.snapshot import PartitionState, Snapshot, TopicState
+
+    rng = random.Random(5)
+
+    def full(snap: Snapshot) -> list[tuple[str, tuple[int, ...]]]:
+        return [(name, tuple(p.partition for p in t.partitions if not p.offline)) for name, t in snap.topics.items()]
+
+    topics = {f"t{i}": TopicState(f"t{i}", False, [PartitionState(n, 1 + n % 3, [1, 2, 3], [1, 2, 3], []) for n in range(4)])
+              for i in range(6)}
+    kept = moved = 0
+    layout = None
+    for _ in range(400):
+        topics = dict(topics)
+        for name in rng.sample(sorted(topics), min(len(topics), rng.randint(0, 3))):
+            parts = list(topics[name].partitions)
+            roll = rng.random()
+            if roll < 0.1 and len(parts) > 1:
+                parts.pop(rng.randrange(len(parts)))  # (a partition gone: its number with it)
+            elif roll < 0.2:
+                parts.append(PartitionState(len(parts) + 10, rng.choice([-1, 2]), [1, 2, 3], [1, 2, 3], []))
+            else:
+                i = rng.randrange(len(parts))
+                parts[i] = replace(parts[i], leader=rng.choice([-1, 1, 2, 3]))  # (a leader moved, lost or back)
+            topics[name] = replace(topics[name], partitions=parts)
+        if rng.random() < 0.05 and len(topics) > 3:
+            topics.pop(rng.choice(sorted(topics)))
+        if rng.random() < 0.05:
+            name = f"n{rng.randrange(1000)}"
+            topics[name] = TopicState(name, False, [PartitionState(0, -1, [1], [], [])])
+        snap = Snapshot(cluster="local", reachable=True, topics=topics)
+        before = layout
+        layout = watcher._partitions(snap)
+        assert layout.topics == full(snap)
+        if before is not None and before.topics == layout.topics:
+            assert layout is before  # (nothing online changed: the same list, nothing to send)
+            kept += 1
+        else:
+            moved += 1
+    assert kept > 50 and moved > 50
