@@ -216,7 +216,8 @@ class TopicTally:
             if q.start_offset is not None and q.end_offset is not None:
                 messages = max(0, q.end_offset - q.start_offset) + (messages or 0)
         if not moves:  # (offsets alone: the counts and the brokers' dicts as they were, shared: no tally changes its own)
-            return replace(self, partitions=len(new), size=size, messages=messages)
+            return TopicTally(len(new), self.under_replicated, self.offline, self.under_min_isr, self.led,
+                              self.led_under_replicated, self.hosted, rf, size, messages)  # (`replace`, in a fifth of its time)
         urp, offline, under_min = self.under_replicated, self.offline, self.under_min_isr
         # A dict is copied when a move first changes it, else shared: a leader moved or an ISR
         # changed leaves the replicas each broker hosts as they were (most moves, at scale).
