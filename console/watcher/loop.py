@@ -867,9 +867,11 @@ class ClusterWatcher:
                 cached = per_topic.get(t.name)
                 if cached is None or cached[0] is not t:
                     online = _online_numbers(t.partitions)
-                    if cached is None or online != cached[1]:
+                    if cached is not None and online == cached[1]:
+                        online = cached[1]  # (the numbers sent before: one tuple)
+                    else:
                         same = False
-                    cached = (t, online if cached is None or online != cached[1] else cached[1])
+                    cached = (t, online)
                 self._topic_partitions[t.name] = cached
             if same and len(per_topic) == len(self._topic_partitions):
                 self._partitions_of = (snap.topics, self._partitions_of[1])  # (the same list: nothing to send)
