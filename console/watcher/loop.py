@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
-from itertools import chain, compress, filterfalse, islice, repeat
-from operator import attrgetter, eq, is_, le, not_
+from itertools import chain, compress, filterfalse, islice
+from operator import attrgetter, eq, is_, not_
 from typing import Any, cast
 
 from django.conf import settings
@@ -56,7 +56,6 @@ log = logging.getLogger(__name__)
 
 _NAME = attrgetter("name")
 _PARTITIONS = attrgetter("partitions")
-_NUMBER, _LEADER = attrgetter("partition"), attrgetter("leader")
 
 
 @dataclass
@@ -384,10 +383,11 @@ def _indices(parts: list[PartitionState], numbers: Iterable[int]) -> list[int]:
     return out
 
 
-def _online_numbers(parts: list[PartitionState]) -> tuple[int, ...]:
-    """The numbers of a topic's online partitions (those with a leader), in order: taken in C (map,
-    compress), not a step per partition in Python (a sampling pass looks at every changed topic's)."""
-    return tuple(compress(map(_NUMBER, parts), map(le, repeat(0), map(_LEADER, parts))))
+def _same_online(before: list[PartitionState], after: list[PartitionState]) -> bool:
+    """Whether two states of a topic have the same partitions, online the same ones (a partition
+    carried over is the same object)."""
+    return len(before) == len(after) and all(
+        a is b or (a.partition == b.partition and (a.leader < 0) == (b.leader < 0)) for a, b in zip(before, after, strict=True))
 
 
 class ClusterWatcher:
@@ -865,13 +865,11 @@ class ClusterWatcher:
             same = True
             for t in snap.topics.values():
                 cached = per_topic.get(t.name)
-                if cached is None or cached[0] is not t:
-                    online = _online_numbers(t.partitions)
-                    if cached is not None and online == cached[1]:
-                        online = cached[1]  # (the numbers sent before: one tuple)
-                    else:
-                        same = False
-                    cached = (t, online)
+                if cached is None or (cached[0] is not t and not _same_online(cached[0].partitions, t.partitions)):
+                    cached = (t, tuple([p.partition for p in t.partitions if not p.offline]))
+                    same = False
+                elif cached[0] is not t:
+                    cached = (t, cached[1])
                 self._topic_partitions[t.name] = cached
             if same and len(per_topic) == len(self._topic_partitions):
                 self._partitions_of = (snap.topics, self._partitions_of[1])  # (the same list: nothing to send)

@@ -294,7 +294,7 @@ def test_failed_side_reads_are_started_again_only_after_a_pause(watcher: Cluster
 def test_the_partitions_to_sample_are_each_snapshots_online_ones_and_the_same_list_while_those_stay(watcher: ClusterWatcher) -> None:
     """`ClusterWatcher._partitions` (what the sampling process is told to read) over random
     sequences of snapshots: each topic's online partitions in order, as a full walk lists them;
-    the same Layout object (nothing sent) while no topic's online partitions changed."""
+    the same Layout object (nothing sent) while no topic's partitions, or which are online, changed."""
     import random
     from dataclasses import replace
 
@@ -307,8 +307,11 @@ def test_the_partitions_to_sample_are_each_snapshots_online_ones_and_the_same_li
 
     topics = {f"t{i}": TopicState(f"t{i}", False, [PartitionState(n, 1 + n % 3, [1, 2, 3], [1, 2, 3], []) for n in range(4)])
               for i in range(6)}
+    def numbers(snap: Snapshot) -> dict[str, tuple[int, ...]]:
+        return {name: tuple(p.partition for p in t.partitions) for name, t in snap.topics.items()}
+
     kept = moved = 0
-    layout = None
+    layout, seen = None, None
     for _ in range(400):
         topics = dict(topics)
         for name in rng.sample(sorted(topics), min(len(topics), rng.randint(0, 3))):
@@ -328,11 +331,11 @@ def test_the_partitions_to_sample_are_each_snapshots_online_ones_and_the_same_li
             name = f"n{rng.randrange(1000)}"
             topics[name] = TopicState(name, False, [PartitionState(0, -1, [1], [], [])])
         snap = Snapshot(cluster="local", reachable=True, topics=topics)
-        before = layout
-        layout = watcher._partitions(snap)
+        before, seen_before = layout, seen
+        layout, seen = watcher._partitions(snap), numbers(snap)
         assert layout.topics == full(snap)
-        if before is not None and before.topics == layout.topics:
-            assert layout is before  # (nothing online changed: the same list, nothing to send)
+        if before is not None and before.topics == layout.topics and seen_before == seen:
+            assert layout is before  # (nothing changed that it lists: the same list, nothing to send)
             kept += 1
         else:
             moved += 1
