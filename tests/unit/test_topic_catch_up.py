@@ -5,6 +5,7 @@ again for a few seconds. A topic that does not exist is still NotFound at once."
 
 from __future__ import annotations
 
+import time
 from types import SimpleNamespace
 from typing import Any
 
@@ -44,7 +45,9 @@ class Gateway:
 @pytest.fixture(autouse=True)
 def no_sleeping(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     slept: list[float] = []
-    monkeypatch.setattr(messages.time, "sleep", slept.append)
+    # (the module's own `time`, not the time module's sleep: a thread another test left running, that
+    # sleeps a second between its turns, would call it too and fill the list)
+    monkeypatch.setattr(messages, "time", SimpleNamespace(monotonic=time.monotonic, sleep=slept.append))
     return slept
 
 
