@@ -307,6 +307,7 @@ def test_the_partitions_to_sample_are_each_snapshots_online_ones_and_the_same_li
 
     topics = {f"t{i}": TopicState(f"t{i}", False, [PartitionState(n, 1 + n % 3, [1, 2, 3], [1, 2, 3], []) for n in range(4)])
               for i in range(6)}
+
     def numbers(snap: Snapshot) -> dict[str, tuple[int, ...]]:
         return {name: tuple(p.partition for p in t.partitions) for name, t in snap.topics.items()}
 
