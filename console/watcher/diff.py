@@ -145,11 +145,11 @@ def _topic(old: TopicState, new: TopicState) -> list[Change]:
 
 
 def _partition(topic: str, old: PartitionState, new: PartitionState, old_min: int | None, new_min: int | None) -> list[Change]:
-    tp = f"{topic}-{new.partition}"
     if old_min == new_min and old.isr == new.isr and old.replicas == new.replicas:
         # A leader moved alone (the most common change, by far): its one event, nothing else looked at.
         if old.leader == new.leader:
             return []
+        tp = f"{topic}-{new.partition}"
         if new.offline:
             return [Change("partition_offline", CRITICAL, f"{tp} is offline: no leader (was {old.leader})",
                            topic=topic, partition=new.partition, broker=old.leader, details={"old": old.leader})]
