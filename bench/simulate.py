@@ -84,6 +84,8 @@ class Model:
         self.version = 0  # bumped by each step; a topic's metadata changed at the version noted here
         self.topic_versions: dict[str, int] = dict.fromkeys(self.topics, 0)
         self.moves: list[tuple[float, str, int, int]] = []  # (when, topic, partition, new leader)
+        # brokers asked for sizes -> (topic, partition, its replicas there, its entry) of each partition there
+        self._on_brokers: dict[tuple[int, ...], list[tuple[str, int, tuple[int, ...], list[Any]]]] = {}
         self.changes = 0
 
     def step(self, change_rate: float, seconds: float, count: int | None = None) -> None:
@@ -136,15 +138,17 @@ class Model:
     def sizes(self, brokers: list[int]) -> list[tuple[str, int, tuple[int, ...], int]]:
         """(topic, partition, its replicas on `brokers`, size) of each partition with one there: what
         those brokers' log dirs report."""
-        wanted = set(brokers)
-        out = []
+        key = tuple(sorted(set(brokers)))
         with self.lock:
-            for t, parts in self.topics.items():
-                for p, v in enumerate(parts):
-                    on = tuple([r for r in v[1] if r in wanted])
-                    if on:
-                        out.append((t, p, on, v[4] * 100))
-        return out
+            # (which partitions have replicas there never changes in the model: found once for each
+            # set of brokers asked, not by a walk of every partition at each of a pass's ten asks)
+            found = self._on_brokers.get(key)
+            if found is None:
+                wanted = set(key)
+                found = self._on_brokers[key] = [
+                    (t, p, on, v) for t, parts in self.topics.items() for p, v in enumerate(parts)
+                    if (on := tuple([r for r in v[1] if r in wanted]))]
+            return [(t, p, on, v[4] * 100) for t, p, on, v in found]
 
     def group_list(self) -> list[tuple[str, str, int, int]]:
         with self.lock:
@@ -420,7 +424,7 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
     from brokers_app.models import Event
     from console.watcher import runner
     from console.watcher.loop import ClusterWatcher
-    from console.watcher.runner import cycle_delay, settle_gc, tune_gc
+    from console.watcher.runner import cycle_delay, settle_gc, tune_gc, young
 
     built = time.monotonic()
     # The model in its own process (as a real cluster is), forked before this one starts threads.
@@ -588,6 +592,8 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
         # (a cycle's time includes the collector's work after it, as run_cluster counts it before
         # resting: at most, and for the slowest cycle)
         "settle_gc_max_seconds": round(max(settle_times), 4) if settle_times else None,
+        "settle_gc_p50_seconds": round(sorted(settle_times)[len(settle_times) // 2], 4) if settle_times else None,
+        "young_collections_found": young.found,  # (unreachable objects found by settle_gc's collections of what was not frozen)
         # (the full collections in this process: how many, and the last one's time and unreachable objects)
         "first_pass_seconds": round(first_pass, 1),  # (from the first cycle to the first pass taken in)
         "sampler_restarts": watcher.remote.restarts if watcher.remote is not None else 0,

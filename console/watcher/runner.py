@@ -56,6 +56,15 @@ class FullCollections:
 
 
 full_collections = FullCollections()
+
+
+class YoungCollections:
+    def __init__(self) -> None:
+        self.count = 0  # collections of what was not frozen yet, one each settle_gc
+        self.found = 0  # unreachable objects they found, in all
+
+
+young = YoungCollections()
 # How often the C heap's free pages go back to the system (lifecycle.return_free_memory; it walks the
 # heap: about 4 ms over 350 MB of fragmented blocks). Every cycle and pass (at most once a second):
 # every 10 s the watcher's process held 11 MB more at its peak at 300,000 partitions (bench/simulate.py).
@@ -79,11 +88,22 @@ def settle_gc(cycle_seconds: float | None = None) -> None:
     again; and it runs less often while it finds next to nothing (FullCollections.wait)."""
     now = time.monotonic()
     overdue = now - full_collections.last - full_collections.wait
+    full = False
     if overdue >= 0:
         expected = full_collections.per_object * gc.get_freeze_count()
         fits = cycle_seconds is None or cycle_seconds + expected <= FIT_SHARE * settings.WATCHER_METADATA_INTERVAL
         if fits or overdue >= full_collections.wait:
             collect_all(now)
+            full = True
+    if not full:
+        # What is not frozen yet (what this cycle or pass allocated and kept) is walked once before
+        # it is: cyclic garbage among it is freed now, not frozen with the rest until the next full
+        # collection. A failure makes such garbage: redis-py's connect keeps the error it raises in a
+        # local of a frame in the error's traceback, and that frame holds its callers' frames (the
+        # cycle's, the save's) with their snapshot and content. With Redis down at 300,000
+        # partitions the watcher's process grew by 13 MB a second (bench/simulate.py, docs/benchmarks.md).
+        young.found += gc.collect()
+        young.count += 1
     gc.freeze()
     if now - _last_trim[0] >= TRIM_INTERVAL:
         _last_trim[0] = now
