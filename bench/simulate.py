@@ -9,7 +9,8 @@ real ClusterWatcher on it, as `manage.py watch` does: the metadata cycle in one 
 publish. The model changes as time goes by: each second `--change-rate` of the partitions change (a
 leader moves, an ISR shrinks or grows back; a tenth of them every 0.1 s) and take writes; their groups commit. `--failure-rate` makes that
 share of the gateway's calls fail (an error, or metadata missing a random share of the topics, as a
-broker answering from a stale cache can).
+broker answering from a stale cache can). `--redis-down-after S` stops the bench's Redis S seconds
+into the run, for what the watcher holds while it is down (its RSS, below).
 
 The model runs in a process of its own (as a cluster does: the watcher only reads its answers) and
 the watcher's sampling passes in their own process, as `manage.py watch` runs them
@@ -36,6 +37,7 @@ import os
 import random
 import resource
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -45,7 +47,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bench.machine import reference_seconds
-from tests.support import ROOT, running_redis
+from tests.support import REDIS_PORT, ROOT, running_redis
 
 # Events the model never makes: any of these is spurious.
 SPURIOUS_KINDS = {"topic_created", "topic_deleted", "broker_down", "broker_up", "broker_added"}
@@ -385,6 +387,8 @@ def main() -> None:
     parser.add_argument("--change-rate", type=float, default=0.01, help="share of the partitions changing per second")
     parser.add_argument("--failure-rate", type=float, default=0.0, help="share of the gateway's calls that fail")
     parser.add_argument("--seconds", type=float, default=60)
+    parser.add_argument("--redis-down-after", type=float, default=None, metavar="SECONDS",
+                        help="stop the bench's Redis this long into the run (and leave it down): what the watcher holds meanwhile")
     parser.add_argument("--append", action="store_true", help="add the figures to docs/benchmarks.md")
     parser.add_argument("--profile", action="store_true", help="print where one metadata cycle spends its time")
     parser.add_argument("--in-process", action="store_true",
@@ -524,8 +528,12 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
     seen_moves = len(gw.ask("moves_since", 0))
     serialised: list[tuple[int, int, int]] = []  # (each cycle's topics and partitions serialised, and topics built: their metadata changed)
     pending: dict[tuple[str, int], tuple[float, int]] = {}  # a later move of a partition replaces the earlier
+    redis_stopped = False
     while time.monotonic() - began < args.seconds:
         started = time.monotonic()
+        if args.redis_down_after is not None and not redis_stopped and started - began >= args.redis_down_after:
+            subprocess.run(["pkill", "-f", f"redis-server 127.0.0.1:{REDIS_PORT}"], check=False)
+            redis_stopped = True
         before = time.thread_time()
         settled = None
         try:
@@ -581,6 +589,7 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
         "brokers": counts["brokers"],
         "change_rate": args.change_rate,
         "failure_rate": args.failure_rate,
+        "redis_down_after": args.redis_down_after,
         "sampling": "thread" if args.in_process else "process",
         "seconds": round(wall, 1),
         "cycles": len(cycle_times),
@@ -593,7 +602,9 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
         # resting: at most, and for the slowest cycle)
         "settle_gc_max_seconds": round(max(settle_times), 4) if settle_times else None,
         "settle_gc_p50_seconds": round(sorted(settle_times)[len(settle_times) // 2], 4) if settle_times else None,
-        "young_collections_found": young.found,  # (unreachable objects found by settle_gc's collections of what was not frozen)
+        # settle_gc's collections of what was not frozen yet, after a cycle in which something failed, and what they found
+        "young_collections": young.count,
+        "young_collections_found": young.found,
         # (the full collections in this process: how many, and the last one's time and unreachable objects)
         "first_pass_seconds": round(first_pass, 1),  # (from the first cycle to the first pass taken in)
         "sampler_restarts": watcher.remote.restarts if watcher.remote is not None else 0,

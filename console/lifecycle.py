@@ -26,6 +26,21 @@ def die_with_parent() -> None:
 
 _libc: ctypes.CDLL | None = None
 
+# Failures this process met (a Kafka or Redis call that failed): counted where they are raised or
+# caught (GatewayError, StoreUnavailable, the Redis calls whose failure is only logged). A failure
+# tends to leave objects in reference cycles (an exception and the frames of its traceback), which
+# the watcher's processes, freezing what they keep after each cycle and pass, would otherwise keep
+# until their next full collection (console/watcher/runner.py settle_gc).
+_failures = [0]
+
+
+def failure_seen() -> None:
+    _failures[0] += 1
+
+
+def failures_seen() -> int:
+    return _failures[0]
+
 
 def return_free_memory() -> None:
     """Hand the C heap's free pages back to the system (glibc's malloc_trim): a watcher's pass frees

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from console.errors import ConsoleError
+from console.lifecycle import failure_seen
 
 if TYPE_CHECKING:
     from console.gateway.causes import Cause
@@ -16,6 +17,10 @@ class GatewayError(ConsoleError):
     permanent = True
     http_status = 502
     cause: Cause | None = None  # why no connection could be made, when that is why the call failed
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        failure_seen()  # (see console.lifecycle: the watcher collects what a failure leaves in cycles)
 
 
 class ClusterUnavailable(GatewayError):

@@ -30,6 +30,7 @@ from console.errors import PartUnreadable
 from console.gateway.client import ClusterGateway
 from console.gateway.errors import GatewayError
 from console.gateway.types import ClusterMetadata, PartitionRow, PartitionTable, Quorum, Topic, partition_rows
+from console.lifecycle import failure_seen
 from console.watcher import store
 from console.watcher.diff import Change, diff
 from console.watcher.publisher import Publisher
@@ -946,6 +947,7 @@ class ClusterWatcher:
             try:
                 return self._cycle()
             except Exception:
+                failure_seen()
                 # What this cycle read is taken (its metadata as what topics are built from, the
                 # offsets it took in) but its snapshot is not the last one: the next cycle builds
                 # every topic anew and makes every digest, not just what changed after this one.

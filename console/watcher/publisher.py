@@ -15,6 +15,7 @@ from collections.abc import Collection
 from datetime import UTC, datetime
 from typing import Any
 
+from console.lifecycle import failure_seen
 from console.realtime import cluster_group, group_send
 from console.watcher import registry, store
 from console.watcher.diff import Change
@@ -107,6 +108,7 @@ class Publisher:
         try:
             saved = registry.events().save(rows)
         except Exception:  # noqa: BLE001 - the database down: the live console goes on, the events wait
+            failure_seen()
             if len(rows) > UNSAVED_LIMIT:
                 log.error("the database refused events of %s for long: the oldest %d are dropped", self.cluster,
                           len(rows) - UNSAVED_LIMIT)
@@ -128,6 +130,7 @@ class Publisher:
         try:
             group_send(cluster_group(self.cluster), {"type": "events.added", "events": events[:200], "at": time.time()})
         except Exception:  # noqa: BLE001 - the events page shows them on its next load
+            failure_seen()
             log.warning("broadcast of events to %s failed", self.cluster, exc_info=True)
 
     def publish(self, snap: Snapshot, previous: Snapshot | None, events: list[dict[str, Any]], changed: bool,
@@ -168,6 +171,7 @@ class Publisher:
         try:
             group_send(cluster_group(self.cluster), message)
         except Exception:  # noqa: BLE001 - a broadcast failure must not stop the watcher
+            failure_seen()
             log.warning("broadcast to %s failed", self.cluster, exc_info=True)
         return True
 

@@ -15,7 +15,7 @@ import time
 from django.conf import settings
 
 from console import gateway
-from console.lifecycle import return_free_memory
+from console.lifecycle import failures_seen, return_free_memory
 from console.watcher import store
 from console.watcher.loop import ClusterWatcher
 
@@ -60,8 +60,9 @@ full_collections = FullCollections()
 
 class YoungCollections:
     def __init__(self) -> None:
-        self.count = 0  # collections of what was not frozen yet, one each settle_gc
+        self.count = 0  # collections of what was not frozen yet (settle_gc after a failure)
         self.found = 0  # unreachable objects they found, in all
+        self.failures = 0  # the process's failures seen (console.lifecycle) at the last settle_gc
 
 
 young = YoungCollections()
@@ -95,15 +96,18 @@ def settle_gc(cycle_seconds: float | None = None) -> None:
         if fits or overdue >= full_collections.wait:
             collect_all(now)
             full = True
-    if not full:
-        # What is not frozen yet (what this cycle or pass allocated and kept) is walked once before
-        # it is: cyclic garbage among it is freed now, not frozen with the rest until the next full
-        # collection. A failure makes such garbage: redis-py's connect keeps the error it raises in a
-        # local of a frame in the error's traceback, and that frame holds its callers' frames (the
-        # cycle's, the save's) with their snapshot and content. With Redis down at 300,000
-        # partitions the watcher's process grew by 13 MB a second (bench/simulate.py, docs/benchmarks.md).
+    failures = failures_seen()
+    if not full and failures != young.failures:
+        # After a cycle or pass in which something failed, what is not frozen yet (what it allocated
+        # and kept) is walked once before it is: the cyclic garbage a failure leaves is freed now,
+        # not frozen with the rest until the next full collection. redis-py's connect keeps the
+        # error it raises in a local of a frame in that error's traceback, and that frame holds its
+        # callers' frames (the cycle's, the save's) with their snapshot and content: with Redis down
+        # at 300,000 partitions the watcher's process grew by 13 MB a second. Not after every cycle:
+        # at 300,000 partitions that walk took 0.12 s (bench/simulate.py, docs/benchmarks.md).
         young.found += gc.collect()
         young.count += 1
+    young.failures = failures
     gc.freeze()
     if now - _last_trim[0] >= TRIM_INTERVAL:
         _last_trim[0] = now

@@ -18,6 +18,7 @@ import orjson
 import redis
 from django.conf import settings
 
+from console.lifecycle import failure_seen
 from console.watcher.snapshot import (
     GROUP_PART,
     PARTS_FORMAT,
@@ -61,6 +62,10 @@ def client() -> redis.Redis:
 
 class StoreUnavailable(Exception):
     """Redis could not be reached."""
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*args)
+        failure_seen()  # (see console.lifecycle: the watcher collects what a failure leaves in cycles)
 
 
 class StoreLost(StoreUnavailable):
@@ -583,6 +588,7 @@ def save_stats(cluster: str, stats: dict[str, object]) -> None:
     try:
         client().set(f"console:watcher:stats:{cluster}", json.dumps(stats), ex=60)
     except redis.RedisError:
+        failure_seen()
         log.debug("cannot save watcher stats", exc_info=True)
 
 
@@ -611,6 +617,7 @@ def append_lag_history(cluster: str, points: Mapping[str, LagPoint | list[LagPoi
         pipe.execute()
         return True
     except redis.RedisError:
+        failure_seen()
         log.debug("cannot store lag history", exc_info=True)
         return False
 
@@ -679,6 +686,7 @@ def note_change(cluster: str, expect: dict[str, Any], keep: float = 30.0) -> Non
             pipe.expire(_nudge_key(cluster, kind), 60)
         pipe.execute()
     except redis.RedisError:
+        failure_seen()
         log.debug("cannot note a change", exc_info=True)
 
 
@@ -687,6 +695,7 @@ def pending_changes(cluster: str, max_age: float) -> dict[str, tuple[float, Any]
     try:
         raw = client().hgetall(_changes_key(cluster))
     except redis.RedisError:
+        failure_seen()
         return {}
     now = time.time()
     out: dict[str, tuple[float, Any]] = {}
@@ -704,5 +713,6 @@ def wait_for_nudge(cluster: str, kind: str, timeout: float) -> bool:
     try:
         return _blocking_client().blpop([_nudge_key(cluster, kind)], timeout=min(timeout, 3.0)) is not None
     except redis.RedisError:
+        failure_seen()
         time.sleep(min(timeout, 1.0))
         return False
