@@ -66,6 +66,7 @@ class YoungCollections:
 
 
 young = YoungCollections()
+
 # How often the C heap's free pages go back to the system (lifecycle.return_free_memory; it walks the
 # heap: about 4 ms over 350 MB of fragmented blocks). Every cycle and pass (at most once a second):
 # every 10 s the watcher's process held 11 MB more at its peak at 300,000 partitions (bench/simulate.py).

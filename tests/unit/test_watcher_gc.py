@@ -35,6 +35,9 @@ def collector(monkeypatch: pytest.MonkeyPatch) -> Collector:
     monkeypatch.setattr(runner.gc, "get_freeze_count", lambda: seen.frozen)
     monkeypatch.setattr(runner, "return_free_memory", lambda: None)
     monkeypatch.setattr(runner, "full_collections", runner.FullCollections())
+    young = runner.YoungCollections()
+    young.failures = runner.failures_seen()  # (the failures earlier tests made: none since, for this one)
+    monkeypatch.setattr(runner, "young", young)
     return seen
 
 
@@ -135,7 +138,6 @@ def test_after_a_failure_what_is_not_frozen_yet_is_collected_once_before_it_is(c
     from console.watcher.store import StoreUnavailable
 
     calls = collector.calls
-    runner.young.failures = runner.failures_seen()
     runner.settle_gc(0.1)
     assert calls == ["freeze"]
     for fail in (lambda: ClusterUnavailable("the cluster is down"), lambda: StoreUnavailable("Redis is unreachable"), failure_seen):
