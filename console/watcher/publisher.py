@@ -25,6 +25,11 @@ from console.watcher.snapshot import ContentParts, Snapshot
 log = logging.getLogger(__name__)
 
 UNSAVED_LIMIT = 100_000  # events kept while the database refuses them
+# Events saved between cycles (the sampling process's, those found outside a cycle) kept for the
+# next update's broadcast: the newest this many, which is all an update carries. While Redis refuses
+# saves no update goes out, and the list grew with every event of the outage (they are in the
+# database: the events page shows them all).
+PENDING_KEPT = 200
 # The events thread runs below the metadata cycle's priority (Linux sets a nice value per thread), as
 # the sampling process does: at 300,000 partitions it writes ~3,000 rows a second into a table that
 # grows, and on a busy host the cycle (leader moves reaching the pages) goes first.
@@ -59,13 +64,14 @@ class Publisher:
     def emit(self, rows: list[EventRow]) -> None:
         """Keep events found outside a cycle (any thread); the next update broadcasts them."""
         saved = registry.events().save(rows)
-        with self._lock:
-            self._pending += saved
+        self.queue(saved)
 
     def queue(self, saved: list[dict[str, Any]]) -> None:
-        """Events already saved (by the sampling process): the next update broadcasts them."""
+        """Events already saved (by the sampling process): the next update broadcasts them (the
+        newest PENDING_KEPT)."""
         with self._lock:
             self._pending += saved
+            del self._pending[:-PENDING_KEPT]
 
     def record_later(self, snap: Snapshot, changes: list[Change]) -> None:
         """Save and announce a cycle's events: in the writer thread (`background`), else now."""
@@ -165,7 +171,7 @@ class Publisher:
             "error": snap.error,
             "cause": snap.cause,
             "quorum_changed": snap.quorum != (previous.quorum if previous else None),
-            "events": (events + pending)[:200],
+            "events": (events + pending)[:PENDING_KEPT],
             "sent_at": time.time(),  # (pages and benches see how long the broadcast and their redraw took)
         }
         try:

@@ -160,3 +160,25 @@ def test_the_writer_thread_runs_below_the_cycles_priority(store: tuple[Store, La
     saved.gate.set()
     assert p.flush(5)
     p.close()
+
+
+def test_the_events_kept_for_the_next_update_are_the_newest_it_carries(store: tuple[Store, Layer],
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """While Redis refuses saves no update goes out: the events saved meanwhile (the sampling
+    process's) wait for the next one. Only the newest PENDING_KEPT wait, what an update carries,
+    not every event of the outage (all are in the database, the events page shows them)."""
+    _saved, layer = store
+    monkeypatch.setattr(publisher_module.store, "save", lambda *args: None)
+    p = Publisher("w")
+    for start in range(0, 1000, 100):  # (ten passes' events during an outage)
+        p.queue([{"id": i} for i in range(start, start + 100)])
+    update = threading.Thread(target=p.publish, args=(SNAP, None, [], True, None), name="cycle")
+    update.start()
+    update.join(10)
+    sent = [m for m in layer.sent if m["type"] == "cluster.update"]
+    assert [e["id"] for e in sent[-1]["events"]] == list(range(1000 - publisher_module.PENDING_KEPT, 1000))
+    update = threading.Thread(target=p.publish, args=(SNAP, None, [], True, None), name="cycle")
+    update.start()
+    update.join(10)
+    assert [m for m in layer.sent if m["type"] == "cluster.update"][-1]["events"] == []  # (sent: not again)
+    p.close()
