@@ -10,7 +10,11 @@ publish. The model changes as time goes by: each second `--change-rate` of the p
 leader moves, an ISR shrinks or grows back; a tenth of them every 0.1 s) and take writes; their groups commit. `--failure-rate` makes that
 share of the gateway's calls fail (an error, or metadata missing a random share of the topics, as a
 broker answering from a stale cache can). `--redis-down-after S` stops the bench's Redis S seconds
-into the run, for what the watcher holds while it is down (its RSS, below).
+into the run, for what the watcher holds while it is down (its RSS, below). `--outage-after S` makes
+the whole cluster stop answering S seconds into the run, for `--outage-seconds` (every call of the
+watcher and its sampling process fails, as when no broker is reachable; the model makes no change
+meanwhile): what the watcher's cycles cost and hold while it keeps the last known state, and how
+soon the first snapshot after it is published.
 
 The model runs in a process of its own (as a cluster does: the watcher only reads its answers) and
 the watcher's sampling passes in their own process, as `manage.py watch` runs them
@@ -160,6 +164,10 @@ class Model:
         with self.lock:
             return {gid: (self.groups[gid][0], self.groups[gid][1]) for gid in group_ids if gid in self.groups}
 
+    def alive(self) -> bool:
+        """(what the calls that read nothing of the model ask: whether the cluster answers at all)"""
+        return True
+
     def moves_since(self, index: int) -> list[tuple[float, str, int, int]]:
         with self.lock:
             return self.moves[index:]
@@ -233,15 +241,18 @@ class SimGateway:
     def quorum(self) -> Any:
         from console.gateway.types import Quorum, QuorumReplica
 
+        self.ask("alive")
         now = int(time.time() * 1000)
         brokers = self._brokers_known()
         voters = tuple(QuorumReplica(b.id, 1000, now, now) for b in brokers[:3])
         return Quorum(leader_id=brokers[0].id, leader_epoch=1, high_watermark=1000, voters=voters, observers=())
 
     def broker_racks(self) -> dict[int, str | None]:
+        self.ask("alive")
         return {b.id: b.rack for b in self._brokers_known()}
 
     def topic_configs(self, topics: Iterable[str], keys: frozenset[str] | None = None) -> dict[str, dict[str, str]]:
+        self.ask("alive")
         return {t: {"min.insync.replicas": "2"} for t in topics}
 
     def list_offsets(self, partitions: Iterable[tuple[str, int]], which: str) -> dict[tuple[str, int], int]:
@@ -291,6 +302,10 @@ class SimGateway:
 # RemoteModelGateway.
 
 AUTHKEY = b"bench.simulate"
+# What the model's server answers a cluster's question with during an outage (`--outage-after`),
+# and the questions that are the bench's own (answered anyway).
+DOWN = "bench.simulate: the cluster does not answer"
+BENCH_ASKS = frozenset({"start_changing", "outage", "moves_since", "counts", "step"})
 
 
 class RemoteModelGateway(SimGateway):
@@ -306,7 +321,13 @@ class RemoteModelGateway(SimGateway):
     def ask(self, name: str, *args: Any) -> Any:
         with self._lock:
             self._conn.send((name, args))
-            return self._conn.recv()
+            answer = self._conn.recv()
+        if isinstance(answer, str) and answer == DOWN:
+            from console.gateway.errors import ClusterUnavailable
+
+            self.failures["outage"] = self.failures.get("outage", 0) + 1
+            raise ClusterUnavailable("simulated outage: no broker answers")
+        return answer
 
 
 class RemoteModelFactory:
@@ -331,6 +352,7 @@ def _serve_model(params: dict[str, Any], reply: Any) -> None:
     model = Model(params["partitions"], params["groups"], params["brokers"], params["per_topic"])
     listener = Listener(("127.0.0.1", 0), authkey=AUTHKEY)
     changing = threading.Event()
+    down = threading.Event()  # (an outage: every question of the cluster's fails, nothing changes)
 
     # The changes come in a step every CHANGE_TICK seconds, not all of a second's at once: a
     # watcher polling every second saw them at a phase that drifted slowly over a run, and the
@@ -339,7 +361,7 @@ def _serve_model(params: dict[str, Any], reply: Any) -> None:
         owed = 0.0  # (partitions to change, carried over: low rates change fewer than one a tick)
         per_tick = model.partition_count() * params["change_rate"] * CHANGE_TICK
         while True:
-            if changing.is_set():
+            if changing.is_set() and not down.is_set():
                 owed += per_tick
                 count = int(owed)
                 owed -= count
@@ -356,6 +378,11 @@ def _serve_model(params: dict[str, Any], reply: Any) -> None:
             if name == "start_changing":
                 changing.set()
                 conn.send(None)
+            elif name == "outage":
+                (down.set if args[0] else down.clear)()
+                conn.send(None)
+            elif down.is_set() and name not in BENCH_ASKS:
+                conn.send(DOWN)
             elif name == "brokers":
                 conn.send(model.brokers)
             else:
@@ -389,6 +416,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--redis-down-after", type=float, default=None, metavar="SECONDS",
                         help="stop the bench's Redis this long into the run (and leave it down): what the watcher holds meanwhile")
+    parser.add_argument("--outage-after", type=float, default=None, metavar="SECONDS",
+                        help="the whole cluster stops answering this long into the run, for --outage-seconds")
+    parser.add_argument("--outage-seconds", type=float, default=30.0)
     parser.add_argument("--append", action="store_true", help="add the figures to docs/benchmarks.md")
     parser.add_argument("--profile", action="store_true", help="print where one metadata cycle spends its time")
     parser.add_argument("--in-process", action="store_true",
@@ -529,11 +559,13 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
     serialised: list[tuple[int, int, int]] = []  # (each cycle's topics and partitions serialised, and topics built: their metadata changed)
     pending: dict[tuple[str, int], tuple[float, int]] = {}  # a later move of a partition replaces the earlier
     redis_stopped = False
+    outage = Outage(args.outage_after, args.outage_seconds)
     while time.monotonic() - began < args.seconds:
         started = time.monotonic()
         if args.redis_down_after is not None and not redis_stopped and started - began >= args.redis_down_after:
             subprocess.run(["pkill", "-f", f"redis-server 127.0.0.1:{REDIS_PORT}"], check=False)
             redis_stopped = True
+        outage.turn(started - began, gw, rss_watch)
         before = time.thread_time()
         settled = None
         try:
@@ -549,6 +581,7 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
         serialised.append((watcher.topics_serialised, watcher.partitions_serialised,
                            len(snap.topics) - watcher.topics_reused if snap is not None and not watcher.unchanged else 0))
         settle_times.append(started + elapsed - settled if settled is not None else 0.0)
+        outage.cycled(elapsed, settle_times[-1], snap)
         if snap is not None and snap.reachable:
             published = watcher.published_at or time.time()  # (the snapshot goes out before its events are written)
             moves = gw.ask("moves_since", seen_moves)
@@ -558,6 +591,10 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
             for key, (when, leader) in list(pending.items()):
                 shown = snap.topics.get(key[0])
                 if shown is not None and shown.partitions[key[1]].leader == leader:
+                    if outage.spans(when, published):  # (made before the outage, shown after it: counted apart)
+                        outage.pushes.append(published - when)
+                        del pending[key]
+                        continue
                     pushes.append(published - when)
                     if args.push_by_version:
                         buckets = by_version.setdefault(snap.version, {})
@@ -650,8 +687,70 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
         "events": kinds,
         "injected_failures": gw.failures,
         "errors": errors[:5],
+        **(outage.figures(rss_watch) if args.outage_after is not None else {}),
         **({"push_by_version": by_version} if args.push_by_version else {}),
     }
+
+
+class Outage:
+    """`--outage-after`: when the cluster stops and starts answering, and what the watcher did
+    meanwhile and after."""
+
+    def __init__(self, after: float | None, seconds: float) -> None:
+        self.after, self.seconds = after, seconds
+        self.state = "before"  # -> "down" -> "over"
+        self.ended = 0.0
+        self.cycles: list[float] = []  # (the cycles that began while it was down)
+        self.settles: list[float] = []
+        self.unreachable_shown = 0  # (of those, the ones whose snapshot said the cluster is unreachable)
+        self.topics_kept: int | None = None  # (the fewest topics a snapshot of the outage still held)
+        self.recovered_after: float | None = None  # from its end to the first reachable snapshot
+        self.began_at: float | None = None  # (time.time(), as the model stamps its moves)
+        self.pushes = Latencies()  # of the leader moves made before it and shown after it
+
+    def spans(self, moved: float, published: float) -> bool:
+        """Whether a move made then and published then waited across the outage."""
+        return self.began_at is not None and moved <= self.began_at < published
+
+    def turn(self, since_began: float, gw: Any, rss_watch: RssWatch) -> None:
+        if self.after is None:
+            return
+        if self.state == "before" and since_began >= self.after:
+            gw.ask("outage", True)
+            self.state, rss_watch.phase, self.began_at = "down", "outage", time.time()
+        elif self.state == "down" and since_began >= self.after + self.seconds:
+            gw.ask("outage", False)
+            self.state, rss_watch.phase, self.ended = "over", "after outage", time.monotonic()
+
+    def cycled(self, seconds: float, settle: float, snap: Any) -> None:
+        if self.state == "down":
+            self.cycles.append(seconds)
+            self.settles.append(settle)
+            if snap is not None and not snap.reachable:
+                self.unreachable_shown += 1
+                kept = len(snap.topics)
+                self.topics_kept = kept if self.topics_kept is None else min(self.topics_kept, kept)
+        elif self.state == "over" and self.recovered_after is None and snap is not None and snap.reachable:
+            self.recovered_after = time.monotonic() - self.ended
+
+    def figures(self, rss_watch: RssWatch) -> dict[str, Any]:
+        cycles, settles = sorted(self.cycles), sorted(self.settles)
+        return {
+            "outage_after": self.after,
+            "outage_seconds": self.seconds,
+            "outage_cycles": len(cycles),
+            "outage_cycles_unreachable": self.unreachable_shown,
+            "outage_topics_kept_min": self.topics_kept,
+            "outage_cycle_p50_seconds": round(statistics.median(cycles), 4) if cycles else None,
+            "outage_cycle_max_seconds": round(cycles[-1], 4) if cycles else None,
+            "outage_settle_gc_p50_seconds": round(settles[len(settles) // 2], 4) if settles else None,
+            "outage_settle_gc_max_seconds": round(settles[-1], 4) if settles else None,
+            "rss_together_outage_max_mb": rss_watch.peaks.get("outage", (None,))[0],
+            "rss_together_after_outage_max_mb": rss_watch.peaks.get("after outage", (None,))[0],
+            "recovered_after_seconds": round(self.recovered_after, 3) if self.recovered_after is not None else None,
+            "pushes_across_outage": len(self.pushes),
+            "push_across_outage_max_seconds": round(self.pushes.max, 3) if self.pushes else None,
+        }
 
 
 class Latencies:
