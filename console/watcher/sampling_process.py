@@ -22,8 +22,10 @@ import itertools
 import logging
 import multiprocessing
 import os
+import queue
 import resource
 import sys
+import threading
 import time
 from array import array
 from collections import deque
@@ -326,6 +328,40 @@ class _WriterStats:
     refused = 0
 
 
+class _Outbox:
+    """What the watcher tells one sampling process (targets, "pause", "groups", the last None),
+    sent in order by a thread of its own. The sampling thread that takes the passes in never waits
+    on a send: the pipe holds a few hundred KB each way, and a pass's pieces fill it while the child
+    waits for them to be read; a new target of 300,000 partitions (a broker gone or back changes
+    it) sent from that thread then waited for the child to read it, the child for the thread: both
+    for ever, offsets and lag frozen and the watcher unable to close (seen at 300,000 partitions)."""
+
+    def __init__(self, conn: Any, cluster: str) -> None:
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._cluster = cluster
+        self._thread = threading.Thread(target=self._run, args=(conn,), name=f"sampler-outbox-{cluster}", daemon=True)
+        self._thread.start()
+
+    def put(self, message: Any) -> None:
+        self._queue.put(message)
+
+    def _run(self, conn: Any) -> None:
+        while True:
+            message = self._queue.get()
+            if message is _Outbox:  # (the process is let go of)
+                return
+            try:
+                conn.send(message)
+            except (OSError, ValueError):  # (the process ended, or its pipe was closed)
+                log.info("could not reach the sampling process of %s", self._cluster)
+                return
+            del message
+
+    def stop(self) -> None:
+        """Send nothing more (what is queued is dropped once a send fails or the stop is reached)."""
+        self._queue.put(_Outbox)
+
+
 class RemoteSampler:
     """The watcher's side: starts the child, tells it what to sample, takes its deltas as Samples."""
 
@@ -347,6 +383,7 @@ class RemoteSampler:
         self.restarts = 0
         self._process: Any = None
         self._conn: Any = None
+        self._outbox: _Outbox | None = None
         self._turns = turns or CycleFirst()
         self._merger = DeltaMerger(self._turns.give_way)
         self._sent: tuple[Collection[TopicPartition], list[int]] | None = None
@@ -376,6 +413,7 @@ class RemoteSampler:
         self._process.start()
         theirs.close()
         self._conn, self._sent, self._merger = mine, None, DeltaMerger()
+        self._outbox = _Outbox(mine, self.cluster)
         self._groups_wanted = False
         self._heard_at = self._started_at = time.monotonic()
         self._stalled = False
@@ -415,8 +453,7 @@ class RemoteSampler:
                     ended += f"; the next one's first pass may take {self.stall_limit():.0f} s"
             log.warning("the sampling process of %s ended (%s); starting it again%s", self.cluster, ended,
                         f" in {self._pause:.0f} s" if self._pause else "")
-            self._conn.close()
-            self._process = None
+            self._let_go()
             self._not_before = now + self._pause
             if self.on_restart is not None:
                 self.on_restart(ended)
@@ -442,19 +479,28 @@ class RemoteSampler:
             return
         if self._sent is not None and (self._sent[0] is partitions or self._sent[0] == partitions) and self._sent[1] == brokers:
             return
-        try:
-            self._conn.send(("target", partitions, brokers))
-            if self._sent is None:
-                self._heard_at = time.monotonic()  # (a paused child owes nothing)
-            self._sent = (partitions, brokers)
-        except OSError:
-            log.info("could not reach the sampling process of %s", self.cluster)
+        self._send(("target", partitions, brokers))
+        if self._sent is None:
+            self._heard_at = time.monotonic()  # (a paused child owes nothing)
+        self._sent = (partitions, brokers)
+
+    def _send(self, message: Any) -> None:
+        if self._outbox is None:  # (a pipe given without `_start`: tests)
+            self._outbox = _Outbox(self._conn, self.cluster)
+        self._outbox.put(message)
+
+    def _let_go(self) -> None:
+        """The ended process's pipe closed, and its outbox stopped."""
+        if self._outbox is not None:
+            self._outbox.stop()
+            self._outbox = None
+        self._conn.close()
+        self._process = None
 
     def pause(self) -> None:
         if self._process is None or self._sent is None:
             return
-        with contextlib.suppress(OSError):
-            self._conn.send(("pause",))
+        self._send(("pause",))
         self._sent = None
 
     def ask_groups_again(self) -> None:
@@ -471,7 +517,7 @@ class RemoteSampler:
         try:
             if self._groups_wanted:
                 self._groups_wanted = False
-                self._conn.send(("groups",))
+                self._send(("groups",))
             ready = self._conn.poll(wait)
             while ready:
                 message = self._conn.recv()
@@ -512,14 +558,12 @@ class RemoteSampler:
     def close(self) -> None:
         if self._process is None:
             return
-        with contextlib.suppress(OSError):
-            self._conn.send(None)
+        self._send(None)
         self._process.join(5)
         if self._process.is_alive():
             self._process.kill()
             self._process.join(5)
-        self._conn.close()
-        self._process = None
+        self._let_go()
 
 
 def start_django() -> None:

@@ -707,3 +707,32 @@ def test_the_watcher_takes_a_pass_in_by_steps_giving_way_between_them_and_gets_w
     assert stepped.sizes is not None and whole.sizes is not None
     assert {tp: dict(v) for tp, v in stepped.sizes.items()} == {tp: dict(v) for tp, v in whole.sizes.items()}
     assert sorted(stepped.changed) == sorted(whole.changed) and len(stepped.changed) == 600
+
+
+def test_a_new_target_told_while_the_process_sends_a_pass_does_not_wait_for_it(redis_server: str) -> None:
+    """The pipe holds a few hundred KB each way. A first pass over 100,000 partitions fills it while
+    the child waits for its pieces to be read; a new target as large (a broker gone or back changes
+    it), told from the thread that takes the passes in, must not wait for the child to read it: the
+    child waits for that thread. It did, both for ever (seen at 300,000 partitions: offsets and lag
+    frozen, the watcher unable to close)."""
+    import threading
+
+    with remote_watcher("sp-duplex", {"partitions": 100_000, "groups": 0, "brokers": 3, "per_topic": 10}) as (w, _gw):
+        remote, snap = w.remote, w.previous
+        assert remote is not None and snap is not None
+        layout, brokers = w._partitions(snap), sorted(snap.live_broker_ids())
+        remote.target(layout, brokers)
+        pid = remote.pid
+        assert remote._conn.poll(90), "the first pass never came"
+        time.sleep(3.0)  # (its pieces fill the pipe: nothing is taken in meanwhile)
+        other = [(name, number) for name, numbers in layout.topics[1:] for number in numbers]  # (all but one topic)
+        told = threading.Thread(target=remote.target, args=(other, brokers), daemon=True)
+        told.start()
+        told.join(15)
+        assert not told.is_alive(), "telling the sampling process its new target waited for the process"
+        # The passes come in, the first and then one over the new target, from the same process.
+        deadline = time.monotonic() + 120
+        while len(remote.times) < 2:
+            remote.receive(1.0)
+            assert time.monotonic() < deadline, "no pass after the new target"
+        assert remote.pid == pid and remote.restarts == 0
