@@ -14,7 +14,11 @@ into the run, for what the watcher holds while it is down (its RSS, below). `--o
 the whole cluster stop answering S seconds into the run, for `--outage-seconds` (every call of the
 watcher and its sampling process fails, as when no broker is reachable; the model makes no change
 meanwhile): what the watcher's cycles cost and hold while it keeps the last known state, and how
-soon the first snapshot after it is published.
+soon the first snapshot after it is published. `--broker-down-after S` takes one broker
+(`--broker-id`) out of the cluster S seconds into the run for `--broker-down-seconds` (its
+partitions' leadership moves to another in-sync replica and it leaves every ISR, as a controlled
+shutdown does; back, it rejoins the ISRs as the changes go on): what the cycles that see it go and
+come back cost.
 
 The model runs in a process of its own (as a cluster does: the watcher only reads its answers) and
 the watcher's sampling passes in their own process, as `manage.py watch` runs them
@@ -90,6 +94,7 @@ class Model:
         self.version = 0  # bumped by each step; a topic's metadata changed at the version noted here
         self.topic_versions: dict[str, int] = dict.fromkeys(self.topics, 0)
         self.moves: list[tuple[float, str, int, int]] = []  # (when, topic, partition, new leader)
+        self.down: set[int] = set()  # (brokers taken out: broker_down)
         # brokers asked for sizes -> (topic, partition, its replicas there, its entry) of each partition there
         self._on_brokers: dict[tuple[int, ...], list[tuple[str, int, tuple[int, ...], list[Any]]]] = {}
         self.changes = 0
@@ -114,7 +119,7 @@ class Model:
                 elif roll < 0.7 and len(isr) > 1:
                     parts[p][2] = tuple(r for r in isr if r != self.rng.choice([r for r in isr if r != leader]))
                 else:
-                    parts[p][2] = replicas  # back in sync
+                    parts[p][2] = tuple(r for r in replicas if r not in self.down) if self.down else replicas  # back in sync
                 parts[p][4] += self.rng.randint(1, 1000)
                 self.topic_versions[name] = self.version
                 self.changes += 1
@@ -123,6 +128,36 @@ class Model:
                 topic, committed, members = self.groups[gid]
                 ends = self.topics[topic]
                 self.groups[gid] = (topic, {p: max(c, ends[p][4] - self.rng.randint(0, 100)) for p, c in committed.items()}, members)
+
+    def broker_down(self, broker: int) -> None:
+        """`broker` leaves the cluster as a controlled shutdown takes it out: each partition it leads
+        moves to another in-sync replica, and it leaves every ISR."""
+        now = time.time()
+        with self.lock:
+            self.version += 1
+            self.down.add(broker)
+            for name, parts in self.topics.items():
+                touched = False
+                for p, v in enumerate(parts):
+                    if broker in v[1]:
+                        isr = tuple(r for r in v[2] if r != broker)
+                        if v[0] == broker and isr:
+                            v[0] = isr[0]
+                            self.moves.append((now, name, p, isr[0]))
+                        v[2] = isr or v[2]
+                        touched = True
+                if touched:
+                    self.topic_versions[name] = self.version
+
+    def broker_up(self, broker: int) -> None:
+        """`broker` is back (its replicas rejoin the ISRs as the changes bring them back in sync)."""
+        with self.lock:
+            self.version += 1
+            self.down.discard(broker)
+
+    def live_brokers(self) -> tuple[Any, ...]:
+        with self.lock:
+            return tuple(b for b in self.brokers if b.id not in self.down)
 
     # Raw answers ---------------------------------------------------------------------------------
     def metadata_since(self, version: int) -> tuple[int, list[str], dict[str, list[tuple[int, Any, Any]]]]:
@@ -232,7 +267,7 @@ class SimGateway:
             keep = self.rng.random()
             names = [n for n in names if self.rng.random() < keep]
         topics = self._topics
-        return ClusterMetadata(cluster_id="sim-cluster", brokers=self._brokers_known(), topics=tuple(topics[n] for n in names))
+        return ClusterMetadata(cluster_id="sim-cluster", brokers=self.ask("live_brokers"), topics=tuple(topics[n] for n in names))
 
     def topics_exist(self, names: Iterable[str]) -> dict[str, bool]:
         self._maybe_fail("describe topics")
@@ -305,7 +340,7 @@ AUTHKEY = b"bench.simulate"
 # What the model's server answers a cluster's question with during an outage (`--outage-after`),
 # and the questions that are the bench's own (answered anyway).
 DOWN = "bench.simulate: the cluster does not answer"
-BENCH_ASKS = frozenset({"start_changing", "outage", "moves_since", "counts", "step"})
+BENCH_ASKS = frozenset({"start_changing", "outage", "moves_since", "counts", "step", "broker_down", "broker_up"})
 
 
 class RemoteModelGateway(SimGateway):
@@ -419,6 +454,10 @@ def main() -> None:
     parser.add_argument("--outage-after", type=float, default=None, metavar="SECONDS",
                         help="the whole cluster stops answering this long into the run, for --outage-seconds")
     parser.add_argument("--outage-seconds", type=float, default=30.0)
+    parser.add_argument("--broker-down-after", type=float, default=None, metavar="SECONDS",
+                        help="take --broker-id out of the cluster this long into the run, for --broker-down-seconds")
+    parser.add_argument("--broker-down-seconds", type=float, default=30.0)
+    parser.add_argument("--broker-id", type=int, default=1)
     parser.add_argument("--append", action="store_true", help="add the figures to docs/benchmarks.md")
     parser.add_argument("--profile", action="store_true", help="print where one metadata cycle spends its time")
     parser.add_argument("--in-process", action="store_true",
@@ -560,12 +599,14 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
     pending: dict[tuple[str, int], tuple[float, int]] = {}  # a later move of a partition replaces the earlier
     redis_stopped = False
     outage = Outage(args.outage_after, args.outage_seconds)
+    away = BrokerAway(args.broker_down_after, args.broker_down_seconds, args.broker_id)
     while time.monotonic() - began < args.seconds:
         started = time.monotonic()
         if args.redis_down_after is not None and not redis_stopped and started - began >= args.redis_down_after:
             subprocess.run(["pkill", "-f", f"redis-server 127.0.0.1:{REDIS_PORT}"], check=False)
             redis_stopped = True
         outage.turn(started - began, gw, rss_watch)
+        away.turn(started - began, gw, rss_watch)
         before = time.thread_time()
         settled = None
         try:
@@ -582,6 +623,7 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
                            len(snap.topics) - watcher.topics_reused if snap is not None and not watcher.unchanged else 0))
         settle_times.append(started + elapsed - settled if settled is not None else 0.0)
         outage.cycled(elapsed, settle_times[-1], snap)
+        away.cycled(elapsed, snap)
         if snap is not None and snap.reachable:
             published = watcher.published_at or time.time()  # (the snapshot goes out before its events are written)
             moves = gw.ask("moves_since", seen_moves)
@@ -683,11 +725,13 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
         "leader_moves_seen": len(pushes),
         "leader_moves_unseen": len(pending),
         "model_changes": counts["changes"],
-        "spurious_events": sum(n for k, n in kinds.items() if k in SPURIOUS_KINDS),
+        # (with --broker-down-after, its broker's going and coming back are one event each)
+        "spurious_events": sum(max(0, n - away.expected().get(k, 0)) for k, n in kinds.items() if k in SPURIOUS_KINDS),
         "events": kinds,
         "injected_failures": gw.failures,
         "errors": errors[:5],
         **(outage.figures(rss_watch) if args.outage_after is not None else {}),
+        **(away.figures(rss_watch) if args.broker_down_after is not None else {}),
         **({"push_by_version": by_version} if args.push_by_version else {}),
     }
 
@@ -750,6 +794,58 @@ class Outage:
             "recovered_after_seconds": round(self.recovered_after, 3) if self.recovered_after is not None else None,
             "pushes_across_outage": len(self.pushes),
             "push_across_outage_max_seconds": round(self.pushes.max, 3) if self.pushes else None,
+        }
+
+
+class BrokerAway:
+    """`--broker-down-after`: when the broker leaves and comes back, and the cycles that saw it."""
+
+    def __init__(self, after: float | None, seconds: float, broker: int) -> None:
+        self.after, self.seconds, self.broker = after, seconds, broker
+        self.state = "before"  # -> "down" -> "back"
+        self.seen_up: bool | None = None  # (as the last reachable snapshot showed it)
+        self.seen: list[tuple[bool, float]] = []  # (up, the cycle's seconds) of each cycle that showed it change
+        self.cycles: dict[str, list[float]] = {"down": [], "back": []}
+
+    def turn(self, since_began: float, gw: Any, rss_watch: RssWatch) -> None:
+        if self.after is None:
+            return
+        if self.state == "before" and since_began >= self.after:
+            gw.ask("broker_down", self.broker)
+            self.state = rss_watch.phase = "down"
+        elif self.state == "down" and since_began >= self.after + self.seconds:
+            gw.ask("broker_up", self.broker)
+            self.state = rss_watch.phase = "back"
+
+    def cycled(self, seconds: float, snap: Any) -> None:
+        if self.after is None or snap is None or not snap.reachable or self.broker not in snap.brokers:
+            return
+        if self.state in self.cycles:
+            self.cycles[self.state].append(seconds)
+        up = snap.brokers[self.broker].up
+        if self.seen_up is not None and up != self.seen_up:
+            self.seen.append((up, seconds))
+        self.seen_up = up
+
+    def expected(self) -> dict[str, int]:
+        """The broker events it made."""
+        return {"broker_down": sum(1 for up, _s in self.seen if not up), "broker_up": sum(1 for up, _s in self.seen if up)}
+
+    def figures(self, rss_watch: RssWatch) -> dict[str, Any]:
+        def spread(times: list[float]) -> dict[str, float | None]:
+            ordered = sorted(times)
+            return {"p50": round(statistics.median(ordered), 4) if ordered else None, "max": round(ordered[-1], 4) if ordered else None}
+
+        return {
+            "broker_down_after": self.after,
+            "broker_down_seconds": self.seconds,
+            "broker_id": self.broker,
+            # the cycles that showed it go (up false) and come back (up true), and their seconds
+            "broker_seen": [[up, round(seconds, 4)] for up, seconds in self.seen],
+            "broker_away_cycles": spread(self.cycles["down"]),  # (every cycle while it was out)
+            "broker_back_cycles": spread(self.cycles["back"]),  # (and after it came back)
+            "rss_together_broker_down_max_mb": rss_watch.peaks.get("down", (None,))[0],
+            "rss_together_broker_back_max_mb": rss_watch.peaks.get("back", (None,))[0],
         }
 
 

@@ -141,22 +141,26 @@ def _a_second_of(model: Model, rng: random.Random, clock: list[float], *watchers
 def test_the_incremental_watcher_builds_what_the_full_rebuild_builds(redis_server: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Two watchers on the same synthetic cluster, one carrying unchanged topics over, one rebuilding
     every topic every cycle, see the same answers at the same (fake) times: their snapshots must be
-    equal field by field, over random sequences of changes, samples and outages (cycles in which
-    no broker answers: the incremental one carries topics over from the last state kept through
-    them)."""
+    equal field by field, over random sequences of changes, samples, brokers leaving and coming
+    back, and outages (cycles in which no broker answers: the incremental one carries topics over
+    from the last state kept through them)."""
     import time as time_module
 
     clock = [1_800_000_000.0]
     monkeypatch.setattr(time_module, "time", lambda: clock[0])
     for seed in range(3):
-        model = Model(partitions=400, groups=30, brokers=5, per_topic=10, seed=seed)
+        model = Model(partitions=400, groups=30, brokers=12, per_topic=4, seed=seed)  # (a topic on half the brokers)
         rng = random.Random(seed)
         with override_settings(ANALYTICS_SAMPLES=False):
             fast, full = _incremental_and_full(model, seed)
-            reused = recovered = 0
+            reused = recovered = rejoined = 0
             down = False
             for i in range(40):
                 _a_second_of(model, rng, clock, fast, full)
+                if rng.random() < 0.15:  # (a broker leaves, or comes back)
+                    broker = rng.randint(1, 12)
+                    (model.broker_up if broker in model.down else model.broker_down)(broker)
+                live_before = fast.previous.live_broker_ids() if fast.previous is not None and fast.previous.reachable else None
                 was_down, down = down, rng.random() < 0.15
                 for w in (fast, full):
                     w.gateway.failure_rate = 1.0 if down else 0.0  # type: ignore[attr-defined]
@@ -165,6 +169,7 @@ def test_the_incremental_watcher_builds_what_the_full_rebuild_builds(redis_serve
                 assert a.reachable is b.reachable is not down
                 reused += 0 if fast.unchanged else fast.topics_reused
                 recovered += fast.topics_reused if was_down and not down else 0
+                rejoined += fast.topics_reused if live_before is not None and not down and a.live_broker_ids() != live_before else 0
                 if down:
                     # (the groups last shown: sampled in a thread, as here, the incremental
                     # watcher's group states live on and a pass taken since renews their
@@ -179,6 +184,7 @@ def test_the_incremental_watcher_builds_what_the_full_rebuild_builds(redis_serve
                 assert stored is not None and replace(stored, groups={} if down else stored.groups).content_bytes() == a.content_bytes(), (seed, i)
             assert reused > 100, reused  # the incremental path did carry topics over
             assert recovered > 0, recovered  # (after outages too)
+            assert rejoined > 0, rejoined  # (and in a cycle whose live brokers changed: those without a replica there)
 
 
 def test_a_sample_that_changed_more_topics_than_a_cycle_takes_goes_in_over_the_next_cycles(
