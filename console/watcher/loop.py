@@ -218,6 +218,7 @@ def build_snapshot(
     unchanged: frozenset[str] = frozenset(),
     built_from: Mapping[str, Topic] | None = None,
     fresh: dict[str, list[int]] | None = None,
+    moved: frozenset[int] = frozenset(),
 ) -> Snapshot:
     """A new snapshot from what Kafka answered, carrying forward what this cycle did not read.
 
@@ -225,9 +226,10 @@ def build_snapshot(
     could not say): carried over as they were, never reported deleted. `unchanged`: topics whose
     metadata and min ISR are what the previous snapshot was built from: their state is carried over
     as the same object (the cost of a cycle follows what changed, not the partition count).
-    `built_from`: the metadata each topic of the previous snapshot was built from (same live brokers):
-    of a topic that changed, the partitions whose metadata did not keep their state object, and
-    `fresh` gets the places of the ones built anew."""
+    `built_from`: the metadata each topic of the previous snapshot was built from: of a topic that
+    changed, the partitions whose metadata did not keep their state object, and `fresh` gets the
+    places of the ones built anew. `moved`: the brokers that left or came back since (their
+    partitions' offline replicas change): the partitions with a replica on one are built anew."""
     live = {b.id: b for b in md.brokers}
     brokers: dict[int, BrokerState] = {}
     # Brokers once seen stay listed (as down) so a dead broker does not just vanish.
@@ -265,6 +267,8 @@ def build_snapshot(
             if table is not None and was is not None and isinstance(was.partitions, PartitionTable) \
             and len(old_list) == len(was.partitions) else None
         if table is not None and places is not None:
+            if moved:
+                places = sorted(set(places).union(i for i, p in enumerate(old_list) if not moved.isdisjoint(p.replicas)))
             parts, new_ones = list(old_list), places
             for i in places:
                 row = table.row(i)
@@ -282,7 +286,8 @@ def build_snapshot(
                     if by_number is None:
                         by_number = {p.partition: p for p in old_list}
                     old = by_number.get(number)
-                if new_ones is not None and i < len(was_rows) and old is not None and was_rows[i] == row:
+                if new_ones is not None and i < len(was_rows) and old is not None and was_rows[i] == row \
+                        and (not moved or moved.isdisjoint(row[2])):
                     parts.append(old)
                     continue
                 if new_ones is not None:
@@ -582,13 +587,14 @@ class ClusterWatcher:
                            groups_at=groups_at if groups_at is not None else previous.groups_at)
         unchanged = self._unchanged_topics(previous, md, known_min_isr)
         self.topics_reused = len(unchanged)
-        same_live = self.incremental and previous is not None and frozenset(b.id for b in md.brokers) == self._built_live
+        live = frozenset(b.id for b in md.brokers)
         built_anew: dict[str, list[int]] = {}
         snap = build_snapshot(self.cluster, previous, md, quorum, quorum_error, self.racks, known_min_isr, now,
                               self._kept_topics(previous, md, stats), unchanged,
-                              self._built_from if same_live else None, built_anew)
+                              self._built_from if self.incremental and previous is not None else None, built_anew,
+                              live ^ self._built_live)
         self._built_from, self._built_min_isr = dict(zip(map(_NAME, md.topics), md.topics, strict=True)), known_min_isr
-        self._built_live = frozenset(b.id for b in md.brokers)
+        self._built_live = live
         self._apply_offsets(snap, reused=unchanged, partly=built_anew)
         return snap
 
