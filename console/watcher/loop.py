@@ -1026,7 +1026,7 @@ class ClusterWatcher:
         self.cycles_reused += self.unchanged
         took = time.monotonic() - started
         self._cycle_times.append(took)
-        if took > SLOW_CYCLE_LOGGED:
+        if took > SLOW_CYCLE_LOGGED and snap.reachable:  # (an unreachable cluster's cycles wait out the timeout: said once, as its event)
             log.warning("a cycle of %s took %.1f s (reading the metadata %.1f s, before its snapshot was out %.1f s; "
                         "requests %s)", self.cluster, took, self.stats.metadata_seconds, self.stats.seconds, self.stats.requests)
         ordered = sorted(self._cycle_times)

@@ -582,3 +582,23 @@ def test_while_no_broker_answers_the_last_state_is_kept_as_it_was_not_copied_and
     assert {name: [p.leader for p in t.partitions] for name, t in snap.topics.items()} == \
         {name: [v[0] for v in parts] for name, parts in model.topics.items()}
     assert not [c for c in changes if c.kind in SPURIOUS_KINDS]
+
+
+def test_a_slow_cycle_is_logged_but_not_each_cycle_of_an_outage(watcher: Any, monkeypatch: pytest.MonkeyPatch,
+                                                                caplog: pytest.LogCaptureFixture) -> None:
+    """Each cycle of an outage waits out the request timeout (5 s with the local cluster): logging
+    each as slow wrote a warning every 5 s for as long as the outage lasted (the event says it once)."""
+    import logging
+
+    from console.watcher import loop
+
+    w, _model, gw = watcher
+    monkeypatch.setattr(loop, "SLOW_CYCLE_LOGGED", 0.0)
+    with caplog.at_level(logging.WARNING, logger="console.watcher.loop"):
+        w.cycle()
+        assert [r for r in caplog.records if "a cycle of sim-test took" in r.getMessage()]
+        caplog.clear()
+        gw.failure_rate = 1.0
+        for _ in range(3):
+            assert not w.cycle()[0].reachable
+        assert not [r for r in caplog.records if "a cycle of sim-test took" in r.getMessage()]
