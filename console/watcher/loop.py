@@ -585,9 +585,9 @@ class ClusterWatcher:
             return replace(previous, taken_at=now, checked_at=now, quorum=quorum_state, quorum_error=quorum_error,
                            offsets_at=offsets_at if offsets_at is not None else previous.offsets_at,
                            groups_at=groups_at if groups_at is not None else previous.groups_at)
-        unchanged = self._unchanged_topics(previous, md, known_min_isr)
-        self.topics_reused = len(unchanged)
         live = frozenset(b.id for b in md.brokers)
+        unchanged = self._unchanged_topics(previous, md, known_min_isr, live ^ self._built_live)
+        self.topics_reused = len(unchanged)
         built_anew: dict[str, list[int]] = {}
         snap = build_snapshot(self.cluster, previous, md, quorum, quorum_error, self.racks, known_min_isr, now,
                               self._kept_topics(previous, md, stats), unchanged,
@@ -598,8 +598,10 @@ class ClusterWatcher:
         self._apply_offsets(snap, reused=unchanged, partly=built_anew)
         return snap
 
-    def _unchanged_topics(self, previous: Snapshot | None, md: ClusterMetadata, min_isr: dict[str, int]) -> frozenset[str]:
-        """Topics whose metadata and min ISR equal what the previous snapshot's were built from.
+    def _unchanged_topics(self, previous: Snapshot | None, md: ClusterMetadata, min_isr: dict[str, int],
+                          moved: frozenset[int]) -> frozenset[str]:
+        """Topics whose metadata and min ISR equal what the previous snapshot's were built from, and
+        with no replica on a broker that `moved` (left or came back since the last build).
         After an outage too: an unreachable snapshot holds the last reachable one's topics (`poll`),
         which `_built_from` built, so the first cycle after it rebuilds what changed meanwhile, not
         every topic (3.2 s at 300,000 partitions, and a second set of states held while it ran)."""
@@ -613,7 +615,6 @@ class ClusterWatcher:
         if built_min != min_isr:
             names = list(compress(names, map(eq, map(built_min.get, names), map(min_isr.get, names))))
         names = list(compress(names, map(shown.__contains__, names)))
-        moved = frozenset(b.id for b in md.brokers) ^ self._built_live
         if moved:
             # A broker gone or back changes the offline replicas of the partitions it hosts: the
             # topics with a replica on one are built anew, the others carried over (every topic was
