@@ -388,6 +388,13 @@ def test_a_sampling_process_that_dies_is_started_again_and_says_so(redis_server:
             w.sample_offsets(wait=0.5)
             assert time.monotonic() < deadline, "no new sampling process"
         assert w.remote.restarts == 1
+        # The dead process's outbox (what the watcher tells it) has ended with it; the new one has its own.
+        import threading
+
+        deadline_outbox = time.monotonic() + 10
+        while sum(t.name == f"sampler-outbox-{cluster}" for t in threading.enumerate()) != 1:
+            assert time.monotonic() < deadline_outbox, [t.name for t in threading.enumerate()]
+            time.sleep(0.1)
         # The new process's passes come in (its first one whole), and the cycle still builds on them.
         passes = len(w.remote.times)
         while len(w.remote.times) == passes:
