@@ -13,7 +13,12 @@ from typing import Any
 from console import gateway
 from console.errors import BadParameter
 from console.gateway.errors import NotFound
+from console.watcher import store
 from console.watcher.snapshot import Snapshot
+
+# Elected partitions whose new leader the next reads wait for (read-your-writes): the watcher reads
+# every leader in one metadata answer, so a few stand for all of an election over a large cluster.
+LEADERS_NOTED = 200
 
 UNCLEAN_WARNING = ("An unclean election makes an out-of-sync replica the leader: messages that only the lost leader "
                    "had are gone for good, and consumers may see offsets go back.")
@@ -39,6 +44,13 @@ def scope(snap: Snapshot, topics: list[str], partitions: list[tuple[str, int]]) 
     return sorted(chosen)
 
 
+def _first_replica(snap: Snapshot, topic: str, number: int) -> int:
+    """Where a preferred election puts the leader (-1: not known)."""
+    t = snap.topics.get(topic)
+    p = t.partition(number) if t is not None else None
+    return p.replicas[0] if p is not None and p.replicas else -1
+
+
 def elect(cluster: str, snap: Snapshot, unclean: bool, topics: list[str], partitions: list[tuple[str, int]]) -> dict[str, Any]:
     chosen = scope(snap, topics, partitions)
     if unclean and chosen is None:
@@ -46,6 +58,10 @@ def elect(cluster: str, snap: Snapshot, unclean: bool, topics: list[str], partit
     leaders = {(t.name, p.partition): None if p.offline else p.leader
                for t in snap.topics.values() for p in t.partitions}
     results = gateway.for_cluster(cluster).elect_leaders(unclean, chosen)
+    elected = [tp for tp, outcome in sorted(results.items()) if outcome is None][:LEADERS_NOTED]
+    if elected:
+        # The user's next request shows the new leaders (store.note_change; -1: any live leader).
+        store.note_change(cluster, {f"leader:{t}:{p}": -1 if unclean else _first_replica(snap, t, p) for t, p in elected})
     rows = [{"topic": t, "partition": p, "leader_before": leaders.get((t, p)),
              "result": "elected" if outcome is None else outcome}
             for (t, p), outcome in sorted(results.items())]

@@ -75,6 +75,13 @@ def change_shown(snap: Snapshot, what: str, when: float, expected: Any) -> bool:
         return (snap.groups_at or 0.0) >= when
     if kind == "offsets":
         return (snap.offsets_at or 0.0) >= when
+    if kind == "leader":  # "leader:<topic>:<partition>": its elected leader (-1: any live one)
+        topic, _, number = name.rpartition(":")
+        t = snap.topics.get(topic)
+        shown = t.partition(int(number)) if t is not None else None
+        if shown is None:
+            return True  # (gone meanwhile: nothing to wait for)
+        return not shown.offline if expected == -1 else shown.leader == expected
     return True
 
 

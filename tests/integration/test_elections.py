@@ -42,8 +42,13 @@ def test_a_preferred_election_puts_each_first_replica_back_in_the_lead(stack: St
     assert body["elected"] == len(off_preferred), (body, off_preferred)
     assert sorted(row["partition"] for row in body["partitions"] if row["result"] == "elected") == sorted(off_preferred)
 
+    # The operator's next request shows the leaders they elected (read-your-writes), not the last cycle's.
+    shown = stack.api("operator").get(stack.base_url + f"/api/v1/clusters/local/topics/{topic}/", timeout=30).json()
+    assert all(p["leader"] == p["replicas"][0] for p in shown["partitions"]), shown["partitions"]
+
     after = layout(stack, topic)  # Kafka's own tool is the oracle
     assert all(v["leader"] == v["replicas"][0] for v in after.values()), after
+    assert {p["partition"]: p["leader"] for p in shown["partitions"]} == {n: v["leader"] for n, v in after.items()}
 
     again = stack.api("operator").post(stack.base_url + API, json={"partitions": [{"topic": topic, "partition": 0}]}, timeout=30)
     assert again.status_code == 200 and again.json()["partitions"][0]["result"] == "not needed", again.text
