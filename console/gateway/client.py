@@ -138,6 +138,18 @@ _STALE_METADATA = {
 DESCRIBE_CHUNK = 2000
 # Partitions per ListOffsets request (ClusterGateway._offsets_once): what one answer holds at once.
 OFFSETS_CHUNK = 10_000
+# librdkafka looks up the leaders of a ListOffsets or DeleteRecords request in its metadata cache;
+# when one is missing it waits for the cache to change, and a change that lands while the calling
+# thread is still inside that first lookup lets librdkafka's own thread finish and free the request
+# under it: a SIGSEGV (mtx_lock(NULL) in rd_kafka_topic_partition_list_query_leaders_async_worker,
+# librdkafka 2.16, from a core file of `make test`). So those requests are sent only for topics the
+# client's cache holds: a client is filled by a Metadata request before its first one, and again
+# for topics it has not seen (a few one by one, many at once: WARM_ONE_BY_ONE).
+WARM_ONE_BY_ONE = 20
+# Its cache entries outlive every such refill (metadata.max.age.ms, the most librdkafka allows);
+# stale leaders are handled as before (NOT_LEADER -> a fresh client, filled again).
+ADMIN_METADATA_MAX_AGE_MS = 86_400_000
+WARM_AGAIN_SECONDS = ADMIN_METADATA_MAX_AGE_MS / 1000 / 2
 _NOT_FOUND = {"UNKNOWN_TOPIC_OR_PART", "UNKNOWN_TOPIC_OR_PARTITION", "_UNKNOWN_TOPIC", "_UNKNOWN_PARTITION", "GROUP_ID_NOT_FOUND", "RESOURCE_NOT_FOUND"}
 _NOT_AUTHORIZED = {
     "TOPIC_AUTHORIZATION_FAILED",
@@ -259,6 +271,10 @@ class ClusterGateway:
         self._lock = threading.Lock()
         self._admin: AdminClient | None = None
         self._admin_born = 0.0
+        # The topics an admin client's metadata cache holds, and since when (_cached_topics); the
+        # client by a weak reference, which must never keep a replaced one alive (see _retired).
+        self._admin_topics: tuple[weakref.ref[AdminClient] | None, frozenset[str], float] = (None, frozenset(), 0.0)
+        self._warm_lock = threading.Lock()
         # Admin clients replaced (renew_admin, close), with when: kept alive until every request
         # they may still have in flight has timed out, then released by the drainer thread. A
         # librdkafka client freed while another thread waits on its futures (the last reference
@@ -321,11 +337,45 @@ class ClusterGateway:
                     "reconnect.backoff.max.ms": 1000,
                     "log_level": 2,  # connection failures are reported as errors instead
                     "error_cb": self.on_error,
+                    "metadata.max.age.ms": ADMIN_METADATA_MAX_AGE_MS,
+                    **self._admin_conf(),
                 }
                 self._admin = AdminClient(conf)
                 self._admin_born = time.monotonic()
                 _keep_drained(self)
             return self._admin
+
+    def _admin_conf(self) -> dict[str, Any]:
+        """More librdkafka settings of the admin client (a test's debug logger)."""
+        return {}
+
+    def _cached_topics(self, admin: AdminClient, topics: set[str], deadline: float) -> frozenset[str]:
+        """Which of `topics` exist, after making sure `admin`'s metadata cache holds every one
+        that does (see WARM_ONE_BY_ONE): a client never filled is filled with every topic; topics it
+        has not seen are asked for, one by one when few, else with every topic. A topic still
+        unknown after that does not exist (deleted): leave it out of the request."""
+        with self._warm_lock:
+            owner, known, at = self._admin_topics
+            now = time.monotonic()
+            fresh = owner is not None and owner() is admin and now - at < WARM_AGAIN_SECONDS
+            missing = topics - known if fresh else topics
+            if not missing:
+                return frozenset(topics)
+            timeout = max(0.5, deadline - now)
+            if fresh and len(missing) <= WARM_ONE_BY_ONE:
+                found = set()
+                for name in missing:
+                    md = admin.list_topics(topic=name, timeout=timeout)
+                    tm = md.topics.get(name)
+                    if tm is not None and (tm.error is None or tm.error.code() not in (
+                            KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC)):
+                        found.add(name)
+                known = known | found
+            else:
+                known = frozenset(admin.list_topics(timeout=timeout).topics)
+                at = now
+            self._admin_topics = (weakref.ref(admin), known, at)
+            return frozenset(topics & known)
 
     def renew_admin(self) -> bool:
         """Replace the librdkafka admin client after a retriable error (not leader, unknown
@@ -454,7 +504,10 @@ class ClusterGateway:
         """Live brokers, every topic and partition with leader, replicas and ISR."""
 
         def run() -> ClusterMetadata:
-            md = self._admin_client().list_topics(timeout=self.timeout)
+            admin = self._admin_client()
+            md = admin.list_topics(timeout=self.timeout)
+            with self._warm_lock:  # (its cache now holds every topic: _cached_topics)
+                self._admin_topics = (weakref.ref(admin), frozenset(md.topics), time.monotonic())
             brokers = tuple(
                 sorted(
                     (Broker(id=b.id, host=str(b.host), port=int(b.port), rack=getattr(b, "rack", None)) for b in md.brokers.values()),
@@ -768,15 +821,6 @@ class ClusterGateway:
         300,000 partitions, besides the answer itself. So the requests go to the client's C call,
         as AdminClient.list_offsets sends them (its `_value` per spec, `_TopicPartition`s)."""
         admin = self._admin_client()
-        timeout = max(0.5, deadline - time.monotonic())
-        chunks: dict[Future[Any], list[tuple[str, int]]] = {}
-        for start in range(0, len(asked), OFFSETS_CHUNK):
-            chunk = asked[start:start + OFFSETS_CHUNK]
-            future: Future[Any] = Future()
-            future.set_running_or_notify_cancel()
-            super(AdminClient, admin).list_offsets(  # type: ignore[misc]
-                [TopicPartition(t, int(p), spec) for t, p in dict.fromkeys(chunk)], future, request_timeout=timeout)
-            chunks[future] = chunk
         retry: list[tuple[str, int]] = []
         errors: dict[str, int] = {}
 
@@ -786,6 +830,20 @@ class ClusterGateway:
                 if name in _STALE_METADATA:
                     retry.append(tp)
 
+        topics = {t for t, _ in asked}
+        cached = self._cached_topics(admin, topics, deadline)
+        if len(cached) < len(topics):  # deleted: never asked (librdkafka would wait for them: see _cached_topics)
+            failed("_UNKNOWN_TOPIC", dict.fromkeys(tp for tp in asked if tp[0] not in cached))
+            asked = [tp for tp in asked if tp[0] in cached]
+        timeout = max(0.5, deadline - time.monotonic())
+        chunks: dict[Future[Any], list[tuple[str, int]]] = {}
+        for start in range(0, len(asked), OFFSETS_CHUNK):
+            chunk = asked[start:start + OFFSETS_CHUNK]
+            future: Future[Any] = Future()
+            future.set_running_or_notify_cancel()
+            super(AdminClient, admin).list_offsets(  # type: ignore[misc]
+                [TopicPartition(t, int(p), spec) for t, p in dict.fromkeys(chunk)], future, request_timeout=timeout)
+            chunks[future] = chunk
         try:
             for future in as_completed(list(chunks), timeout=timeout + 1):
                 chunk = chunks.pop(future)
@@ -1164,8 +1222,11 @@ class ClusterGateway:
         Returns the new start offset (low watermark) of each partition."""
 
         def run() -> dict[int, int]:
+            admin = self._admin_client()
+            if not self._cached_topics(admin, {topic}, time.monotonic() + self.timeout):
+                raise NotFound(f"Topic '{topic}' does not exist on cluster '{self.name}'.")
             request = [TopicPartition(topic, p, o) for p, o in before.items()]
-            futures = self._admin_client().delete_records(
+            futures = admin.delete_records(
                 request, request_timeout=self.timeout, operation_timeout=self.timeout
             )
             return {tp.partition: self._result(f).low_watermark for tp, f in futures.items()}
