@@ -1134,7 +1134,12 @@ class ClusterGateway:
             return {}
 
         def run() -> dict[tuple[str, int], int]:
-            futures = self._admin_client().list_offsets(request, request_timeout=self.timeout)
+            admin = self._admin_client()
+            topics = {tp.topic for tp in request}
+            absent = sorted(topics - self._cached_topics(admin, topics, time.monotonic() + self.timeout))
+            if absent:  # (never asked: see _cached_topics)
+                raise NotFound(f"Topic '{absent[0]}' does not exist on cluster '{self.name}'.")
+            futures = admin.list_offsets(request, request_timeout=self.timeout)
             found = {(tp.topic, tp.partition): self._result(f).offset for tp, f in futures.items()}
             missing = [k for k, v in found.items() if v < 0]
             if missing:  # no message at or after the time: the end of the log, as Kafka's own tool does

@@ -126,14 +126,17 @@ def test_offsets_are_asked_only_of_a_client_whose_cache_knows_every_leader(kafka
         offsets = gw.list_offsets([(first, 0), (later, 0), (later, 1), (unique("absent"), 0)], "earliest")
         assert offsets == {(first, 0): 0, (later, 0): 0, (later, 1): 0}
         assert gw.lookups() == []
-        # A client replaced (as after a stale leader): the new one is filled too.
-        deadline = time.monotonic() + 5
-        while not gw.renew_admin():
-            assert time.monotonic() < deadline
-            time.sleep(0.2)
-        gw.log.lines.clear()
-        assert gw.list_offsets([(later, 1)], "latest") == {(later, 1): 0}
-        assert gw.delete_records(later, {0: -1}) == {0: 0}
-        assert gw.lookups() == []
+        # A client replaced (as after a stale leader): the new one is filled too, before each call
+        # that looks leaders up.
+        calls = [lambda: gw.list_offsets([(later, 1)], "latest") == {(later, 1): 0},
+                 lambda: gw.delete_records(later, {0: -1}) == {0: 0},
+                 lambda: gw.offsets_for_time([(later, 0), (later, 1)], 0) == {(later, 0): 0, (later, 1): 0}]
+        for call in calls:
+            deadline = time.monotonic() + 5
+            while not gw.renew_admin():
+                assert time.monotonic() < deadline
+                time.sleep(0.2)
+            assert call()
+            assert gw.lookups() == []
     finally:
         gw.close()
