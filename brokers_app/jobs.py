@@ -38,6 +38,7 @@ THROTTLE_KEYS = frozenset(BROKER_RATE_KEYS + TOPIC_REPLICA_KEYS)
 LEASE_SECONDS = 15.0
 STEP_SECONDS = 1.0
 ISR_WAIT_SECONDS = 60.0
+REPLICAS_NOTED = 200  # partitions whose new replica sets the next reads wait for (note_replicas)
 STRAY_SECONDS = 15.0  # a partition neither moving nor at its target for this long was changed by someone else
 
 PENDING, MOVING, DONE, REVERTING, REVERTED, SKIPPED = "pending", "moving", "done", "reverting", "reverted", "skipped"
@@ -461,9 +462,23 @@ class Runner:
 
         job.state, job.active, job.finished_at = state, False, timezone.now()
         job.save()
+        if state in (ReassignmentJob.COMPLETED, ReassignmentJob.CANCELLED) and (job.verification or {}).get("ok"):
+            note_replicas(job, target="after" if state == ReassignmentJob.COMPLETED else "before")
         record(None, "reassignment_" + state, cluster=job.cluster, target=f"job {job.id}",
                details={"job": job.id, "progress": job.progress, "verification": job.verification, "error": job.error or None},
                outcome="ok" if state != ReassignmentJob.FAILED else "failed")
+
+
+def note_replicas(job: ReassignmentJob, target: str) -> None:
+    """Whoever reads the job as ended reads its partitions' replica sets as it left them: the next
+    reads wait for the watcher's snapshot to show them (store.note_change "replicas:<topic>:<p>";
+    the first REPLICAS_NOTED moves, as elections note their leaders)."""
+    from console.watcher import store
+
+    moves = moves_of(job.plan)[:REPLICAS_NOTED]
+    if moves:
+        store.note_change(job.cluster, {f"replicas:{m.topic}:{m.partition}": sorted(m.after if target == "after" else m.before)
+                                        for m in moves})
 
 
 def remove_throttles(gw: Any, throttles: dict[str, Any]) -> None:

@@ -82,6 +82,11 @@ def change_shown(snap: Snapshot, what: str, when: float, expected: Any) -> bool:
         if shown is None:
             return True  # (gone meanwhile: nothing to wait for)
         return not shown.offline if expected == -1 else shown.leader == expected
+    if kind == "replicas":  # "replicas:<topic>:<partition>": its replica set (sorted) after a reassignment
+        topic, _, number = name.rpartition(":")
+        t = snap.topics.get(topic)
+        shown = t.partition(int(number)) if t is not None else None
+        return shown is None or sorted(shown.replicas) == list(expected)
     return True
 
 
