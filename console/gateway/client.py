@@ -146,6 +146,8 @@ OFFSETS_CHUNK = 10_000
 # client's cache holds: a client is filled by a Metadata request before its first one, and again
 # for topics it has not seen (a few one by one, many at once: WARM_ONE_BY_ONE).
 WARM_ONE_BY_ONE = 20
+WARM_ALL_AGAIN_SECONDS = 10.0
+WARM_ABSENT_SECONDS = 10.0
 # Its cache entries outlive every such refill (metadata.max.age.ms, the most librdkafka allows);
 # stale leaders are handled as before (NOT_LEADER -> a fresh client, filled again).
 ADMIN_METADATA_MAX_AGE_MS = 86_400_000
@@ -274,6 +276,7 @@ class ClusterGateway:
         # The topics an admin client's metadata cache holds, and since when (_cached_topics); the
         # client by a weak reference, which must never keep a replaced one alive (see _retired).
         self._admin_topics: tuple[weakref.ref[AdminClient] | None, frozenset[str], float] = (None, frozenset(), 0.0)
+        self._absent: dict[str, float] = {}  # topics found missing, and when (_cached_topics)
         self._warm_lock = threading.Lock()
         # Admin clients replaced (renew_admin, close), with when: kept alive until every request
         # they may still have in flight has timed out, then released by the drainer thread. A
@@ -351,29 +354,35 @@ class ClusterGateway:
 
     def _cached_topics(self, admin: AdminClient, topics: set[str], deadline: float) -> frozenset[str]:
         """Which of `topics` exist, after making sure `admin`'s metadata cache holds every one
-        that does (see WARM_ONE_BY_ONE): a client never filled is filled with every topic; topics it
-        has not seen are asked for, one by one when few, else with every topic. A topic still
-        unknown after that does not exist (deleted): leave it out of the request."""
+        that does (see WARM_ONE_BY_ONE). A client never filled is filled with every topic. Topics
+        it has not seen are asked for one by one, up to WARM_ONE_BY_ONE a call, or all at once with
+        every topic (at most every WARM_ALL_AGAIN_SECONDS; the rest wait for a later call). A topic
+        not there is left out of the request (deleted), and not asked for again for
+        WARM_ABSENT_SECONDS: a sampling pass still naming a deleted topic costs no request."""
         with self._warm_lock:
             owner, known, at = self._admin_topics
             now = time.monotonic()
-            fresh = owner is not None and owner() is admin and now - at < WARM_AGAIN_SECONDS
-            missing = topics - known if fresh else topics
+            if owner is None or owner() is not admin or now - at >= WARM_AGAIN_SECONDS:
+                known, at = frozenset(), 0.0
+                self._absent = {}
+            absent = self._absent
+            missing = sorted(t for t in topics - known if now - absent.get(t, -WARM_ABSENT_SECONDS) >= WARM_ABSENT_SECONDS)
             if not missing:
-                return frozenset(topics)
+                return frozenset(topics & known)
             timeout = max(0.5, deadline - now)
-            if fresh and len(missing) <= WARM_ONE_BY_ONE:
+            if len(missing) > WARM_ONE_BY_ONE and now - at >= WARM_ALL_AGAIN_SECONDS:
+                known, at = frozenset(admin.list_topics(timeout=timeout).topics), now
+                self._absent = absent = dict.fromkeys((t for t in missing if t not in known), now)
+            else:
                 found = set()
-                for name in missing:
-                    md = admin.list_topics(topic=name, timeout=timeout)
-                    tm = md.topics.get(name)
+                for name in missing[:WARM_ONE_BY_ONE]:
+                    tm = admin.list_topics(topic=name, timeout=timeout).topics.get(name)
                     if tm is not None and (tm.error is None or tm.error.code() not in (
                             KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC)):
                         found.add(name)
+                    else:
+                        absent[name] = now
                 known = known | found
-            else:
-                known = frozenset(admin.list_topics(timeout=timeout).topics)
-                at = now
             self._admin_topics = (weakref.ref(admin), known, at)
             return frozenset(topics & known)
 

@@ -119,7 +119,7 @@ def test_offsets_are_asked_only_of_a_client_whose_cache_knows_every_leader(kafka
         offsets = gw.list_offsets([(first, p) for p in range(3)], "latest")
         assert offsets == {(first, 0): 0, (first, 1): 0, (first, 2): 0}
         assert gw.lookups() == []
-        assert any("Request metadata for all topics" in line for line in gw.log.lines), "the debug log was read"
+        assert any("Request metadata" in line for line in gw.log.lines), "the debug log was read"
         # A topic created after the client last read every topic, and one that does not exist:
         # the first asked for, the second left out (never waited for).
         kafka_cluster.tool("kafka-topics", "--create", "--topic", later, "--partitions", "2", "--replication-factor", "2")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import time
 from concurrent.futures import TimeoutError as FutureTimeout
+from types import SimpleNamespace
 from typing import Any
 
 import kafka.errors as kp_errors
@@ -229,3 +231,48 @@ def test_a_groups_state_asked_while_its_coordinator_moves_is_asked_again_and_nev
         assert refused.asked == 1
     finally:
         gw.close()
+
+
+class _CacheFiller:
+    """A stand-in admin client: the topics a cluster has, and the Metadata requests asked of it."""
+
+    def __init__(self, existing: set[str]) -> None:
+        self.existing = existing
+        self.asked: list[str | None] = []
+
+    def list_topics(self, topic: str | None = None, timeout: float = 0.0) -> Any:
+        from confluent_kafka import KafkaError
+
+        self.asked.append(topic)
+        names = self.existing if topic is None else {topic}
+        error = None if topic is None or topic in self.existing else KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART)
+        return SimpleNamespace(topics={n: SimpleNamespace(error=error) for n in names})
+
+
+def test_a_client_cache_is_filled_before_its_leaders_are_looked_up_and_deleted_topics_cost_one_request() -> None:
+    """ListOffsets and DeleteRecords go only to topics the admin client's metadata cache holds
+    (librdkafka 2.16 crashed when it had to wait for one: ClusterGateway._cached_topics)."""
+    from console.gateway import client as module
+    from console.gateway.client import ClusterGateway
+    from console.gateway.config import ClusterConfig
+
+    gw = ClusterGateway(ClusterConfig(name="c", bootstrap_servers="127.0.0.1:9"), timeout=1.0)
+    deadline = time.monotonic() + 5
+    many = {f"t{i}" for i in range(module.WARM_ONE_BY_ONE + 5)}
+    admin = _CacheFiller(many | {"a"})
+    # A client never filled, asked of many topics: one Metadata request for every topic.
+    assert gw._cached_topics(admin, many | {"gone"}, deadline) == many  # type: ignore[arg-type]
+    assert admin.asked == [None]
+    # Known topics cost nothing; a deleted one is not asked for again for a while.
+    assert gw._cached_topics(admin, many | {"gone"}, deadline) == many  # type: ignore[arg-type]
+    assert admin.asked == [None]
+    # A topic created since: asked for alone.
+    admin.existing.add("new")
+    assert gw._cached_topics(admin, {"new", "a"}, deadline) == {"new", "a"}  # type: ignore[arg-type]
+    assert admin.asked == [None, "new"]  # ("a" was in the first answer)
+    assert gw._cached_topics(admin, {"new"}, deadline) == {"new"}  # type: ignore[arg-type]
+    assert admin.asked == [None, "new"]
+    # Another client (renewed): filled again.
+    other = _CacheFiller({"a", "new"})
+    assert gw._cached_topics(other, {"a", "new"}, deadline) == {"a", "new"}  # type: ignore[arg-type]
+    assert set(other.asked) == {"a", "new"} and len(other.asked) == 2
