@@ -917,12 +917,15 @@ class RssWatch:
         self._thread.join(5)
 
 
+_PAGE_MB = os.sysconf("SC_PAGE_SIZE") / (1024 * 1024)
+
+
 def _current_rss_mb(pid: int | None = None) -> float:
-    with open(f"/proc/{pid or 'self'}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return round(int(line.split()[1]) / 1024, 1)
-    return 0.0
+    """A process's resident size now (VmRSS): read from /proc/<pid>/statm, one short line (RssWatch
+    reads it 40 times a second in the watcher's own process: parsing /proc/<pid>/status took 4.6%
+    of that process's samples, holding the GIL the cycles need)."""
+    with open(f"/proc/{pid or 'self'}/statm", "rb") as f:
+        return round(int(f.read().split()[1]) * _PAGE_MB, 1)
 
 
 def append(args: argparse.Namespace, r: dict[str, Any]) -> None:
