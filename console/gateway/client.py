@@ -515,8 +515,13 @@ class ClusterGateway:
         def run() -> ClusterMetadata:
             admin = self._admin_client()
             md = admin.list_topics(timeout=self.timeout)
-            with self._warm_lock:  # (its cache now holds every topic: _cached_topics)
-                self._admin_topics = (weakref.ref(admin), frozenset(md.topics), time.monotonic())
+            # (its cache now holds every topic: _cached_topics; not waited for while another thread
+            # fills the cache, which can take a slow cluster's whole timeout: that thread records it)
+            if self._warm_lock.acquire(blocking=False):
+                try:
+                    self._admin_topics = (weakref.ref(admin), frozenset(md.topics), time.monotonic())
+                finally:
+                    self._warm_lock.release()
             brokers = tuple(
                 sorted(
                     (Broker(id=b.id, host=str(b.host), port=int(b.port), rack=getattr(b, "rack", None)) for b in md.brokers.values()),

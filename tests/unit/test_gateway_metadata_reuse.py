@@ -245,3 +245,25 @@ def test_a_tables_changed_places_are_the_rows_that_differ_at_the_same_place() ->
     errored[2] = (2, -1, (1, 2, 3), (), "LEADER_NOT_AVAILABLE")
     assert table(errored).places_changed(before) is None and before.places_changed(table(errored)) is None
     assert table(after).row(3) == (3, 1, (1, 2, 3), (1, 3), None)
+
+
+def test_metadata_does_not_wait_for_another_thread_filling_the_admin_clients_cache() -> None:
+    """metadata() records that its admin client's cache holds every topic (ClusterGateway._cached_topics)
+    only when nobody is filling it: a fill can take a slow cluster's whole timeout, and the watcher's
+    cycle must not wait for the sampling thread's."""
+    import threading
+
+    gw = ClusterGateway(ClusterConfig(name="x", bootstrap_servers="127.0.0.1:9"), timeout=1.0)
+    admin = Admin()
+    setattr(gw, "_admin_client", lambda: admin)  # noqa: B010 - a stand-in for the real client
+    done = threading.Event()
+
+    def read() -> None:
+        gw.metadata()
+        done.set()
+
+    with gw._warm_lock:  # (another thread filling the cache)
+        threading.Thread(target=read, daemon=True).start()
+        assert done.wait(5), "metadata() waited for the cache being filled"
+    gw.metadata()
+    assert gw._admin_topics[1] == {"orders", "logs"}  # (recorded when nobody fills it)
