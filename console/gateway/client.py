@@ -371,14 +371,12 @@ class ClusterGateway:
                 return frozenset(topics & known)
             timeout = max(0.5, deadline - now)
             if len(missing) > WARM_ONE_BY_ONE and now - at >= WARM_ALL_AGAIN_SECONDS:
-                known, at = frozenset(admin.list_topics(timeout=timeout).topics), now
+                known, at = _askable(admin.list_topics(timeout=timeout).topics), now
                 self._absent = absent = dict.fromkeys((t for t in missing if t not in known), now)
             else:
                 found = set()
                 for name in missing[:WARM_ONE_BY_ONE]:
-                    tm = admin.list_topics(topic=name, timeout=timeout).topics.get(name)
-                    if tm is not None and (tm.error is None or tm.error.code() not in (
-                            KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC)):
+                    if _askable(admin.list_topics(topic=name, timeout=timeout).topics) >= {name}:
                         found.add(name)
                     else:
                         absent[name] = now
@@ -519,7 +517,7 @@ class ClusterGateway:
             # fills the cache, which can take a slow cluster's whole timeout: that thread records it)
             if self._warm_lock.acquire(blocking=False):
                 try:
-                    self._admin_topics = (weakref.ref(admin), frozenset(md.topics), time.monotonic())
+                    self._admin_topics = (weakref.ref(admin), _askable(md.topics), time.monotonic())
                 finally:
                     self._warm_lock.release()
             brokers = tuple(
@@ -1269,6 +1267,13 @@ class ClusterGateway:
             if slot.client is not None and slot.busy_since is None:
                 with contextlib.suppress(Exception):
                     slot.client.close()
+
+
+def _askable(topics: dict[str, Any]) -> frozenset[str]:
+    """The topics of a Metadata answer whose leaders librdkafka can look up at once: those without
+    an error that have partitions. A topic being created (no partitions yet, LEADER_NOT_AVAILABLE)
+    sends ListOffsets down the path that waits for the cache (see WARM_ONE_BY_ONE): not asked."""
+    return frozenset(name for name, tm in topics.items() if tm.error is None and tm.partitions)
 
 
 _drained: weakref.WeakSet[ClusterGateway] = weakref.WeakSet()

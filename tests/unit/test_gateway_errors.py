@@ -238,15 +238,21 @@ class _CacheFiller:
 
     def __init__(self, existing: set[str]) -> None:
         self.existing = existing
+        self.creating: set[str] = set()  # (no partitions yet: LEADER_NOT_AVAILABLE)
         self.asked: list[str | None] = []
 
     def list_topics(self, topic: str | None = None, timeout: float = 0.0) -> Any:
-        from confluent_kafka import KafkaError
-
         self.asked.append(topic)
-        names = self.existing if topic is None else {topic}
-        error = None if topic is None or topic in self.existing else KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART)
-        return SimpleNamespace(topics={n: SimpleNamespace(error=error) for n in names})
+
+        def described(name: str) -> Any:
+            if name in self.creating:
+                return SimpleNamespace(error=KafkaError(KafkaError.LEADER_NOT_AVAILABLE), partitions={})
+            if name in self.existing:
+                return SimpleNamespace(error=None, partitions={0: SimpleNamespace(id=0)})
+            return SimpleNamespace(error=KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART), partitions={})
+
+        names = self.existing | self.creating if topic is None else {topic}
+        return SimpleNamespace(topics={n: described(n) for n in names})
 
 
 def test_a_client_cache_is_filled_before_its_leaders_are_looked_up_and_deleted_topics_cost_one_request() -> None:
@@ -272,6 +278,9 @@ def test_a_client_cache_is_filled_before_its_leaders_are_looked_up_and_deleted_t
     assert admin.asked == [None, "new"]  # ("a" was in the first answer)
     assert gw._cached_topics(admin, {"new"}, deadline) == {"new"}  # type: ignore[arg-type]
     assert admin.asked == [None, "new"]
+    # A topic being created (no partitions yet): librdkafka would wait for its leaders: left out.
+    admin.creating.add("young")
+    assert gw._cached_topics(admin, {"young", "new"}, deadline) == {"new"}  # type: ignore[arg-type]
     # Another client (renewed): filled again.
     other = _CacheFiller({"a", "new"})
     assert gw._cached_topics(other, {"a", "new"}, deadline) == {"a", "new"}  # type: ignore[arg-type]
