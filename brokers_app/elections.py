@@ -46,8 +46,7 @@ def scope(snap: Snapshot, topics: list[str], partitions: list[tuple[str, int]]) 
 
 def _first_replica(snap: Snapshot, topic: str, number: int) -> int:
     """Where a preferred election puts the leader (-1: not known)."""
-    t = snap.topics.get(topic)
-    p = t.partition(number) if t is not None else None
+    p = snap.partition(topic, number)
     return p.replicas[0] if p is not None and p.replicas else -1
 
 

@@ -28,6 +28,7 @@ from brokers_app.models import ReassignmentJob
 from console import gateway
 from console.errors import BadParameter, Conflict
 from console.gateway.errors import GatewayError, NotFound
+from console.watcher import store
 
 log = logging.getLogger(__name__)
 
@@ -473,8 +474,6 @@ def note_replicas(job: ReassignmentJob, target: str) -> None:
     """Whoever reads the job as ended reads its partitions' replica sets as it left them: the next
     reads wait for the watcher's snapshot to show them (store.note_change "replicas:<topic>:<p>";
     the first REPLICAS_NOTED moves, as elections note their leaders)."""
-    from console.watcher import store
-
     moves = moves_of(job.plan)[:REPLICAS_NOTED]
     if moves:
         store.note_change(job.cluster, {f"replicas:{m.topic}:{m.partition}": sorted(m.after if target == "after" else m.before)

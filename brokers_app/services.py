@@ -75,18 +75,14 @@ def change_shown(snap: Snapshot, what: str, when: float, expected: Any) -> bool:
         return (snap.groups_at or 0.0) >= when
     if kind == "offsets":
         return (snap.offsets_at or 0.0) >= when
-    if kind == "leader":  # "leader:<topic>:<partition>": its elected leader (-1: any live one)
+    if kind in ("leader", "replicas"):  # "<kind>:<topic>:<partition>"
         topic, _, number = name.rpartition(":")
-        t = snap.topics.get(topic)
-        shown = t.partition(int(number)) if t is not None else None
+        shown = snap.partition(topic, int(number))
         if shown is None:
             return True  # (gone meanwhile: nothing to wait for)
-        return not shown.offline if expected == -1 else shown.leader == expected
-    if kind == "replicas":  # "replicas:<topic>:<partition>": its replica set (sorted) after a reassignment
-        topic, _, number = name.rpartition(":")
-        t = snap.topics.get(topic)
-        shown = t.partition(int(number)) if t is not None else None
-        return shown is None or sorted(shown.replicas) == list(expected)
+        if kind == "replicas":  # its replica set (sorted) after a reassignment
+            return sorted(shown.replicas) == list(expected)
+        return not shown.offline if expected == -1 else shown.leader == expected  # its elected leader (-1: any live one)
     return True
 
 

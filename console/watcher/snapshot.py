@@ -1097,6 +1097,11 @@ class Snapshot:
     # cycle). Web processes parse the content once per version and the stamp on every read.
     STAMP_FIELDS = ("version", "taken_at", "checked_at", "offsets_at", "groups_at", "quorum", "quorum_error")
 
+    def partition(self, topic: str, number: int) -> PartitionState | None:
+        """A topic's partition, None when the topic or the partition is not in this snapshot."""
+        t = self.topics.get(topic)
+        return t.partition(number) if t is not None else None
+
     def content_bytes(self, topic_bytes: TopicBytes | None = None) -> bytes:
         """Everything but the stamp, as JSON; equal bytes mean nothing changed. With `topic_bytes`,
         each topic already serialised (the same object as then) is not serialised again."""
