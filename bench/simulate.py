@@ -50,6 +50,7 @@ import sys
 import threading
 import time
 from array import array
+from collections import Counter
 from collections.abc import Callable, Generator, Iterable
 from datetime import UTC, datetime
 from typing import Any
@@ -556,6 +557,10 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
     warming = time.monotonic()
     watcher.cycle()
     tune_gc()  # as run_cluster does after its first cycle
+    # Every topic's min ISR, read once as the sampling thread does when it starts: the first cycles
+    # learn new topics' 200 at a time, and the whole read's arrival rebuilds every topic once (in the
+    # run's first seconds it was the run's slowest cycle, 1.9-2.1 s, and all its pushes over 2 s).
+    watcher.refresh_configs()
     for i in range(2):
         one_pass()
         if i == 0:
@@ -595,6 +600,9 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
     watcher.publisher.flush()
     events_cpu_before = watcher.publisher.writer_cpu_seconds
     seen_moves = len(gw.ask("moves_since", 0))
+    # each cycle's wall and CPU seconds, reading the metadata, to its snapshot out, topics built and serialised
+    cycle_rows: list[tuple[float, float, float, float, float, int, int, float]] = []
+    late_by_ten: Counter[int] = Counter()  # pushes over 2 s, by the ten seconds of the run they were seen in
     serialised: list[tuple[int, int, int]] = []  # (each cycle's topics and partitions serialised, and topics built: their metadata changed)
     pending: dict[tuple[str, int], tuple[float, int]] = {}  # a later move of a partition replaces the earlier
     redis_stopped = False
@@ -607,7 +615,7 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
             redis_stopped = True
         outage.turn(started - began, gw, rss_watch)
         away.turn(started - began, gw, rss_watch)
-        before = time.thread_time()
+        before, wall_before = time.thread_time(), time.time()
         settled = None
         try:
             snap, _changes = watcher.cycle()
@@ -617,8 +625,13 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
             errors.append(f"cycle: {exc!r}")
             snap = None
         elapsed = time.monotonic() - started
-        cpu["cycle"] += time.thread_time() - before
+        cycle_cpu = time.thread_time() - before
+        cpu["cycle"] += cycle_cpu
         cycle_times.append(elapsed)
+        cycle_rows.append((elapsed, cycle_cpu, watcher.stats.metadata_seconds, watcher.stats.seconds,
+                           (watcher.published_at or wall_before) - wall_before,
+                           len(snap.topics) - watcher.topics_reused if snap is not None and not watcher.unchanged else 0,
+                           watcher.topics_serialised, started - began))
         serialised.append((watcher.topics_serialised, watcher.partitions_serialised,
                            len(snap.topics) - watcher.topics_reused if snap is not None and not watcher.unchanged else 0))
         settle_times.append(started + elapsed - settled if settled is not None else 0.0)
@@ -638,6 +651,8 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
                         del pending[key]
                         continue
                     pushes.append(published - when)
+                    if published - when > 2.0:
+                        late_by_ten[int((started - began) // 10)] += 1
                     if args.push_by_version:
                         buckets = by_version.setdefault(snap.version, {})
                         bucket = int((published - when) * 100)
@@ -691,6 +706,11 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
         "full_collection_last_seconds": round(runner.full_collections.seconds, 4),
         "full_collection_last_found": runner.full_collections.found,
         "settle_gc_of_slowest_cycle_seconds": round(settle_times[cycle_times.index(ordered[-1])], 4) if ordered else None,
+        # The five slowest cycles: wall and CPU seconds (the metadata thread's own: less CPU than wall
+        # is time waiting for the GIL or a core), reading the metadata, until the snapshot was made,
+        # until it was published, topics built and serialised, and when in the run it began.
+        "slowest_cycles": [[round(x, 3) if isinstance(x, float) else x for x in row]
+                           for row in sorted(cycle_rows, reverse=True)[:5]],
         # CPU-seconds per wall second of the watcher: its metadata thread, its sampling thread (taking
         # the passes in), and the sampling process.
         "cpu_fraction": round((cpu["cycle"] + cpu["events"] + cpu["sampling"] + child_cpu) / wall, 3),
@@ -721,6 +741,7 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
         "push_max_seconds": round(pushes.max, 3) if pushes else None,
         "push_p99_seconds": pushes.percentile(99),
         "pushes_over_2s": sum(pushes.counts[2000:]),
+        "pushes_over_2s_by_ten_seconds": {f"{k * 10}-{k * 10 + 10}": n for k, n in sorted(late_by_ten.items())},
         "leader_moves": counts["moves"],
         "leader_moves_seen": len(pushes),
         "leader_moves_unseen": len(pending),
