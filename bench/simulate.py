@@ -44,6 +44,7 @@ import json
 import os
 import random
 import resource
+import socket
 import statistics
 import subprocess
 import sys
@@ -344,6 +345,16 @@ DOWN = "bench.simulate: the cluster does not answer"
 BENCH_ASKS = frozenset({"start_changing", "outage", "moves_since", "counts", "step", "broker_down", "broker_up"})
 
 
+def no_delay(conn: Any) -> Any:
+    """A connection to or from the model with Nagle's algorithm off: multiprocessing sends an
+    answer over 16 KB as two writes (its length, then its body), and the second waited for the
+    first's delayed ACK, 40 ms, on every metadata answer (a steady cycle at 30,000 partitions took
+    55 ms, 50 of them that wait: a cost of the model's socket, not the watcher's)."""
+    with socket.fromfd(conn.fileno(), socket.AF_INET, socket.SOCK_STREAM) as sock:  # (a second handle on it)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return conn
+
+
 class RemoteModelGateway(SimGateway):
     """SimGateway answering from a ModelServer in another process."""
 
@@ -351,7 +362,7 @@ class RemoteModelGateway(SimGateway):
         from multiprocessing.connection import Client
 
         super().__init__(None, failure_rate, seed)
-        self._conn = Client(address, authkey=AUTHKEY)
+        self._conn = no_delay(Client(address, authkey=AUTHKEY))
         self._lock = threading.Lock()
 
     def ask(self, name: str, *args: Any) -> Any:
@@ -427,7 +438,7 @@ def _serve_model(params: dict[str, Any], reply: Any) -> None:
     threading.Thread(target=change, daemon=True).start()
     reply.send(listener.address)
     while True:
-        threading.Thread(target=serve, args=(listener.accept(),), daemon=True).start()
+        threading.Thread(target=serve, args=(no_delay(listener.accept()),), daemon=True).start()
 
 
 def start_model_server(params: dict[str, Any]) -> tuple[Any, Any]:
