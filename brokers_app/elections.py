@@ -16,10 +16,6 @@ from console.gateway.errors import NotFound
 from console.watcher import store
 from console.watcher.snapshot import Snapshot
 
-# Elected partitions whose new leader the next reads wait for (read-your-writes): the watcher reads
-# every leader in one metadata answer, so a few stand for all of an election over a large cluster.
-LEADERS_NOTED = 200
-
 UNCLEAN_WARNING = ("An unclean election makes an out-of-sync replica the leader: messages that only the lost leader "
                    "had are gone for good, and consumers may see offsets go back.")
 
@@ -57,7 +53,7 @@ def elect(cluster: str, snap: Snapshot, unclean: bool, topics: list[str], partit
     leaders = {(t.name, p.partition): None if p.offline else p.leader
                for t in snap.topics.values() for p in t.partitions}
     results = gateway.for_cluster(cluster).elect_leaders(unclean, chosen)
-    elected = [tp for tp, outcome in sorted(results.items()) if outcome is None][:LEADERS_NOTED]
+    elected = [tp for tp, outcome in sorted(results.items()) if outcome is None][:store.PARTITIONS_NOTED]
     if elected:
         # The user's next request shows the new leaders (store.note_change; -1: any live leader).
         store.note_change(cluster, {f"leader:{t}:{p}": -1 if unclean else _first_replica(snap, t, p) for t, p in elected})

@@ -39,7 +39,6 @@ THROTTLE_KEYS = frozenset(BROKER_RATE_KEYS + TOPIC_REPLICA_KEYS)
 LEASE_SECONDS = 15.0
 STEP_SECONDS = 1.0
 ISR_WAIT_SECONDS = 60.0
-REPLICAS_NOTED = 200  # partitions whose new replica sets the next reads wait for (note_replicas)
 STRAY_SECONDS = 15.0  # a partition neither moving nor at its target for this long was changed by someone else
 
 PENDING, MOVING, DONE, REVERTING, REVERTED, SKIPPED = "pending", "moving", "done", "reverting", "reverted", "skipped"
@@ -473,8 +472,8 @@ class Runner:
 def note_replicas(job: ReassignmentJob, target: str) -> None:
     """Whoever reads the job as ended reads its partitions' replica sets as it left them: the next
     reads wait for the watcher's snapshot to show them (store.note_change "replicas:<topic>:<p>";
-    the first REPLICAS_NOTED moves, as elections note their leaders)."""
-    moves = moves_of(job.plan)[:REPLICAS_NOTED]
+    the first store.PARTITIONS_NOTED moves, as elections note their leaders)."""
+    moves = moves_of(job.plan)[:store.PARTITIONS_NOTED]
     if moves:
         store.note_change(job.cluster, {f"replicas:{m.topic}:{m.partition}": sorted(m.after if target == "after" else m.before)
                                         for m in moves})

@@ -670,6 +670,12 @@ def _blocking_client() -> redis.Redis:
         return _blocking
 
 
+# Partitions of one change whose new leader or replica set the next reads wait for (elections,
+# reassignments): the watcher reads every partition in one metadata answer, so a few stand for all
+# of a change over a large cluster.
+PARTITIONS_NOTED = 200
+
+
 def note_change(cluster: str, expect: dict[str, Any], keep: float = 30.0) -> None:
     """Record what the watcher's next snapshots must show (see `pending_changes`) and wake it.
     `expect` maps "topic:<name>" to its partition count (0: deleted) and "group:<id>" to anything
