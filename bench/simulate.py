@@ -611,7 +611,8 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
     watcher.publisher.flush()
     events_cpu_before = watcher.publisher.writer_cpu_seconds
     seen_moves = len(gw.ask("moves_since", 0))
-    # each cycle's wall and CPU seconds, reading the metadata, to its snapshot out, topics built and serialised
+    # each cycle's wall and CPU seconds, reading the metadata, until its snapshot was made, until it was
+    # published, topics built and serialised, and when in the run it began (`slowest_cycles`)
     cycle_rows: list[tuple[float, float, float, float, float, int, int, float]] = []
     late_by_ten: Counter[int] = Counter()  # pushes over 2 s, by the ten seconds of the run they were seen in
     serialised: list[tuple[int, int, int]] = []  # (each cycle's topics and partitions serialised, and topics built: their metadata changed)
@@ -639,12 +640,11 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
         cycle_cpu = time.thread_time() - before
         cpu["cycle"] += cycle_cpu
         cycle_times.append(elapsed)
+        built = len(snap.topics) - watcher.topics_reused if snap is not None and not watcher.unchanged else 0
         cycle_rows.append((elapsed, cycle_cpu, watcher.stats.metadata_seconds, watcher.stats.seconds,
-                           (watcher.published_at or wall_before) - wall_before,
-                           len(snap.topics) - watcher.topics_reused if snap is not None and not watcher.unchanged else 0,
-                           watcher.topics_serialised, started - began))
-        serialised.append((watcher.topics_serialised, watcher.partitions_serialised,
-                           len(snap.topics) - watcher.topics_reused if snap is not None and not watcher.unchanged else 0))
+                           max(0.0, (watcher.published_at or wall_before) - wall_before), built, watcher.topics_serialised,
+                           started - began))
+        serialised.append((watcher.topics_serialised, watcher.partitions_serialised, built))
         settle_times.append(started + elapsed - settled if settled is not None else 0.0)
         outage.cycled(elapsed, settle_times[-1], snap)
         away.cycled(elapsed, snap)

@@ -66,3 +66,19 @@ def test_the_cycles_counted_follow_the_metadata_interval(interval: float) -> Non
     share = passes_every(12.0)
     cycles = int(loop.SPREAD_SHARE * 12.0 / interval)
     assert share.take(12000, 12000, interval) == -(-12000 // cycles)
+
+
+@pytest.mark.parametrize(("apart", "share"), [(0.5, 1000), (2.0, 2000)])
+def test_the_cycles_are_counted_at_the_time_between_them_never_longer_than_the_interval(apart: float, share: int) -> None:
+    """A busy cluster is polled every WATCHER_BUSY_INTERVAL: cycles 0.5 s apart spread a pass over
+    twice the cycles counted at one a second (the same half of the time to the next pass); cycles
+    2 s apart count as one a second, as before (never a larger share)."""
+    clock = [1000.0]
+    spread = SampledShare(clock=lambda: clock[0])
+    for _ in range(4):
+        spread.merged()
+        clock[0] += 12.0
+    for _ in range(3):  # (cycles before the pass, each taking the few topics due at once)
+        assert spread.take(10, 3000, 1.0) == 10
+        clock[0] += apart
+    assert spread.take(12000, 12000, 1.0) == share  # (12 or 6 cycles in the 6 s)
