@@ -104,16 +104,7 @@ class SampledShare:
 
     def period(self) -> float | None:
         """The median time between the last merges, or None before two."""
-        times = list(self._merged)
-        gaps = sorted(b - a for a, b in zip(times, times[1:], strict=False))
-        return gaps[len(gaps) // 2] if gaps else None
-
-    def _cycle_gap(self) -> float | None:
-        """The median time between the last cycles that asked for a share, or None before two (or
-        when they came at once: a frozen clock)."""
-        times = list(self._asked)
-        gaps = sorted(b - a for a, b in zip(times, times[1:], strict=False))
-        return (gaps[len(gaps) // 2] or None) if gaps else None
+        return _median_gap(self._merged)
 
     def take(self, due: int, limit: int, interval: float) -> int:
         """Of `due` topics waiting, how many this cycle takes (the rest wait for the next cycles).
@@ -125,12 +116,21 @@ class SampledShare:
             return due
         if self._share is None or due > self._backlog:  # (a new pass's changes: spread them again)
             period = self.period()
-            gap = min(interval, self._cycle_gap() or interval)
+            # (the median time between the last cycles that asked; none before two, or when they
+            # came at once: a frozen clock)
+            gap = min(interval, _median_gap(self._asked) or interval)
             cycles = max(1, int(SPREAD_SHARE * period / gap)) if period is not None and gap > 0 else 1
             self._share = min(limit, max(floor, math.ceil(due / cycles)))
         taken = min(due, self._share, limit)
         self._backlog = due - taken
         return taken
+
+
+def _median_gap(times: deque[float]) -> float | None:
+    """The median time between consecutive `times`, or None before two."""
+    stamps = list(times)
+    gaps = sorted(b - a for a, b in zip(stamps, stamps[1:], strict=False))
+    return gaps[len(gaps) // 2] if gaps else None
 
 
 SLOW_CYCLE_LOGGED = 5.0  # seconds: a cycle that took longer says where its time went, in the log
