@@ -15,6 +15,8 @@ class AuditEntry(models.Model):
     target = models.CharField(max_length=300, blank=True)
     details = models.JSONField(default=dict)
     outcome = models.CharField(max_length=16, default="ok")
+    client_ip = models.CharField(max_length=64, blank=True)
+    user_agent = models.CharField(max_length=300, blank=True)
 
     class Meta:
         ordering = ["-at", "-id"]
