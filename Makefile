@@ -20,6 +20,8 @@ system-deps:
 	command -v java >/dev/null || missing="$$missing default-jdk-headless"; \
 	command -v mvn >/dev/null || missing="$$missing maven"; \
 	$(shell command -v python3) -c 'import venv, ensurepip' 2>/dev/null || missing="$$missing python3-venv"; \
+	dpkg -s libldap2-dev >/dev/null 2>&1 || missing="$$missing libldap2-dev"; \
+	dpkg -s libsasl2-dev >/dev/null 2>&1 || missing="$$missing libsasl2-dev"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing >/dev/null; \
@@ -28,6 +30,10 @@ system-deps:
 test-deps: system-deps
 	@command -v chromium >/dev/null || { echo "installing Debian chromium"; \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; }
+	@# The LDAP tests start their own slapd with their own config: Debian's default directory is not made.
+	@test -x /usr/sbin/slapd || { echo "installing Debian slapd"; \
+	  echo "slapd slapd/no_configuration boolean true" | $(SUDO) debconf-set-selections; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq slapd >/dev/null; }
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements.txt
