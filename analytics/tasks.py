@@ -7,6 +7,7 @@ import json
 import logging
 import threading
 import time
+import traceback
 from datetime import timedelta
 from typing import Any
 
@@ -17,6 +18,7 @@ from django.utils import timezone
 
 import console.celery  # noqa: F401  (the app every shared_task here is sent through: console/__init__.py)
 from analytics import service
+from analytics.kafka_security import SecurityOptionsError, masked, secrets_of, spark_options
 from analytics.models import AnalyticsRun
 from console import gateway
 from console.gateway.errors import GatewayError, NotFound
@@ -111,8 +113,10 @@ def run_analytics(run_id: int) -> str:
                             f"on cluster '{run.cluster}' (the watcher makes it when it first samples the cluster).") from None
         directory = service.results_dir(run)
         _stage(run, "computing tables")
-        summary_path = pipeline_run(spark, config.bootstrap_servers, settings.ANALYTICS_SAMPLES_TOPIC, directory,
-                                    run.window_start_ms, run.window_end_ms)
+        # The cluster's own security settings: without them every secured cluster refuses the read.
+        with spark_options(config) as options:
+            summary_path = pipeline_run(spark, config.bootstrap_servers, settings.ANALYTICS_SAMPLES_TOPIC, directory,
+                                        run.window_start_ms, run.window_end_ms, options=options)
         run.summary = json.loads(summary_path.read_text())
         if run.kind == "report":
             _stage(run, "writing the report")
@@ -123,16 +127,25 @@ def run_analytics(run_id: int) -> str:
         _stage(run, "done", state=AnalyticsRun.DONE, finished_at=timezone.now(), seconds=time.monotonic() - started)
         return "done"
     except Exception as exc:  # noqa: BLE001 - every failure is shown on the run, in a sentence
-        log.warning("analytics run %s failed", run_id, exc_info=True)
+        secrets = _secrets(run.cluster)
+        log.warning("analytics run %s failed: %s", run_id, masked("".join(traceback.format_exception(exc)), secrets))
         if timed_out.is_set():
             reason = f"Spark did not finish within {limit:g} s (ANALYTICS_RUN_TIMEOUT); its jobs were cancelled."
         else:
-            reason = str(exc) if isinstance(exc, NoSamples | GatewayError) else spark_reason(exc)
-        _stage(run, "failed", state=AnalyticsRun.FAILED, error=reason, finished_at=timezone.now(),
+            reason = str(exc) if isinstance(exc, NoSamples | GatewayError | SecurityOptionsError) else spark_reason(exc)
+        _stage(run, "failed", state=AnalyticsRun.FAILED, error=masked(reason, secrets), finished_at=timezone.now(),
                seconds=time.monotonic() - started)
         return "failed"
     finally:
         timer.cancel()
+
+
+def _secrets(cluster: str) -> list[str]:
+    """The passwords a failed run's text must not show (none for a cluster no longer configured)."""
+    try:
+        return secrets_of(gateway.cluster_config(cluster))
+    except GatewayError:
+        return []
 
 
 def send_report(run: AnalyticsRun) -> str:
