@@ -3,7 +3,7 @@
 The console keeps a cluster's settings in librdkafka's terms (console/gateway/config.py); Spark's
 connector takes the Java client's, each prefixed with "kafka.". `connector_options` maps one to the
 other and touches nothing; `spark_options` adds the one step that needs files (the Java client
-reads a client certificate and its key from one PEM file). Paths are handed on as they are: with a
+reads a client certificate and its key from one PEM file, the key encrypted). Paths are handed on as they are: with a
 Spark cluster on other hosts, the CA file must exist at the same path on every worker.
 """
 
@@ -14,7 +14,9 @@ import re
 import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
+from secrets import token_urlsafe
 from typing import Protocol
 
 LOGIN_MODULES = {
@@ -24,7 +26,8 @@ LOGIN_MODULES = {
 }
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 MASK = "***"
-_JAAS_PASSWORD = re.compile(r'(password\s*=\s*)"(?:[^"\\]|\\.)*"', re.IGNORECASE)
+# A password's value after its name, as a JAAS line, a Python or Java map or a properties line shows it.
+_NAMED_PASSWORD = re.compile(r"""(password['"]?\s*(?:=|:|->)\s*)(?:"(?:[^"\\]|\\.)*"|'[^']*'|\[[^\]]*\]|[^\s,;})\]]+)""", re.IGNORECASE)
 _CERTIFICATE = re.compile(rb"-----BEGIN CERTIFICATE-----.+?-----END CERTIFICATE-----", re.DOTALL)
 
 
@@ -51,15 +54,22 @@ class SecuritySettings(Protocol):
     def ssl_key_password(self) -> str: ...
 
 
+@dataclass(frozen=True)
+class Keystore:
+    """A PEM file with the client's certificates and its key, encrypted with `password` (PKCS#8)."""
+
+    location: str
+    password: str = field(repr=False)
+
+
 class SecurityOptionsError(ValueError):
     """A cluster's security settings that Spark's Kafka connector cannot use, said in a sentence."""
 
 
-def connector_options(cluster: SecuritySettings, keystore_location: str = "") -> dict[str, str]:
+def connector_options(cluster: SecuritySettings, keystore: Keystore | None = None) -> dict[str, str]:
     """The connector options that connect to `cluster` as the console does (bootstrap servers aside).
 
-    `keystore_location` is a PEM file with the client's key and certificate together, for a cluster
-    with a client certificate; without it the certificate file is used when it also holds the key.
+    `keystore` holds the client certificate and key of a cluster that has them (`spark_options` writes it).
     """
     protocol = (cluster.security_protocol or "PLAINTEXT").upper()
     if protocol not in PROTOCOLS:
@@ -69,7 +79,7 @@ def connector_options(cluster: SecuritySettings, keystore_location: str = "") ->
     if protocol.startswith("SASL_"):
         options.update(_sasl(cluster))
     if protocol.endswith("SSL"):
-        options.update(_ssl(cluster, keystore_location))
+        options.update(_ssl(cluster, keystore))
     return options
 
 
@@ -87,7 +97,7 @@ def _sasl(cluster: SecuritySettings) -> dict[str, str]:
     return {"kafka.sasl.mechanism": mechanism, "kafka.sasl.jaas.config": jaas}
 
 
-def _ssl(cluster: SecuritySettings, keystore_location: str) -> dict[str, str]:
+def _ssl(cluster: SecuritySettings, keystore: Keystore | None) -> dict[str, str]:
     options = {}
     if cluster.ssl_ca_location:
         options["kafka.ssl.truststore.type"] = "PEM"
@@ -98,13 +108,12 @@ def _ssl(cluster: SecuritySettings, keystore_location: str) -> dict[str, str]:
     if not (cert and key):
         raise SecurityOptionsError(f"Cluster '{cluster.name}' has ssl_certificate_location or ssl_key_location without the "
                                    "other: a client certificate needs both.")
-    if not keystore_location and cert != key:
-        raise SecurityOptionsError(f"Cluster '{cluster.name}': the client certificate and key are in two files; Spark's "
-                                   "Kafka client reads them from one (analytics.kafka_security.spark_options writes it).")
+    if keystore is None:
+        raise SecurityOptionsError(f"Cluster '{cluster.name}': Spark's Kafka client reads a client certificate and its "
+                                   "encrypted key from one PEM file (analytics.kafka_security.spark_options writes it).")
     options["kafka.ssl.keystore.type"] = "PEM"
-    options["kafka.ssl.keystore.location"] = keystore_location or cert
-    if not keystore_location and cluster.ssl_key_password:
-        options["kafka.ssl.key.password"] = cluster.ssl_key_password
+    options["kafka.ssl.keystore.location"] = keystore.location
+    options["kafka.ssl.key.password"] = keystore.password
     return options
 
 
@@ -113,40 +122,45 @@ def jaas_quoted(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"')
 
 
-def secrets_of(cluster: SecuritySettings) -> list[str]:
-    """The cluster's passwords, as given and as quoted in a JAAS line."""
-    found = {s for p in (cluster.sasl_password, cluster.ssl_key_password) if p for s in (p, jaas_quoted(p))}
+def secrets_of(cluster: SecuritySettings, options: dict[str, str] | None = None) -> list[str]:
+    """The cluster's passwords (and a keystore's in `options`), as given and as quoted in a JAAS line."""
+    passwords = (cluster.sasl_password, cluster.ssl_key_password, (options or {}).get("kafka.ssl.key.password", ""))
+    found = {s for p in passwords if p for s in (p, jaas_quoted(p))}
     return sorted(found, key=len, reverse=True)
 
 
 def masked(text: str, secrets: Iterable[str]) -> str:
-    """`text` with every secret, and every JAAS password="...", shown as ***: an exception that
+    """`text` with every secret, and every value named password, shown as ***: an exception that
     echoes the connector's options must not put a password into a log or a run's error."""
     for secret in secrets:
         if secret:
             text = text.replace(secret, MASK)
-    return _JAAS_PASSWORD.sub(rf'\1"{MASK}"', text)
+    return _NAMED_PASSWORD.sub(rf"\g<1>{MASK}", text)
 
 
 @contextmanager
 def spark_options(cluster: SecuritySettings) -> Iterator[dict[str, str]]:
-    """`connector_options` of `cluster`; for a client certificate, its key (decrypted, PKCS#8, as the
-    Java client's PEM reader takes it) and certificates in one file, private to this user and
-    removed when the block ends."""
+    """`connector_options` of `cluster`; for a client certificate, its key and certificates in one
+    file, private to this user and removed when the block ends.
+
+    The Java client reads only an encrypted PKCS#8 key from a file (librdkafka reads any PEM key, so
+    the console's own file may be another form): the key is written again, encrypted with
+    ssl_key_password, or with a random password for this run when the key has none."""
     protocol = (cluster.security_protocol or "").upper()
     if not (protocol.endswith("SSL") and cluster.ssl_certificate_location and cluster.ssl_key_location):
         yield connector_options(cluster)
         return
     with tempfile.TemporaryDirectory(prefix="kafka-console-keystore-") as directory:
         path = Path(directory) / "client.pem"
+        password = cluster.ssl_key_password or token_urlsafe(24)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "wb") as out:
-            out.write(client_keystore(cluster))
-        yield connector_options(cluster, str(path))
+            out.write(client_keystore(cluster, password))
+        yield connector_options(cluster, Keystore(str(path), password))
 
 
-def client_keystore(cluster: SecuritySettings) -> bytes:
-    """The client key as unencrypted PKCS#8 PEM followed by the certificates of the certificate file."""
+def client_keystore(cluster: SecuritySettings, password: str) -> bytes:
+    """The client key as PKCS#8 PEM encrypted with `password`, then the certificate file's certificates."""
     from cryptography.hazmat.primitives import serialization
 
     cert_path, key_path = cluster.ssl_certificate_location, cluster.ssl_key_location
@@ -162,5 +176,6 @@ def client_keystore(cluster: SecuritySettings) -> bytes:
     except (ValueError, TypeError):
         raise SecurityOptionsError(f"Cluster '{cluster.name}': {key_path} is not a PEM private key that ssl_key_password "
                                    "opens.") from None
-    pkcs8 = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    pkcs8 = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                              serialization.BestAvailableEncryption(password.encode()))
     return pkcs8 + b"".join(c + b"\n" for c in certificates)

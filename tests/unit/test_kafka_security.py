@@ -15,6 +15,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from analytics.kafka_security import (
+    Keystore,
     SecurityOptionsError,
     connector_options,
     masked,
@@ -81,25 +82,19 @@ def test_ssl_with_a_ca_has_a_pem_truststore_and_no_sasl() -> None:
     }
 
 
-def test_ssl_with_key_and_certificate_in_one_file_uses_it_as_a_pem_keystore() -> None:
-    options = connector_options(cluster(security_protocol="SSL", ssl_ca_location="/ca.pem", ssl_certificate_location="/me.pem",
-                                        ssl_key_location="/me.pem", ssl_key_password="kpw"))
-    assert options == {
+def test_ssl_with_a_client_certificate_uses_the_written_pem_keystore_and_its_password() -> None:
+    settings = cluster(security_protocol="SSL", ssl_ca_location="/ca.pem", ssl_certificate_location="/me.crt",
+                       ssl_key_location="/me.key", ssl_key_password="kpw")
+    assert connector_options(settings, Keystore("/tmp/x/client.pem", "run-pw")) == {
         "kafka.security.protocol": "SSL",
         "kafka.ssl.truststore.type": "PEM",
         "kafka.ssl.truststore.location": "/ca.pem",
         "kafka.ssl.keystore.type": "PEM",
-        "kafka.ssl.keystore.location": "/me.pem",
-        "kafka.ssl.key.password": "kpw",
+        "kafka.ssl.keystore.location": "/tmp/x/client.pem",
+        "kafka.ssl.key.password": "run-pw",
     }
-
-
-def test_a_certificate_and_key_in_two_files_need_the_combined_keystore() -> None:
-    settings = cluster(security_protocol="SSL", ssl_certificate_location="/me.crt", ssl_key_location="/me.key", ssl_key_password="k")
-    with pytest.raises(SecurityOptionsError, match="two files"):
+    with pytest.raises(SecurityOptionsError, match="reads a client certificate and its encrypted key from one PEM file"):
         connector_options(settings)
-    options = connector_options(settings, "/tmp/x/client.pem")
-    assert options["kafka.ssl.keystore.location"] == "/tmp/x/client.pem" and "kafka.ssl.key.password" not in options
 
 
 @pytest.mark.parametrize(("fields", "sentence"), [
@@ -127,8 +122,11 @@ def test_an_error_echoing_the_options_shows_no_password() -> None:
     shown = masked(text, secrets_of(settings))
     assert 's3"cret' not in shown and 's3\\"cret' not in shown and "keypw" not in shown
     assert 'username=\\"alice\\"' in shown or 'username="alice"' in shown
-    # A JAAS line of some other password is masked too.
-    assert masked('... username="x" password="other"; ...', []) == '... username="x" password="***"; ...'
+    # A password that is not the cluster's (the keystore's of a run, say) is masked wherever it is named.
+    assert masked('... username="x" password="ot\\"her"; ...', []) == '... username="x" password=***; ...'
+    assert masked("{'kafka.ssl.key.password': 'k1', 'b': 'c'}", []) == "{'kafka.ssl.key.password': ***, 'b': 'c'}"
+    assert masked("Map(kafka.ssl.key.password -> k1, a -> b)", []) == "Map(kafka.ssl.key.password -> ***, a -> b)"
+    assert masked("ssl.key.password = [hidden]\nssl.keystore.type = PEM", []) == "ssl.key.password = ***\nssl.keystore.type = PEM"
 
 
 def _certificate_and_key(directory: Path, password: bytes | None) -> tuple[Path, Path]:
@@ -145,15 +143,22 @@ def _certificate_and_key(directory: Path, password: bytes | None) -> tuple[Path,
     return directory / "me.crt", directory / "me.key"
 
 
-def test_a_certificate_and_encrypted_key_become_one_private_pkcs8_keystore_while_the_run_lasts(tmp_path: Path) -> None:
-    cert, key = _certificate_and_key(tmp_path, b"kpw")
-    settings = cluster(security_protocol="SSL", ssl_certificate_location=str(cert), ssl_key_location=str(key), ssl_key_password="kpw")
+@pytest.mark.parametrize("password", ["kpw", ""])
+def test_a_certificate_and_key_become_one_private_encrypted_pkcs8_keystore_while_the_run_lasts(tmp_path: Path,
+                                                                                             password: str) -> None:
+    cert, key = _certificate_and_key(tmp_path, password.encode())
+    settings = cluster(security_protocol="SSL", ssl_certificate_location=str(cert), ssl_key_location=str(key),
+                       ssl_key_password=password)
     with spark_options(settings) as options:
         keystore = Path(options["kafka.ssl.keystore.location"])
-        text = keystore.read_text()
-        assert text.startswith("-----BEGIN PRIVATE KEY-----") and text.count("-----BEGIN CERTIFICATE-----") == 1
+        text = keystore.read_bytes()
+        assert text.startswith(b"-----BEGIN ENCRYPTED PRIVATE KEY-----") and text.count(b"-----BEGIN CERTIFICATE-----") == 1
         assert stat.S_IMODE(os.stat(keystore).st_mode) == 0o600
-        assert options["kafka.ssl.keystore.type"] == "PEM" and "kafka.ssl.key.password" not in options
+        # The Java client needs a password for a key in a file: the cluster's, or one made for the run.
+        run_password = options["kafka.ssl.key.password"]
+        assert run_password == password if password else len(run_password) >= 24
+        serialization.load_pem_private_key(text, run_password.encode())
+        assert run_password in secrets_of(settings, options)
     assert not keystore.exists() and not keystore.parent.exists()
 
 
