@@ -6,4 +6,4 @@ class ConsoleConfig(AppConfig):
     verbose_name = "Kafka console"
 
     def ready(self) -> None:
-        from console import audit  # noqa: F401 - connects the audit signal receivers
+        from console import audit, sessions, throttle  # noqa: F401 - connect their signal receivers

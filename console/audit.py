@@ -1,4 +1,7 @@
-"""The audit log: who changed what. Logins and logouts are recorded too.
+"""The audit log: who changed what. Logins, logouts and login lockouts are recorded too (failed
+logins are only counted, by django-axes: console/throttle.py records one entry per lockout, so a
+password-guessing run cannot flood the log). Each entry keeps the client's address and user agent,
+taken from the request being served (console/request_context.py).
 
 Every change made through a page or the API runs inside `audited()`, which writes one entry
 whatever happens: "ok", "refused" (the console or Kafka said no: a 4xx sentence) or "failed"
@@ -12,25 +15,31 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from django.contrib.auth.signals import user_logged_in, user_logged_out, user_login_failed
+from django.contrib.auth.signals import user_logged_in, user_logged_out
 from django.dispatch import receiver
 from django.http import HttpRequest
 
 from console.errors import ConsoleError
 from console.models import AuditEntry
+from console.request_context import client_ip, current_request, user_agent
 
 
 def record(user: Any, action: str, *, cluster: str = "", target: str = "", details: dict[str, Any] | None = None,
-           outcome: str = "ok") -> AuditEntry:
+           outcome: str = "ok", username: str | None = None, request: HttpRequest | None = None) -> AuditEntry:
+    """One entry. `username` names who it is about when `user` is not a known account (a login
+    lockout); the client's address and user agent come from `request`, else the one being served."""
     authenticated = user is not None and getattr(user, "is_authenticated", False)
+    request = request if request is not None else current_request()
     return AuditEntry.objects.create(
         user=user if authenticated else None,
-        username=getattr(user, "username", "") or "",
+        username=(username if username is not None else getattr(user, "username", "") or "")[:150],
         cluster=cluster,
         action=action,
         target=target,
         details=details or {},
         outcome=outcome,
+        client_ip=client_ip(request) if request is not None else "",
+        user_agent=user_agent(request) if request is not None else "",
     )
 
 
@@ -61,16 +70,11 @@ def audited(user: Any, action: str, *, cluster: str = "", target: str = "", deta
 
 
 @receiver(user_logged_in)
-def _logged_in(sender: Any, request: HttpRequest, user: Any, **kwargs: Any) -> None:
-    record(user, "login")
+def _logged_in(sender: Any, request: HttpRequest | None, user: Any, **kwargs: Any) -> None:
+    record(user, "login", request=request)
 
 
 @receiver(user_logged_out)
-def _logged_out(sender: Any, request: HttpRequest, user: Any, **kwargs: Any) -> None:
+def _logged_out(sender: Any, request: HttpRequest | None, user: Any, **kwargs: Any) -> None:
     if user is not None:
-        record(user, "logout")
-
-
-@receiver(user_login_failed)
-def _login_failed(sender: Any, credentials: dict[str, Any], request: HttpRequest | None = None, **kwargs: Any) -> None:
-    AuditEntry.objects.create(username=str(credentials.get("username", ""))[:150], action="login", outcome="failed")
+        record(user, "logout", request=request)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -32,6 +33,27 @@ DEBUG = env_bool("CONSOLE_DEBUG", False)
 ALLOWED_HOSTS = env_list("CONSOLE_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CONSOLE_CSRF_TRUSTED_ORIGINS", [])
 
+# HTTPS, usually terminated by a proxy in front of the console. All off by default: `make run` is plain
+# http on loopback. The proxy's headers are believed only with CONSOLE_BEHIND_PROXY, since without a
+# proxy any client could send them.
+CONSOLE_BEHIND_PROXY = env_bool("CONSOLE_BEHIND_PROXY", False)
+CONSOLE_PROXY_COUNT = env_int("CONSOLE_PROXY_COUNT", 1, minimum=1)
+CONSOLE_PROXY_CLIENT_IP_META = "HTTP_" + env_str("CONSOLE_PROXY_CLIENT_IP_HEADER", "X-Forwarded-For").upper().replace("-", "_")
+if CONSOLE_BEHIND_PROXY:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_" + env_str("CONSOLE_PROXY_SSL_HEADER", "X-Forwarded-Proto").upper().replace("-", "_"),
+                               "https")
+SECURE_SSL_REDIRECT = env_bool("CONSOLE_SSL_REDIRECT", False)
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]  # load balancers' health checks often speak plain http
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("CONSOLE_SECURE_COOKIES", False)
+SECURE_HSTS_SECONDS = env_int("CONSOLE_HSTS_SECONDS", 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("CONSOLE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("CONSOLE_HSTS_PRELOAD", False)
+# Sessions end after CONSOLE_SESSION_IDLE_SECONDS without a request, and CONSOLE_SESSION_MAX_AGE_SECONDS
+# after the login whatever the activity (console/sessions.py).
+CONSOLE_SESSION_IDLE_SECONDS = env_int("CONSOLE_SESSION_IDLE_SECONDS", 8 * 3600, minimum=60)
+CONSOLE_SESSION_MAX_AGE_SECONDS = env_int("CONSOLE_SESSION_MAX_AGE_SECONDS", 7 * 24 * 3600, minimum=60)
+SESSION_COOKIE_AGE = CONSOLE_SESSION_MAX_AGE_SECONDS
+
 # The watcher's processes (`manage.py watch`, its sampling process) serve no page: they do not load
 # daphne's web server (Twisted: 24 MB a process). CONSOLE_PROCESS=watcher is set for them.
 WATCHER_PROCESS = env_str("CONSOLE_PROCESS", "") == "watcher"
@@ -47,6 +69,7 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "channels",
+    "axes",
     "console",
     "brokers_app",
     "topics_app",
@@ -56,17 +79,21 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "console.middleware.ServerTimingMiddleware",
+    "console.request_context.RequestContextMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "console.sessions.SessionLifetimeMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "console.csp.ContentSecurityPolicyMiddleware",
     "console.middleware.LoginRequiredMiddleware",
     "console.middleware.ConsoleErrorMiddleware",
+    # Last, as django-axes asks: it turns a login refused for a lockout into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "console.urls"
@@ -102,6 +129,23 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
+# Login throttling (console/throttle.py): django-axes refuses logins for a user name, and from a
+# client address, that failed CONSOLE_LOGIN_FAILURE_LIMIT times, until CONSOLE_LOGIN_COOLOFF_SECONDS
+# after the last counted failure. Its backend comes first: it refuses before any password is checked.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+CONSOLE_LOGIN_FAILURE_LIMIT = env_int("CONSOLE_LOGIN_FAILURE_LIMIT", 10, minimum=1)
+CONSOLE_LOGIN_COOLOFF_SECONDS = env_int("CONSOLE_LOGIN_COOLOFF_SECONDS", 900, minimum=1)
+AXES_ENABLED = env_bool("CONSOLE_LOGIN_THROTTLING", True)
+AXES_FAILURE_LIMIT = CONSOLE_LOGIN_FAILURE_LIMIT
+AXES_COOLOFF_TIME = timedelta(seconds=CONSOLE_LOGIN_COOLOFF_SECONDS)
+AXES_LOCKOUT_PARAMETERS = [["username"], ["ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+# Refusals during a lockout are not counted: it ends at a time the user can be told.
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_LOCKOUT_CALLABLE = "console.throttle.lockout_response"
+AXES_CLIENT_IP_CALLABLE = "console.request_context.client_ip"  # the audit log's address, proxy rules included
+AXES_HTTP_RESPONSE_CODE = 429
+AXES_VERBOSE = False
 LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/login/"
