@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import io
 import time
 from pathlib import Path
@@ -16,6 +15,7 @@ from analytics.models import AnalyticsRun, ReportSchedule
 from console import gateway
 from console.errors import BadParameter
 from console.gateway.errors import NotFound
+from console.inert import chart_text, csv_writer
 
 DEFAULT_SCHEDULES = (("hourly", 60, 60), ("daily", 1440, 1440))
 STAGES = ("queued", "starting Spark", "reading samples", "computing tables", "writing the report", "done")
@@ -159,10 +159,10 @@ def status_changes(run: AnalyticsRun, limit: int = 200) -> list[dict[str, Any]]:
 
 
 def report_csv(run: AnalyticsRun) -> str:
-    """Worst groups, then topics by throughput, then forecasts: one CSV, a section column first."""
+    """Worst groups, then topics by throughput, then forecasts: one CSV, a section column first (names neutralised)."""
     s = run.summary
     buf = io.StringIO()
-    w = csv.writer(buf)
+    w = csv_writer(buf)
     w.writerow(["section", "name", "status", "total_lag", "max_lag", "time_lag_s", "messages_per_s", "messages", "bytes", "eta_seconds"])
     for g in s.get("worst_groups", []):
         w.writerow(["worst_groups", g.get("group_id"), g.get("status"), g.get("total_lag"), g.get("max_lag"), g.get("time_lag_s"), "", "", "", ""])
@@ -188,7 +188,9 @@ def report_html(run: AnalyticsRun) -> str:
 
 
 def chart_data(run: AnalyticsRun) -> dict[str, Any]:
-    """Cluster-wide messages/s per minute and the worst groups' lag over the window, for the charts."""
+    """Cluster-wide messages/s per minute and the worst groups' lag over the window, for the charts.
+
+    The lag series are keyed by the group id as Plotly text (escaped), since the key becomes the trace's name."""
     rows = table(run, "topic_throughput", [("resolution_s", "==", 60)], ["start", "messages_per_s"])
     per_minute: dict[float, float] = {}
     for r in rows:
@@ -199,6 +201,6 @@ def chart_data(run: AnalyticsRun) -> dict[str, Any]:
     for gid in worst:
         hist = [r for r in table(run, "group_status", [("group_id", "==", gid)], ["time_ms", "total_lag"])]
         hist.sort(key=lambda r: r["time_ms"])
-        lags[gid] = {"t": [r["time_ms"] for r in hist], "lag": [r["total_lag"] for r in hist]}
+        lags[chart_text(str(gid))] = {"t": [r["time_ms"] for r in hist], "lag": [r["total_lag"] for r in hist]}
     times = sorted(per_minute)
     return {"throughput": {"t": times, "messages_per_s": [per_minute[t] for t in times]}, "lag": lags}

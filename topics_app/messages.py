@@ -7,7 +7,6 @@ the template escapes it.
 from __future__ import annotations
 
 import base64
-import csv
 import importlib
 import io
 import json
@@ -23,6 +22,7 @@ import msgpack
 from console import patterns
 from console.errors import BadParameter
 from console.gateway.messages import Record
+from console.inert import csv_writer
 
 DECODINGS = ("auto", "text", "json", "hex", "base64", "msgpack")
 TARGETS = ("key", "value", "headers", "any")
@@ -523,7 +523,6 @@ def build_raw_matcher(spec: FilterSpec) -> Callable[[bytes | None, bytes | None]
 
 CSV_COLUMNS = ("topic", "partition", "offset", "timestamp", "timestamp_type", "key", "key_format", "value", "value_format",
                "headers")
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def _iso(ms: int) -> str | None:
@@ -588,18 +587,17 @@ def to_jsonl(records: Iterable[Record], decode_as: str = "auto") -> Iterator[str
 
 
 def _cell(value: Any) -> str:
-    """A CSV cell; text a spreadsheet would run as a formula is prefixed with an apostrophe."""
+    """A CSV cell: text as it is, parsed JSON as compact JSON (the writer neutralises formulas)."""
     if value is None:
         return ""
-    text = value if isinstance(value, str) else _dumps(value)
-    return "'" + text if text.startswith(_FORMULA_START) else text
+    return value if isinstance(value, str) else _dumps(value)
 
 
 def to_csv(records: Iterable[Record], decode_as: str = "auto") -> Iterator[str]:
     """A header line, then one line per record (CSV_COLUMNS; JSON payloads and headers as compact JSON)."""
     decode(None, decode_as)
     buffer = io.StringIO()
-    writer = csv.writer(buffer)
+    writer = csv_writer(buffer)
 
     def flush() -> str:
         text = buffer.getvalue()

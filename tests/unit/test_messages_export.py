@@ -87,6 +87,17 @@ def test_csv_neutralises_cells_a_spreadsheet_would_run_as_formulas(payload):
     assert row["value"] == "'" + payload.decode()
 
 
+def test_csv_neutralises_a_formula_in_the_key_and_the_value():
+    formula = '=HYPERLINK("http://x","y")'
+    [row] = csv_rows([record(formula.encode(), key=formula.encode())])
+    assert row["key"] == row["value"] == "'" + formula
+
+
+def test_csv_neutralises_a_json_payload_that_starts_like_a_formula():
+    [row] = csv_rows([record(b"-12")])
+    assert row["value"] == "'-12" and row["value_format"] == "json"
+
+
 def test_csv_leaves_a_record_without_timestamp_empty():
     [row] = csv_rows([record(timestamp_ms=-1, timestamp_type="NoTimestamp")])
     assert row["timestamp"] == ""
