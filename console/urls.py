@@ -2,37 +2,17 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import path, register_converter
 from drf_spectacular.views import SpectacularAPIView
-from rest_framework.request import Request
-from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from analytics import api as analytics_api
 from analytics import views as analytics_views
 from brokers_app import api as brokers_api
 from brokers_app import views as brokers_views
-from console import views
+from console import api_audit, views
 from console.converters import FreeNameConverter
-from console.models import AuditEntry
 from consumers_app import api as consumers_api
 from consumers_app import views as consumers_views
 from topics_app import api as topics_api
 from topics_app import views as topics_views
-
-
-class AuditList(APIView):
-    roles = {"GET": "admin"}
-
-    def get(self, request: Request) -> Response:
-        entries = AuditEntry.objects.all()[:500]
-        return Response(
-            {
-                "entries": [
-                    {"at": e.at.isoformat(), "user": e.username, "cluster": e.cluster, "action": e.action,
-                     "target": e.target, "details": e.details, "outcome": e.outcome}
-                    for e in entries
-                ]
-            }
-        )
 
 
 register_converter(FreeNameConverter, "name")  # group ids: any character Kafka allows
@@ -74,7 +54,7 @@ urlpatterns = [
     path("clusters/<str:cluster>/topics/<str:topic>/messages/republish/", topics_views.message_republish,
          name="message_republish"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("api/v1/audit/", AuditList.as_view()),
+    path("api/v1/audit/", api_audit.AuditList.as_view()),
     path(api, brokers_api.ClusterList.as_view()),
     path(api + "<str:cluster>/", brokers_api.ClusterDetail.as_view()),
     path(api + "<str:cluster>/brokers/", brokers_api.BrokerList.as_view()),

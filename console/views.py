@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from typing import Any
+from urllib.parse import urlencode
 
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_safe
 
-from console import gateway
+from console import audit_query, gateway
 from console.auth import allow
+from console.errors import BadParameter
 from console.gateway import causes
-from console.models import AuditEntry
 from console.watcher import store
 
 log = logging.getLogger(__name__)
@@ -101,4 +103,18 @@ def _heartbeat(who: str, age: float | None, limit: float, redis_ok: bool) -> dic
 
 @allow(GET="admin")
 def audit(request: HttpRequest) -> HttpResponse:
-    return render(request, "audit.html", {"entries": AuditEntry.objects.all()[:500], "view": "audit"})
+    """The audit log, newest first, filtered and paged (console/audit_query.py); filters the console
+    cannot use are shown on the form (400) beside the entries they would have narrowed."""
+    try:
+        found = audit_query.search(audit_query.parse(request.GET))
+        error, status = "", 200
+    except BadParameter as exc:
+        found = audit_query.search(audit_query.AuditQuery())
+        error, status = exc.message, 400
+    filters = found.query.filters()
+    context = {"view": "audit", "found": found, "error": error, "filters": filters,
+               "actions": audit_query.known_actions(), "outcomes": audit_query.OUTCOMES,
+               "rows": [(e, json.dumps(e.details, ensure_ascii=False, sort_keys=True) if e.details else "") for e in found.entries],
+               "previous": urlencode({**filters, "page": found.page - 1}) if found.page > 1 else "",
+               "next": urlencode({**filters, "page": found.page + 1}) if found.page < found.pages else ""}
+    return render(request, "audit.html", context, status=status)
