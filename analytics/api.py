@@ -29,7 +29,7 @@ class RunBody(Body):
 
 
 class Runs(APIView):
-    roles = {"GET": "viewer", "POST": "operator"}
+    actions = {"GET": "analytics.view", "POST": "analytics.run"}
 
     @extend_schema(responses=OpenApiTypes.OBJECT, summary="Analytics runs of the cluster, newest first")
     def get(self, request: Request, cluster: str) -> Response:
@@ -45,7 +45,7 @@ class Runs(APIView):
 
 
 class RunDetail(APIView):
-    roles = {"GET": "viewer"}
+    actions = {"GET": "analytics.view"}
 
     @extend_schema(responses=OpenApiTypes.OBJECT, summary="One analytics run: state, stage, summary")
     def get(self, request: Request, cluster: str, run_id: int) -> Response:
@@ -54,7 +54,7 @@ class RunDetail(APIView):
 
 
 class TopicHistory(APIView):
-    roles = {"GET": "viewer"}
+    actions = {"GET": "topic.view"}
 
     @extend_schema(responses=OpenApiTypes.OBJECT, summary="A topic's throughput history from the latest analytics run",
                    parameters=[OpenApiParameter("resolution", int, description="60, 300 or 3600 seconds")])
@@ -71,7 +71,7 @@ class TopicHistory(APIView):
 
 
 class GroupHistory(APIView):
-    roles = {"GET": "viewer"}
+    actions = {"GET": "group.view"}
 
     @extend_schema(responses=OpenApiTypes.OBJECT, summary="A group's lag, time lag and status history from the latest analytics run")
     def get(self, request: Request, cluster: str, group: str) -> Response:
@@ -83,7 +83,7 @@ class GroupHistory(APIView):
 
 
 class Reports(APIView):
-    roles = {"GET": "viewer"}
+    actions = {"GET": "analytics.view"}
 
     @extend_schema(responses=OpenApiTypes.OBJECT, summary="Lag reports, newest first",
                    parameters=[OpenApiParameter("cluster", str), OpenApiParameter("limit", int, description="1-500, default 50")])
@@ -98,7 +98,7 @@ class Reports(APIView):
 
 
 class ReportDetail(APIView):
-    roles = {"GET": "viewer"}
+    actions = {"GET": "analytics.view"}
 
     @extend_schema(responses=OpenApiTypes.OBJECT, summary="One lag report: summary, status changes, download links")
     def get(self, request: Request, report_id: int) -> Response:
@@ -111,7 +111,7 @@ class ReportDetail(APIView):
 
 
 class ReportFile(APIView):
-    roles = {"GET": "viewer"}
+    actions = {"GET": "analytics.view"}
 
     @extend_schema(responses={(200, "text/csv"): OpenApiTypes.STR, (200, "text/html"): OpenApiTypes.STR},
                    summary="A lag report as a file: CSV, or HTML that works offline")
@@ -128,7 +128,7 @@ class ScheduleBody(Body):
 
 
 class Schedules(APIView):
-    roles = {"GET": "viewer", "PATCH": "admin"}
+    actions = {"GET": "analytics.view", "PATCH": "reports.schedule"}
 
     @extend_schema(responses=OpenApiTypes.OBJECT, summary="The cluster's report schedules")
     def get(self, request: Request, cluster: str) -> Response:

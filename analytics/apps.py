@@ -12,5 +12,6 @@ class AnalyticsConfig(AppConfig):
         from console.watcher import registry
 
         registry.register_samples(SampleWriter)
-        live.register_on_message("analytics.progress", live.OnMessage("analytics", views.runs_fragment))
-        live.register_view("reports")
+        live.register_on_message("analytics.progress", live.OnMessage("analytics", views.runs_fragment),
+                                   action="analytics.view")
+        live.register_view("reports", action="analytics.view")

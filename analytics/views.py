@@ -45,7 +45,7 @@ def runs_fragment(live: services.Live, params: Mapping[str, str]) -> dict[str, s
     return {"analytics-runs": render_to_string("analytics/_runs.html", runs_context(live.cluster))}
 
 
-@allow(GET="viewer", POST="operator")
+@allow(GET="analytics.view", POST="analytics.run")
 def analytics_page(request: HttpRequest, cluster: str) -> HttpResponse:
     live = services.live(cluster)
     status = 200
@@ -65,7 +65,7 @@ def analytics_page(request: HttpRequest, cluster: str) -> HttpResponse:
     return render(request, "analytics/analytics.html", context, status=status)
 
 
-@allow(GET="viewer", POST="admin")
+@allow(GET="analytics.view", POST="reports.schedule")
 def reports_page(request: HttpRequest, cluster: str) -> HttpResponse:
     live = services.live(cluster)
     gateway.cluster_config(cluster)
@@ -119,7 +119,7 @@ def update_schedule(user: Any, cluster: str, data: Mapping[str, Any]) -> ReportS
     return schedule
 
 
-@allow(GET="viewer")
+@allow(GET="analytics.view")
 def report_page(request: HttpRequest, cluster: str, report_id: int) -> HttpResponse:
     live = services.live(cluster)
     run = service.get_run(report_id, cluster, "report")
@@ -129,7 +129,7 @@ def report_page(request: HttpRequest, cluster: str, report_id: int) -> HttpRespo
         "changes": service.status_changes(run) if ready else [], "charts": service.chart_data(run) if ready else None})
 
 
-@allow(GET="viewer")
+@allow(GET="analytics.view")
 def report_download(request: HttpRequest, cluster: str, report_id: int, fmt: str) -> HttpResponse:
     return report_file(service.get_run(report_id, cluster, "report"), fmt)
 

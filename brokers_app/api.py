@@ -16,25 +16,28 @@ from brokers_app.views import event_filters
 from console import gateway
 from console.api_edge import INT32_MAX, Body, StrictCharField, StrictIntegerField, validated
 from console.audit import audited
-from console.auth import has_role
+from console.auth import access_for, may, visible
 from console.errors import BadParameter, Forbidden
 from console.params import int_param
 
 
 class ClusterList(APIView):
-    roles = {"GET": "viewer"}
+    actions = {"GET": "console.view"}
 
     @extend_schema(responses=OpenApiTypes.OBJECT, summary="Configured clusters and their state")
     def get(self, request: Request) -> Response:
         result = []
+        shown = access_for(request.user).clusters("cluster.view")
         for config in gateway.cluster_configs():
             live = services.live(config.name)
+            if not shown(config.name):
+                continue
             result.append({"name": config.name, "bootstrap_servers": config.bootstrap_servers, **live.status})
         return Response({"clusters": result})
 
 
 class ClusterDetail(APIView):
-    roles = {"GET": "viewer"}
+    actions = {"GET": "cluster.view"}
 
     @extend_schema(responses=OpenApiTypes.OBJECT, summary="Cluster overview: counts, brokers, KRaft quorum")
     def get(self, request: Request, cluster: str) -> Response:
@@ -43,7 +46,7 @@ class ClusterDetail(APIView):
 
 
 class BrokerList(APIView):
-    roles = {"GET": "viewer"}
+    actions = {"GET": "cluster.view"}
 
     @extend_schema(responses=OpenApiTypes.OBJECT, summary="Brokers with up/down, leaders and replicas")
     def get(self, request: Request, cluster: str) -> Response:
@@ -52,7 +55,7 @@ class BrokerList(APIView):
 
 
 class EventList(APIView):
-    roles = {"GET": "viewer"}
+    actions = {"GET": "cluster.view"}
 
     @extend_schema(
         responses=OpenApiTypes.OBJECT,
@@ -70,7 +73,8 @@ class EventList(APIView):
         filters = event_filters(request.query_params)
         before = int_param(request.query_params, "before", minimum=1)
         limit = int_param(request.query_params, "limit", 100, minimum=1, maximum=1000) or 100
-        rows = services.events(cluster, before=before, limit=limit, **filters)
+        rows = services.events(cluster, before=before, limit=limit, **filters, topics=visible("topic.view", cluster, "topics"),
+                               groups=visible("group.view", cluster, "groups"))
         return Response({"events": [e.as_dict() for e in rows], "next_before": rows[-1].id if len(rows) == limit else None})
 
 
@@ -91,22 +95,20 @@ class ElectionBody(Body):
 
 
 class LeaderElections(APIView):
-    roles = {"POST": "operator"}  # unclean elections need admin, checked below
+    actions = {"POST": "leaders.elect"}  # an unclean election is its own action, checked below
 
     @extend_schema(request=ElectionBody, responses=OpenApiTypes.OBJECT,
                    summary="Elect leaders: preferred (the first replica leads again) or unclean (admin, confirmed)")
     def post(self, request: Request, cluster: str) -> Response:
         d = validated(ElectionBody, request)
         unclean = d["type"] == "unclean"
-        if unclean and not has_role(request.user, "admin"):
-            raise Forbidden("An unclean leader election needs the admin role.")
-        if unclean and d["confirm"] != cluster:
-            raise BadParameter(f"{elections.UNCLEAN_WARNING} To go ahead, type the cluster's name ('{cluster}') as 'confirm'.")
+        if unclean and not may(request.user, "leaders.elect_unclean", cluster):
+            raise Forbidden("An unclean leader election needs the admin role (the leaders.elect_unclean action).")
         snap = require_snapshot(services.live(cluster))
         parts = [(p["topic"], p["partition"]) for p in d["partitions"]]
         with audited(request.user, "elect_leaders", cluster=cluster, target=d["type"],
                      details={"topics": d["topics"], "partitions": [f"{t}-{p}" for t, p in parts]}) as entry:
-            result = elections.elect(cluster, snap, unclean, d["topics"], parts)
+            result = elections.elect(cluster, snap, unclean, d["topics"], parts, d["confirm"])
             entry.update({k: result[k] for k in ("elected", "not_needed", "failed")})
         return Response(result)
 
@@ -154,7 +156,7 @@ def make_plan(cluster: str, d: dict) -> dict:
 
 
 class Reassignments(APIView):
-    roles = {"GET": "viewer", "POST": "operator"}
+    actions = {"GET": "reassignments.view", "POST": "partitions.reassign"}
 
     @extend_schema(responses=OpenApiTypes.OBJECT, summary="Reassignment jobs of the cluster, newest first",
                    parameters=[OpenApiParameter("limit", int, description="1-500, default 50")])
@@ -185,7 +187,7 @@ class JobAction(Body):
 
 
 class ReassignmentDetail(APIView):
-    roles = {"GET": "viewer", "POST": "operator"}
+    actions = {"GET": "reassignments.view", "POST": "partitions.reassign"}
 
     @extend_schema(responses=OpenApiTypes.OBJECT, summary="A job: its plan, progress, verification")
     def get(self, request: Request, cluster: str, job_id: int) -> Response:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,6 +11,7 @@ from django.db.models import QuerySet
 
 from brokers_app.models import Event
 from console import gateway
+from console.access import event_visible
 from console.errors import NoSnapshot
 from console.watcher import store
 from console.watcher.snapshot import Snapshot, tallied
@@ -132,7 +134,18 @@ def overview(snap: Snapshot) -> dict[str, Any]:
 
 
 def events(cluster: str, *, kind: str | None = None, topic: str | None = None, broker: int | None = None,
-           before: int | None = None, limit: int = 100) -> list[Event]:
+           before: int | None = None, limit: int = 100, topics: Callable[[str], bool] | None = None,
+           groups: Callable[[str], bool] | None = None) -> list[Event]:
+    """The newest events (before an id), filtered; `topics` and `groups`: the names the user may see."""
+    if topics is not None or groups is not None:
+        found: list[Event] = []
+        for _ in range(50):  # batches until a page of visible events (or 50 batches: a hidden flood ends the page)
+            batch = events(cluster, kind=kind, topic=topic, broker=broker, before=before, limit=max(limit, 200))
+            found += [e for e in batch if event_visible({"topic": e.topic, "details": e.details}, topics, groups)]
+            if len(found) >= limit or len(batch) < max(limit, 200):
+                break
+            before = batch[-1].id
+        return found[:limit]
     qs: QuerySet[Event] = Event.objects.filter(cluster=cluster)
     if kind:
         qs = qs.filter(kind=kind)

@@ -12,7 +12,7 @@ from django.template.loader import render_to_string
 
 from brokers_app import services
 from brokers_app.models import Event
-from console.auth import allow
+from console.auth import allow, visible
 from console.params import choice_param, int_param, topic_param
 from console.watcher.diff import KINDS
 
@@ -25,7 +25,7 @@ def overview_fragment(live: services.Live, params: Mapping[str, str]) -> dict[st
     return {"live-overview": render_to_string("brokers_app/_overview.html", overview_context(live))}
 
 
-@allow(GET="viewer")
+@allow(GET="cluster.view")
 def overview(request: HttpRequest, cluster: str) -> HttpResponse:
     live = services.live(cluster)
     return render(request, "brokers_app/overview.html", {**overview_context(live), "view": "overview"})
@@ -39,12 +39,13 @@ def event_filters(params: Mapping[str, str]) -> dict[str, Any]:
     }
 
 
-@allow(GET="viewer")
+@allow(GET="cluster.view")
 def events(request: HttpRequest, cluster: str) -> HttpResponse:
     live = services.live(cluster)
     filters = event_filters(request.GET)
     before = int_param(request.GET, "before", minimum=1)
-    rows = services.events(cluster, before=before, limit=200, **filters)
+    rows = services.events(cluster, before=before, limit=200, **filters, topics=visible("topic.view", cluster, "topics"),
+                           groups=visible("group.view", cluster, "groups"))
     return render(
         request,
         "brokers_app/events.html",
@@ -102,7 +103,7 @@ def _plan_form(params: Mapping[str, str]) -> dict[str, Any]:
     return d
 
 
-@allow(GET="viewer", POST="operator")
+@allow(GET="reassignments.view", POST="partitions.reassign")
 def reassignments(request: HttpRequest, cluster: str) -> HttpResponse:
     from django.shortcuts import redirect
     from django.urls import reverse
@@ -152,7 +153,7 @@ def job_fragment(live: services.Live, params: Mapping[str, str]) -> dict[str, st
     return {"job-progress": render_to_string("brokers_app/_job_progress.html", job_context(live.cluster, int(job_id)))}
 
 
-@allow(GET="viewer", POST="operator")
+@allow(GET="reassignments.view", POST="partitions.reassign")
 def reassignment(request: HttpRequest, cluster: str, job_id: int) -> HttpResponse:
     from django.shortcuts import redirect
     from django.urls import reverse
@@ -193,7 +194,7 @@ def reassignment(request: HttpRequest, cluster: str, job_id: int) -> HttpRespons
     return render(request, "brokers_app/reassignment.html", context, status=status)
 
 
-@allow(GET="viewer")
+@allow(GET="reassignments.view")
 def reassignment_json(request: HttpRequest, cluster: str, job_id: int) -> HttpResponse:
     """The plan as the file kafka-reassign-partitions --execute/--verify reads."""
     import json

@@ -1,106 +1,228 @@
-"""Roles: viewer < operator < admin, held as Django groups; superusers are admins.
+"""The one enforcement point: every page, API method and websocket message asks `may(user, action,
+cluster, topic, group)` (console/access.py says what the actions are and how scopes match).
 
-Every page and API view declares the role it needs per HTTP method, in one shape:
-`roles = {"GET": "viewer", "POST": "operator", "DELETE": "admin"}` on an API view (checked by
-`RolePermission`, the API's default permission) and `@allow(GET="viewer", POST="operator")` on a
-page. A method a view does not declare is refused, so a new handler without a role cannot leak.
+Every page and API view declares the action each HTTP method performs, in one shape:
+`actions = {"GET": "topic.view", "DELETE": "topic.delete"}` on an API view (checked by
+`ActionPermission`, the API's default permission) and `@allow(GET="topic.view", POST="topic.purge")`
+on a page. The resource comes from the URL (its `cluster`, `topic` and `group`). A method a view does
+not declare is refused (405), so a new handler without a decision cannot leak; HEAD is checked as
+GET, and OPTIONS never runs a page's body (it answers the allowed methods).
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from functools import wraps
 from typing import TYPE_CHECKING, Any
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db.models import Count, Max
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
 from django.shortcuts import render
 from rest_framework.permissions import BasePermission
+
+from console.access import ACTIONS, ROLES, Access, check_action, compile_access
 
 if TYPE_CHECKING:  # rest_framework.views imports the API settings, which name this module
     from rest_framework.request import Request
     from rest_framework.views import APIView
 
-ROLES = ("viewer", "operator", "admin")
+__all__ = ["ROLES", "ActionPermission", "access_for", "allow", "has_role", "may", "require", "role_of", "viewing", "visible"]
+
+User = AbstractBaseUser | AnonymousUser
+
+# Compiled grants per (bindings' generation, user, groups), shared by the requests of a process: the
+# bindings are read again only when their generation (count, newest change) moves.
+_COMPILED: OrderedDict[tuple[Any, ...], Access] = OrderedDict()
+COMPILED_KEPT = 4096
+_BINDINGS: dict[str, Any] = {"generation": None, "by_subject": {}}
 
 
-def role_of(user: AbstractBaseUser | AnonymousUser) -> str | None:
-    if not user.is_authenticated:
-        return None
-    if getattr(user, "is_superuser", False):
-        return "admin"
-    # Asked by the view's check and again by the page's layout: one query per request (a request
-    # loads its user anew, so a changed role counts from the next request on).
-    known: str | None = getattr(user, "_console_role", None)
+def _generation() -> tuple[Any, ...]:
+    from console.models import RoleBinding
+
+    found = RoleBinding.objects.aggregate(n=Count("id"), at=Max("updated_at"))
+    return (found["n"], found["at"])
+
+
+def _bindings(generation: tuple[Any, ...]) -> dict[tuple[str, str], list[Any]]:
+    from console.models import RoleBinding
+
+    if _BINDINGS["generation"] != generation:
+        by_subject: dict[tuple[str, str], list[Any]] = {}
+        for b in RoleBinding.objects.all():
+            by_subject.setdefault((b.subject_kind, b.subject), []).append(b)
+        _BINDINGS.update(generation=generation, by_subject=by_subject)
+    held: dict[tuple[str, str], list[Any]] = _BINDINGS["by_subject"]
+    return held
+
+
+def access_for(user: User) -> Access:
+    """The user's compiled grants, read once per request (a request loads its user anew, so a changed
+    role or binding counts from the next request on)."""
+    known: Access | None = getattr(user, "_console_access", None)
     if known is not None:
         return known
-    names = set(user.groups.values_list("name", flat=True))  # type: ignore[attr-defined]
-    role = next((r for r in reversed(ROLES) if r in names), "viewer")  # any logged-in user may look
-    user._console_role = role  # type: ignore[union-attr,attr-defined]
-    return role
+    if not user.is_authenticated or not getattr(user, "is_active", True):
+        access = Access(())
+    else:
+        superuser = bool(getattr(user, "is_superuser", False))
+        groups = tuple(sorted(user.groups.values_list("name", flat=True)))  # type: ignore[union-attr]
+        generation = _generation()
+        key = (generation, user.pk, user.get_username(), groups, superuser)
+        access = _COMPILED.get(key)  # type: ignore[assignment]
+        if access is None:
+            by_subject = _bindings(generation)
+            bound = list(by_subject.get(("user", user.get_username()), []))
+            for g in groups:
+                bound += by_subject.get(("group", g), [])
+            access = compile_access(superuser=superuser, roles=groups, bindings=bound,
+                                    default_role=getattr(settings, "CONSOLE_DEFAULT_ROLE", "viewer"))
+            _COMPILED[key] = access
+            if len(_COMPILED) > COMPILED_KEPT:
+                _COMPILED.popitem(last=False)
+    user._console_access = access  # type: ignore[union-attr]
+    return access
 
 
-def has_role(user: AbstractBaseUser | AnonymousUser, role: str) -> bool:
+# The user whose request or socket message is being answered, set by the check itself: lists,
+# counts and live fragments cut what they show with `visible()`. Unset (the watcher, Celery, reports
+# built for everyone) nothing is cut.
+_VIEWER: ContextVar[Any] = ContextVar("console_viewer", default=None)
+
+
+def viewing(user: Any) -> Any:
+    """Make `user` the one whose lists are drawn; returns the token to reset."""
+    return _VIEWER.set(user)
+
+
+def visible(action: str, cluster: str, of: str) -> Callable[[str], bool] | None:
+    """The predicate of the topic (`of="topics"`) or group (`of="groups"`) names the current user may
+    `action` on the cluster; None: no cut to make."""
+    user = _VIEWER.get()
+    return None if user is None else access_for(user).names(action, cluster, of)
+
+
+def may(user: User, action: str, cluster: str | None = None, topic: str | None = None, group: str | None = None) -> bool:
+    return access_for(user).may(action, cluster, topic, group)
+
+
+def refusal(action: str, cluster: str | None = None, topic: str | None = None, group: str | None = None) -> str:
+    what = f"topic '{topic}'" if topic is not None else f"consumer group '{group}'" if group is not None else (
+        f"cluster '{cluster}'" if cluster else "this console")
+    return f"You may not {action.replace('.', ' ').replace('_', ' ')} on {what}."
+
+
+def require(user: User, action: str, cluster: str | None = None, topic: str | None = None, group: str | None = None) -> None:
+    """For names that come in a body (a topic to create, a republish target): a 403 ConsoleError."""
+    from console.errors import Forbidden
+
+    if not may(user, action, cluster, topic, group):
+        raise Forbidden(refusal(action, cluster, topic, group))
+
+
+def role_of(user: User) -> str | None:
+    """The role shown beside the user's name (and used by masking policies): their highest whole role."""
+    if not user.is_authenticated:
+        return None
+    return access_for(user).role
+
+
+def has_role(user: User, role: str) -> bool:
     mine = role_of(user)
     return mine is not None and ROLES.index(mine) >= ROLES.index(role)
 
 
-def role_for(roles: Mapping[str, str], method: str) -> str | None:
-    """The role a method needs, None when the view does not declare it. HEAD is a GET; OPTIONS
-    (a description of the endpoint, which changes nothing) needs only a login."""
+def action_for(actions: Mapping[str, str], method: str) -> str | None:
+    """The action a method performs, None when the view does not declare it. HEAD is a GET."""
     method = method.upper()
     if method == "HEAD":
         method = "GET"
-    if method == "OPTIONS" and roles:
-        return roles.get("OPTIONS", "viewer")
-    return roles.get(method)
+    return actions.get(method)
 
 
-def _check_roles(roles: Mapping[str, str]) -> None:
-    for method, role in roles.items():
-        if role not in ROLES:
-            raise ValueError(f"{method} declares role '{role}'; roles are {', '.join(ROLES)}.")
+def resource_of(kwargs: Mapping[str, Any]) -> dict[str, str | None]:
+    return {"cluster": kwargs.get("cluster"), "topic": kwargs.get("topic"), "group": kwargs.get("group")}
 
 
-def allow(**roles: str) -> Callable[[Callable[..., HttpResponse]], Callable[..., HttpResponse]]:
-    """A page's role per method: `@allow(GET="viewer", POST="operator")`; other methods get 405.
+def _check_actions(actions: Mapping[str, str]) -> None:
+    for method, action in actions.items():
+        if method.upper() in ("HEAD", "OPTIONS"):
+            raise ValueError(f"{method} is answered by the check itself; declare GET instead.")
+        check_action(action)
+
+
+def allow(**actions: str) -> Callable[[Callable[..., HttpResponse]], Callable[..., HttpResponse]]:
+    """A page's action per method: `@allow(GET="topic.view", POST="topic.purge")`; other methods get 405.
     Anonymous requests never get here: LoginRequiredMiddleware sends them to the login page."""
-    _check_roles(roles)
+    _check_actions(actions)
+    allowed = sorted({*actions, *(["HEAD"] if "GET" in actions else []), "OPTIONS"})
 
     def decorate(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
         @wraps(view)
         def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-            needed = role_for(roles, request.method or "GET")
+            method = (request.method or "GET").upper()
+            resource = resource_of(kwargs)
+            if method == "OPTIONS":
+                # The methods, never the body: a body run for OPTIONS would act with no check of its own.
+                if not any(may(request.user, a, **resource) for a in actions.values()):
+                    return _refused(request, next(iter(actions.values())), resource)
+                response = HttpResponse(status=200)
+                response["Allow"] = ", ".join(allowed)
+                return response
+            needed = action_for(actions, method)
             if needed is None:
-                return HttpResponseNotAllowed(sorted(roles))
-            if not has_role(request.user, needed):
-                return render(request, "error.html", {"message": f"This page needs the {needed} role."}, status=403)
-            return view(request, *args, **kwargs)
+                return HttpResponseNotAllowed(allowed)
+            if not may(request.user, needed, **resource):
+                return _refused(request, needed, resource)
+            token = viewing(request.user)
+            try:
+                return view(request, *args, **kwargs)
+            finally:
+                _VIEWER.reset(token)
 
-        wrapped.roles = dict(roles)  # type: ignore[attr-defined]
+        wrapped.actions = dict(actions)  # type: ignore[attr-defined]
         return wrapped
 
     return decorate
 
 
-class RolePermission(BasePermission):
-    """The API's one permission: the view's `roles` maps each method to the role it needs.
+def _refused(request: HttpRequest, action: str, resource: Mapping[str, str | None]) -> HttpResponse:
+    return render(request, "error.html", {"message": refusal(action, **resource)}, status=403)
+
+
+class ActionPermission(BasePermission):
+    """The API's one permission: the view's `actions` maps each method to the action it performs.
 
     A method the view implements but does not declare is refused (403); a method it does not
-    implement falls through to DRF's 405. No `roles` at all refuses everything."""
+    implement falls through to DRF's 405. OPTIONS (DRF's description of the endpoint, which runs no
+    handler) needs one of the view's actions on the resource. No `actions` at all refuses everything."""
 
-    message = "This needs a higher role."
+    message = "You may not do this."
 
     def has_permission(self, request: Request, view: APIView) -> bool:
         if not (request.user and request.user.is_authenticated):
             return False  # DRF answers 401 with WWW-Authenticate
-        roles: Mapping[str, str] = getattr(view, "roles", None) or {}
-        method = request.method or "GET"
-        needed = role_for(roles, method)
+        actions: Mapping[str, str] = getattr(view, "actions", None) or {}
+        resource = resource_of(view.kwargs)
+        method = (request.method or "GET").upper()
+        if method == "OPTIONS" and actions:
+            self.message = refusal(next(iter(actions.values())), **resource)
+            return any(may(request.user, a, **resource) for a in actions.values())
+        needed = action_for(actions, method)
         if needed is None:
             if not hasattr(view, method.lower()):
                 return True  # not implemented: DRF answers 405
-            self.message = f"This endpoint declares no role for {method}, so it is refused."
+            self.message = f"This endpoint declares no action for {method}, so it is refused."
             return False
-        self.message = f"This needs the {needed} role."
-        return has_role(request.user, needed)
+        if needed not in ACTIONS:
+            self.message = f"This endpoint declares an unknown action for {method}, so it is refused."
+            return False
+        self.message = refusal(needed, **resource)
+        if not may(request.user, needed, **resource):
+            return False
+        viewing(request.user)  # (DRF authenticates tokens inside the view, so the check names the viewer)
+        return True

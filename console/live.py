@@ -36,6 +36,8 @@ FRAGMENTS: dict[str, Fragment] = {}
 SHARED: set[str] = set()
 VIEWS: set[str] = {"status"}  # "status": only the cluster status, no fragments
 ON_MESSAGE: dict[str, OnMessage] = {}
+# The action a page's socket needs (console.access.ACTIONS), per view: cluster.view unless registered.
+VIEW_ACTIONS: dict[str, str] = {}
 _events: list[EventsView] = []
 _live: list[Callable[[str], Any]] = []
 
@@ -45,17 +47,19 @@ def register_live_state(loader: Callable[[str], Any]) -> None:
     _live[:] = [loader]
 
 
-def register_fragment(view: str, fragment: Fragment, shared: bool = False) -> None:
-    """`shared`: drawn from the snapshot and the params alone (SHARED)."""
+def register_fragment(view: str, fragment: Fragment, shared: bool = False, action: str = "cluster.view") -> None:
+    """`shared`: drawn from the snapshot, the params and the names the user may see alone (SHARED)."""
     FRAGMENTS[view] = fragment
     VIEWS.add(view)
+    VIEW_ACTIONS[view] = action
     if shared:
         SHARED.add(view)
 
 
-def register_view(view: str) -> None:
+def register_view(view: str, action: str = "cluster.view") -> None:
     """A view with live status but no fragments of its own (or ones redrawn on messages)."""
     VIEWS.add(view)
+    VIEW_ACTIONS[view] = action
 
 
 def register_events(view: EventsView) -> None:
@@ -63,9 +67,10 @@ def register_events(view: EventsView) -> None:
     VIEWS.add("events")
 
 
-def register_on_message(message_type: str, handler: OnMessage) -> None:
+def register_on_message(message_type: str, handler: OnMessage, action: str = "cluster.view") -> None:
     ON_MESSAGE[message_type] = handler
     VIEWS.add(handler.view)
+    VIEW_ACTIONS.setdefault(handler.view, action)
 
 
 def live_state(cluster: str) -> Any:

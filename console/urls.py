@@ -1,6 +1,6 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import path, register_converter
+from django.urls import include, path, register_converter
 from drf_spectacular.views import SpectacularAPIView
 
 from analytics import api as analytics_api
@@ -8,11 +8,20 @@ from analytics import views as analytics_views
 from brokers_app import api as brokers_api
 from brokers_app import views as brokers_views
 from console import api_audit, views
+from console.auth import ActionPermission
 from console.converters import FreeNameConverter
 from consumers_app import api as consumers_api
 from consumers_app import views as consumers_views
 from topics_app import api as topics_api
+from topics_app import masking_api
 from topics_app import views as topics_views
+
+
+class SchemaView(SpectacularAPIView):
+    """The OpenAPI schema: no cluster data, but, like every route, behind the one check."""
+
+    permission_classes = [ActionPermission]
+    actions = {"GET": "console.view"}
 
 
 register_converter(FreeNameConverter, "name")  # group ids: any character Kafka allows
@@ -21,6 +30,7 @@ api = "api/v1/clusters/"
 urlpatterns = [
     path("", views.home, name="home"),
     path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("oidc/", include("console.sso_urls")),  # single sign-on (OpenID Connect)
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("healthz", views.healthz, name="healthz"),
     path("metrics", consumers_api.Metrics.as_view(), name="metrics"),
@@ -53,8 +63,10 @@ urlpatterns = [
     path("clusters/<str:cluster>/topics/<str:topic>/messages/produce/", topics_views.message_produce, name="message_produce"),
     path("clusters/<str:cluster>/topics/<str:topic>/messages/republish/", topics_views.message_republish,
          name="message_republish"),
-    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/schema/", SchemaView.as_view(), name="schema"),
     path("api/v1/audit/", api_audit.AuditList.as_view()),
+    path("api/v1/masking-policies/", masking_api.MaskingPolicies.as_view()),
+    path("api/v1/masking-policies/<int:pk>/", masking_api.MaskingPolicyDetail.as_view()),
     path(api, brokers_api.ClusterList.as_view()),
     path(api + "<str:cluster>/", brokers_api.ClusterDetail.as_view()),
     path(api + "<str:cluster>/brokers/", brokers_api.BrokerList.as_view()),

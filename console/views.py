@@ -14,7 +14,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_safe
 
 from console import audit_query, gateway
-from console.auth import allow
+from console.auth import access_for, allow
 from console.errors import BadParameter
 from console.gateway import causes
 from console.watcher import store
@@ -22,9 +22,13 @@ from console.watcher import store
 log = logging.getLogger(__name__)
 
 
-@allow(GET="viewer")
+@allow(GET="console.view")
 def home(request: HttpRequest) -> HttpResponse:
-    return redirect("overview", cluster=gateway.cluster_configs()[0].name)
+    shown = access_for(request.user).clusters("cluster.view")
+    names = [c.name for c in gateway.cluster_configs() if shown(c.name)]
+    if not names:
+        return render(request, "error.html", {"message": "No cluster is open to you yet: ask an admin for a role."}, status=403)
+    return redirect("overview", cluster=names[0])
 
 
 @require_safe
@@ -101,7 +105,7 @@ def _heartbeat(who: str, age: float | None, limit: float, redis_ok: bool) -> dic
     return result
 
 
-@allow(GET="admin")
+@allow(GET="audit.view")
 def audit(request: HttpRequest) -> HttpResponse:
     """The audit log, newest first, filtered and paged (console/audit_query.py); filters the console
     cannot use are shown on the form (400) beside the entries they would have narrowed."""

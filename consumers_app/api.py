@@ -15,8 +15,10 @@ from rest_framework.views import APIView
 from brokers_app.services import live, require_snapshot
 from console.api_edge import INT32_MAX, INT64_MAX, Body, StrictBooleanField, StrictCharField, StrictIntegerField, validated
 from console.audit import audited
+from console.auth import visible
 from console.errors import BadParameter
 from console.params import bool_param, int_param
+from console.tokens import MetricsTokenMixin
 from consumers_app import services
 from topics_app.browse import _timestamp_ms
 
@@ -49,6 +51,8 @@ class ResetBody(Body):
                                help_text="With to=shift: added to the committed offset.")
     from_group = StrictCharField(required=False, allow_null=True, default=None, max_length=255, help_text="With to=group.")
     dry_run = StrictBooleanField(required=False, default=False)
+    confirm = StrictCharField(required=False, allow_blank=True, default="", max_length=255,
+                              help_text="The group's id typed again: required to apply (not for dry_run).")
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         """Each target names what it needs, before anything is asked of Kafka."""
@@ -63,8 +67,21 @@ class ResetBody(Body):
                                   offset=d["offset"], shift=d["shift"], from_group=d["from_group"] or None)
 
 
+class GroupDeleteBody(Body):
+    confirm = StrictCharField(required=False, allow_blank=True, default="", max_length=255,
+                              help_text="The group's id typed again (or ?confirm=); without it nothing is deleted.")
+
+
+CONFIRM_PARAM = OpenApiParameter("confirm", str, description="The group's id typed again (or 'confirm' in a JSON body).")
+
+
+def confirmation(request: Request) -> str:
+    """The group's id typed again: the JSON body's `confirm`, else the `confirm` query parameter."""
+    return str(validated(GroupDeleteBody, request)["confirm"] or request.query_params.get("confirm", ""))
+
+
 class GroupList(APIView):
-    roles = {"GET": "viewer"}
+    actions = {"GET": "group.view"}
 
     @extend_schema(responses=OpenApiTypes.OBJECT, summary="Consumer groups with state, members, lag (from the snapshot)",
                    parameters=[OpenApiParameter("q", str), OpenApiParameter("regex", bool),
@@ -77,30 +94,36 @@ class GroupList(APIView):
         page = services.groups_page(snap, query=p.get("q", ""), regex=bool_param(p, "regex"), sort=ordering.lstrip("-"),
                                     descending=ordering.startswith("-"), page=int_param(p, "page", 1, minimum=1) or 1,
                                     per_page=int_param(p, "page_size", 50, minimum=1, maximum=1000) or 50,
-                                    **services.filter_params(p))
+                                    **services.filter_params(p), visible=visible("group.view", cluster, "groups"))
         return Response({"count": page.total, "page": page.page, "pages": page.pages, "results": page.rows})
 
 
 class GroupDetail(APIView):
-    roles = {"GET": "viewer", "DELETE": "operator"}
+    actions = {"GET": "group.view", "DELETE": "group.delete"}
+
+    body_on_delete = True  # the DELETE's JSON body (its confirmation) is in the schema
 
     @extend_schema(responses=OpenApiTypes.OBJECT, summary="A group: partitions (committed, end, lag, owner) and members")
     def get(self, request: Request, cluster: str, group: str) -> Response:
         return Response(services.group_detail(require_snapshot(live(cluster)), group))
 
-    @extend_schema(responses=OpenApiTypes.OBJECT, summary="Delete a group (it must be empty)")
+    @extend_schema(request=GroupDeleteBody, responses=OpenApiTypes.OBJECT, parameters=[CONFIRM_PARAM],
+                   summary="Delete a group (it must be empty); its id typed again as confirm")
     def delete(self, request: Request, cluster: str, group: str) -> Response:
+        confirm = confirmation(request)
         with audited(request.user, "delete_group", cluster=cluster, target=group):
-            services.delete_group(request.user, cluster, require_snapshot(live(cluster)), group)
+            services.delete_group(request.user, cluster, require_snapshot(live(cluster)), group, confirm)
         return Response({"deleted": group})
 
 
 class GroupOffsets(APIView):
-    roles = {"POST": "operator", "DELETE": "operator"}
+    actions = {"POST": "group.reset_offsets", "DELETE": "group.reset_offsets"}
+
+    body_on_delete = True  # the DELETE's JSON body (its confirmation) is in the schema
 
     @extend_schema(
         request=ResetBody, responses=OpenApiResponse(OpenApiTypes.OBJECT, description="{dry_run, offsets: [rows]}"),
-        summary="Reset offsets (the group must be empty); dry_run previews the new offsets",
+        summary="Reset offsets (the group must be empty; its id typed again as confirm); dry_run previews the new offsets",
     )
     def post(self, request: Request, cluster: str, group: str) -> Response:
         d = validated(ResetBody, request)
@@ -111,24 +134,27 @@ class GroupOffsets(APIView):
         else:
             with audited(request.user, "reset_offsets", cluster=cluster, target=group,
                          details={"to": spec.to, "topics": spec.topics, "partitions": spec.partitions}) as entry:
-                plan = services.apply_reset(request.user, cluster, snap, group, spec)
+                plan = services.apply_reset(request.user, cluster, snap, group, spec, d["confirm"])
                 entry["offsets"] = {f"{r['topic']}-{r['partition']}": r["new"] for r in plan}
         return Response({"dry_run": dry_run, "offsets": plan})
 
-    @extend_schema(responses=OpenApiTypes.OBJECT, summary="Delete the group's committed offsets on one topic",
-                   parameters=[OpenApiParameter("topic", str, required=True)])
+    @extend_schema(request=GroupDeleteBody, responses=OpenApiTypes.OBJECT,
+                   summary="Delete the group's committed offsets on one topic; the group's id typed again as confirm",
+                   parameters=[OpenApiParameter("topic", str, required=True), CONFIRM_PARAM])
     def delete(self, request: Request, cluster: str, group: str) -> Response:
         topic = request.query_params.get("topic", "")
         if not topic:
             raise BadParameter("Give the 'topic' whose offsets to delete.")
+        confirm = confirmation(request)
         with audited(request.user, "delete_group_offsets", cluster=cluster, target=group, details={"topic": topic}) as entry:
-            n = services.delete_group_topic_offsets(request.user, cluster, require_snapshot(live(cluster)), group, topic)
+            n = services.delete_group_topic_offsets(request.user, cluster, require_snapshot(live(cluster)), group, topic,
+                                                    confirm)
             entry["partitions"] = n
         return Response({"deleted_partitions": n})
 
 
 class MostRebalancing(APIView):
-    roles = {"GET": "viewer"}
+    actions = {"GET": "group.view"}
 
     @extend_schema(responses=OpenApiTypes.OBJECT, summary="Groups that rebalanced most often in the last ?hours= (24)")
     def get(self, request: Request, cluster: str) -> Response:
@@ -136,12 +162,12 @@ class MostRebalancing(APIView):
 
         gw.cluster_config(cluster)
         hours = int_param(request.query_params, "hours", 24, minimum=1, maximum=24 * 30) or 24
-        rows = services.most_rebalancing(cluster, hours=hours, limit=50)
+        rows = services.most_rebalancing(cluster, hours=hours, limit=50, visible=visible("group.view", cluster, "groups"))
         return Response({"groups": [{**r, "last": r["last"].isoformat() if r["last"] else None} for r in rows]})
 
 
 class GroupRebalances(APIView):
-    roles = {"GET": "viewer"}
+    actions = {"GET": "group.view"}
 
     @extend_schema(responses=OpenApiTypes.OBJECT, summary="Rebalance history of a group, newest first")
     def get(self, request: Request, cluster: str, group: str) -> Response:
@@ -153,10 +179,11 @@ class GroupRebalances(APIView):
         return Response({"rebalances": [r.as_dict() for r in rows]})
 
 
-class Metrics(APIView):
-    """`GET /metrics`: Prometheus text format; needs a login (session or `Authorization: Token <key>`)."""
+class Metrics(MetricsTokenMixin, APIView):
+    """`GET /metrics`: Prometheus text format; needs a login (session or `Authorization: Token <key>`)
+    or the metrics-only secret (`Authorization: Bearer <CONSOLE_METRICS_TOKEN>`)."""
 
-    roles = {"GET": "viewer"}
+    actions = {"GET": "metrics.view"}
 
     @extend_schema(responses=OpenApiTypes.STR, summary="Prometheus metrics: lag, time lag, status per group/partition")
     def get(self, request: Request) -> HttpResponse:

@@ -12,5 +12,5 @@ class ConsumersAppConfig(AppConfig):
         from consumers_app.watching import GroupEvaluation
 
         registry.register_group_evaluation(GroupEvaluation)
-        live.register_fragment("groups", views.groups_fragment, shared=True)
-        live.register_fragment("group", views.detail_fragment)
+        live.register_fragment("groups", views.groups_fragment, shared=True, action="group.view")
+        live.register_fragment("group", views.detail_fragment, action="group.view")

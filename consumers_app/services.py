@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any, cast
@@ -237,11 +237,13 @@ def _in_name_order(snap: Snapshot) -> bool:
 
 
 def groups_page(snap: Snapshot, *, query: str = "", regex: bool = False, sort: str = "group", descending: bool = False,
-                page: int = 1, per_page: int = 50, state: str = "", kind: str = "") -> GroupsPage:
+                page: int = 1, per_page: int = 50, state: str = "", kind: str = "",
+                visible: Callable[[str], bool] | None = None) -> GroupsPage:
+    """`visible`: the group ids the user may see (None: all of them), cut before the count and the pages."""
     if sort not in SORTS:
         raise BadParameter(f"'sort' must be one of {', '.join(SORTS)}, not '{sort[:50]}'.")
     light = sort in LIGHT_SORTS
-    if light and sort == "group" and not (query or state or kind) and _in_name_order(snap):
+    if light and sort == "group" and not (query or state or kind) and visible is None and _in_name_order(snap):
         # Every group, by name (the order the store keeps them in): the page's groups are a slice.
         total = len(snap.groups)
         pages = max(1, math.ceil(total / per_page))
@@ -259,14 +261,15 @@ def groups_page(snap: Snapshot, *, query: str = "", regex: bool = False, sort: s
         return (value is None, value if value is not None else 0, r["group"]) if sort != "group" else r["group"]
 
     def build() -> list[dict[str, Any]]:
-        rows = search(every, "group", query, regex)
+        rows = every if visible is None else [r for r in every if visible(r["group"])]
+        rows = search(rows, "group", query, regex)
         if state:
             rows = [r for r in rows if r["state"] == state]
         if kind:
             rows = [r for r in rows if r["group_type"] == kind]
         return sorted(rows, key=key, reverse=descending)
 
-    rows = ordered("groups-light" if light else "groups", snap.cluster, every, (query, regex, state, kind, sort, descending), build)
+    rows = ordered("groups-light" if light else "groups", snap.cluster, every, (query, regex, state, kind, sort, descending, getattr(visible, "key", None)), build)
     shown, page, pages = paginate(rows, page, per_page)
     if light:
         ends = _Ends(snap)
@@ -309,8 +312,10 @@ def lag_history(cluster: str, group_id: str, seconds: float = 3600) -> dict[str,
     return {"t": [p[0] for p in points], "lag": [p[1] for p in points], "time_lag": [p[2] for p in points]}
 
 
-def most_rebalancing(cluster: str, hours: float = 24, limit: int = 10) -> list[dict[str, Any]]:
-    """Groups that rebalanced most often in the last `hours`, with their total time spent rebalancing."""
+def most_rebalancing(cluster: str, hours: float = 24, limit: int = 10,
+                     visible: Callable[[str], bool] | None = None) -> list[dict[str, Any]]:
+    """Groups that rebalanced most often in the last `hours`, with their total time spent rebalancing.
+    `visible`: the group ids the user may see (the busiest 1,000 are read and cut)."""
     from datetime import UTC, datetime, timedelta
 
     from consumers_app.models import Rebalance
@@ -318,8 +323,9 @@ def most_rebalancing(cluster: str, hours: float = 24, limit: int = 10) -> list[d
     since = datetime.now(tz=UTC) - timedelta(hours=hours)
     ended_at = cast(Field, Rebalance._meta.get_field("ended_at"))
     with connection.cursor() as cursor:
-        cursor.execute(_busiest_sql(), [cluster, ended_at.get_db_prep_value(since, connection), limit])
-        found = cursor.fetchall()
+        cursor.execute(_busiest_sql(), [cluster, ended_at.get_db_prep_value(since, connection),
+                                        limit if visible is None else max(limit, 1000)])
+        found = [row for row in cursor.fetchall() if visible is None or visible(row[0])][:limit]
     return [{"group": group, "rebalances": count, "seconds": round(seconds or 0, 1), "last": _aware(last)}
             for group, count, seconds, last in found]
 
@@ -448,8 +454,18 @@ def plan_reset(cluster: str, snap: Snapshot, group_id: str, spec: ResetSpec) -> 
     return rows
 
 
-def apply_reset(user: Any, cluster: str, snap: Snapshot, group_id: str, spec: ResetSpec) -> list[dict[str, Any]]:
+def confirmed(group_id: str, confirm: str, change: str) -> None:
+    """A change that loses a group's positions runs only when the group's id is typed again, on a page
+    or in the API alike (`confirm`): a script or a stray click must not reach Kafka with a guess."""
+    if confirm != group_id:
+        given = "a different id" if confirm else "no confirmation"
+        raise BadParameter(f"To {change}, give the group's id '{group_id}' again as 'confirm' ({given} was given); "
+                           "nothing was changed.")
+
+
+def apply_reset(user: Any, cluster: str, snap: Snapshot, group_id: str, spec: ResetSpec, confirm: str) -> list[dict[str, Any]]:
     group(snap, group_id)  # an unknown group is a 404, as in the preview, before Kafka is asked
+    confirmed(group_id, confirm, f"reset the offsets of group '{group_id}'")
     gw = gateway.for_cluster(cluster)
     state, members, kind = gw.group_state(group_id)
     if state not in {"Empty", "Dead"} or members:
@@ -465,14 +481,16 @@ def apply_reset(user: Any, cluster: str, snap: Snapshot, group_id: str, spec: Re
     return plan  # audited by the caller (console.audit.audited), like every change
 
 
-def delete_group(user: Any, cluster: str, snap: Snapshot, group_id: str) -> None:
+def delete_group(user: Any, cluster: str, snap: Snapshot, group_id: str, confirm: str) -> None:
     group(snap, group_id)
+    confirmed(group_id, confirm, f"delete group '{group_id}'")
     gateway.for_cluster(cluster).delete_group(group_id)
     store.note_change(cluster, {f"group:{group_id}": 0})
 
 
-def delete_group_topic_offsets(user: Any, cluster: str, snap: Snapshot, group_id: str, topic: str) -> int:
+def delete_group_topic_offsets(user: Any, cluster: str, snap: Snapshot, group_id: str, topic: str, confirm: str) -> int:
     g = group(snap, group_id)
+    confirmed(group_id, confirm, f"delete the offsets of group '{group_id}' on topic '{topic}'")
     parts = [split_key(k) for k in g.offsets if split_key(k)[0] == topic]
     if not parts:
         raise BadParameter(f"Group '{group_id}' has no committed offsets on topic '{topic}'.")

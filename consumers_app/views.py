@@ -15,7 +15,7 @@ from brokers_app.services import Live, require_snapshot
 from brokers_app.services import live as live_snapshot
 from console import listing
 from console.audit import audited
-from console.auth import allow, has_role
+from console.auth import allow, may, visible
 from console.errors import BadParameter, ConsoleError
 from console.params import int_param
 from consumers_app import services
@@ -27,7 +27,7 @@ def list_params(params: Mapping[str, str]) -> dict[str, Any]:
 
 
 def groups_context(live: Live, params: dict[str, Any]) -> dict[str, Any]:
-    page = services.groups_page(live.snapshot, **params) if live.snapshot else None
+    page = services.groups_page(live.snapshot, **params, visible=visible("group.view", live.cluster, "groups")) if live.snapshot else None
     rows_html = listing.rendered_rows("consumers_app/_group_row.html", live.cluster, "g", page.rows) if page else []
     # The column heads (links that keep the query) and the rows come from the rendered-row cache.
     head_html = listing.rendered_rows("consumers_app/_groups_head.html", live.cluster, "head",
@@ -40,12 +40,13 @@ def groups_fragment(live: Live, params: Mapping[str, str]) -> dict[str, str]:
     return {"live-groups": render_to_string("consumers_app/_groups.html", groups_context(live, list_params(params)))}
 
 
-@allow(GET="viewer")
+@allow(GET="group.view")
 def groups(request: HttpRequest, cluster: str) -> HttpResponse:
     params = list_params(request.GET)
     live = live_snapshot(cluster)
     busiest = listing.rendered_rows("consumers_app/_busiest.html", cluster, "busiest",
-                                    [{"rows": services.most_rebalancing(cluster)}], kept=False)[0]
+                                    [{"rows": services.most_rebalancing(cluster, visible=visible("group.view", cluster, "groups"))}],
+                                    kept=False)[0]
     return render(request, "consumers_app/groups.html", {**groups_context(live, params), "view": "groups",
                                                          "busiest_html": busiest})
 
@@ -63,14 +64,14 @@ def detail_fragment(live: Live, params: Mapping[str, str]) -> dict[str, str]:
     return {"live-group": render_to_string("consumers_app/_group.html", detail_context(live, params.get("group", "")))}
 
 
-@allow(GET="viewer")
+@allow(GET="group.view")
 def group_detail(request: HttpRequest, cluster: str, group: str) -> HttpResponse:
     from analytics.service import group_history, history_or_none
 
     live = live_snapshot(cluster)
     return render(request, "consumers_app/group.html", {**detail_context(live, group), "view": "group",
                                                         "analytics_history": history_or_none(group_history, cluster, group),
-                                                        "can_change": has_role(request.user, "operator")})
+                                                        "can_change": may(request.user, "group.reset_offsets", cluster, group=group)})
 
 
 def reset_spec(p: Mapping[str, str]) -> services.ResetSpec:
@@ -93,7 +94,7 @@ def reset_spec(p: Mapping[str, str]) -> services.ResetSpec:
     )
 
 
-@allow(GET="operator", POST="operator")
+@allow(GET="group.reset_offsets", POST="group.reset_offsets")
 def group_reset(request: HttpRequest, cluster: str, group: str) -> HttpResponse:
     """Preview first (always); apply only from the preview, and only while the group is empty."""
     live = live_snapshot(cluster)
@@ -107,7 +108,7 @@ def group_reset(request: HttpRequest, cluster: str, group: str) -> HttpResponse:
             if request.POST.get("apply") == "1":
                 with audited(request.user, "reset_offsets", cluster=cluster, target=group,
                              details={"to": spec.to, "topics": spec.topics, "partitions": spec.partitions}) as entry:
-                    plan = services.apply_reset(request.user, cluster, snap, group, spec)
+                    plan = services.apply_reset(request.user, cluster, snap, group, spec, request.POST.get("confirm", ""))
                     entry["offsets"] = {f"{r['topic']}-{r['partition']}": r["new"] for r in plan}
                 messages.success(request, f"Reset {len(plan)} partition offsets of group '{group}'.")
                 return redirect(reverse("group", args=[cluster, group]))
@@ -118,21 +119,20 @@ def group_reset(request: HttpRequest, cluster: str, group: str) -> HttpResponse:
     return render(request, "consumers_app/reset.html", context, status=status)
 
 
-@allow(POST="operator")
+@allow(POST="group.delete")
 def group_delete(request: HttpRequest, cluster: str, group: str) -> HttpResponse:
     snap = require_snapshot(live_snapshot(cluster))
     try:  # a refusal is the form's error: shown as a message on the group's page
         topic = request.POST.get("topic", "").strip()
+        confirm = request.POST.get("confirm", "")
         if topic:
             with audited(request.user, "delete_group_offsets", cluster=cluster, target=group, details={"topic": topic}) as entry:
-                n = services.delete_group_topic_offsets(request.user, cluster, snap, group, topic)
+                n = services.delete_group_topic_offsets(request.user, cluster, snap, group, topic, confirm)
                 entry["partitions"] = n
             messages.success(request, f"Deleted the offsets of group '{group}' on '{topic}' ({n} partitions).")
             return redirect(reverse("group", args=[cluster, group]))
         with audited(request.user, "delete_group", cluster=cluster, target=group):
-            if request.POST.get("confirm") != group:
-                raise BadParameter(f"To delete group '{group}', type its name exactly; nothing was deleted.")
-            services.delete_group(request.user, cluster, snap, group)
+            services.delete_group(request.user, cluster, snap, group, confirm)
         messages.success(request, f"Deleted consumer group '{group}'.")
         return redirect(reverse("groups", args=[cluster]))
     except ConsoleError as exc:

@@ -15,7 +15,7 @@ from brokers_app.services import Live, require_snapshot
 from brokers_app.services import live as live_snapshot
 from console import listing
 from console.audit import audited
-from console.auth import allow, has_role
+from console.auth import allow, may, visible
 from console.errors import BadParameter, ConsoleError
 from console.gateway.errors import GatewayError
 from console.params import bool_param, int_param
@@ -36,7 +36,8 @@ def layout_params(params: Mapping[str, str]) -> dict[str, Any]:
 
 
 def layout_context(live: Live, params: dict[str, Any]) -> dict[str, Any]:
-    page = services.layout(live.snapshot, params["query"], params["page"], 20, params["internal"]) if live.snapshot else None
+    page = services.layout(live.snapshot, params["query"], params["page"], 20, params["internal"],
+                           visible("topic.view", live.cluster, "topics")) if live.snapshot else None
     return {"live": live, "layout": page, "params": params}
 
 
@@ -44,7 +45,7 @@ def layout_fragment(live: Live, params: Mapping[str, str]) -> dict[str, str]:
     return {"live-layout": render_to_string("topics_app/_layout.html", layout_context(live, layout_params(params)))}
 
 
-@allow(GET="viewer")
+@allow(GET="cluster.view")
 def layout(request: HttpRequest, cluster: str) -> HttpResponse:
     params = layout_params(request.GET)
     live = live_snapshot(cluster)
@@ -59,6 +60,9 @@ def at_risk_context(live: Live, broker: int | None) -> dict[str, Any]:
     if snap is not None and broker is not None and broker not in snap.brokers:
         raise BadParameter(f"Broker {broker} is not part of cluster '{snap.cluster}'; brokers: {brokers}.")
     risk = snap.at_risk(broker) if snap is not None and broker is not None else None
+    shown = visible("topic.view", live.cluster, "topics")
+    if risk is not None and shown is not None:
+        risk = {kind: [r for r in rows if shown(r["topic"])] for kind, rows in risk.items()}
     return {"live": live, "brokers": brokers, "broker": broker, "risk": risk}
 
 
@@ -67,7 +71,7 @@ def at_risk_fragment(live: Live, params: Mapping[str, str]) -> dict[str, str]:
     return {"live-at-risk": render_to_string("topics_app/_at_risk.html", at_risk_context(live, broker))}
 
 
-@allow(GET="viewer")
+@allow(GET="cluster.view")
 def at_risk(request: HttpRequest, cluster: str) -> HttpResponse:
     broker = int_param(request.GET, "broker", minimum=0)
     live = live_snapshot(cluster)
@@ -82,7 +86,7 @@ def list_params(params: Mapping[str, str]) -> dict[str, Any]:
 
 
 def topics_context(live: Live, params: dict[str, Any]) -> dict[str, Any]:
-    page = services.topics_page(live.snapshot, **params) if live.snapshot else None
+    page = services.topics_page(live.snapshot, **params, visible=visible("topic.view", live.cluster, "topics")) if live.snapshot else None
     rows_html = listing.rendered_rows("topics_app/_topic_row.html", live.cluster, "t", page.rows) if page else []
     return {"live": live, "topics": page, "params": params, "sorts": services.SORTS, "rows_html": rows_html}
 
@@ -91,7 +95,7 @@ def topics_fragment(live: Live, params: Mapping[str, str]) -> dict[str, str]:
     return {"live-topics": render_to_string("topics_app/_topics.html", topics_context(live, list_params(params)))}
 
 
-@allow(GET="viewer")
+@allow(GET="topic.view")
 def topics(request: HttpRequest, cluster: str) -> HttpResponse:
     params = list_params(request.GET)
     live = live_snapshot(cluster)
@@ -106,7 +110,7 @@ def detail_context(live: Live, name: str) -> dict[str, Any]:
         "topic": t,
         "partitions": services.partitions(snap, name),
         "brokers": sorted(snap.brokers),
-        "groups": services.topic_group_lags(snap, name),
+        "groups": services.topic_group_lags(snap, name, visible("group.view", live.cluster, "groups")),
     }
 
 
@@ -114,7 +118,7 @@ def detail_fragment(live: Live, params: Mapping[str, str]) -> dict[str, str]:
     return {"live-topic": render_to_string("topics_app/_topic.html", detail_context(live, params.get("topic", "")))}
 
 
-@allow(GET="viewer")
+@allow(GET="topic.view")
 def topic_detail(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
     live = live_snapshot(cluster)
     context = detail_context(live, topic)
@@ -128,8 +132,8 @@ def topic_detail(request: HttpRequest, cluster: str, topic: str) -> HttpResponse
     history = history_or_none(topic_history, cluster, topic)
     return render(request, "topics_app/topic.html", {**context, "view": "topic", "configs": configs,
                                                      "config_error": config_error, "analytics_history": history,
-                                                     "can_change": has_role(request.user, "operator"),
-                                                     "can_delete": has_role(request.user, "admin")})
+                                                     "can_change": may(request.user, "topic.edit_config", cluster, topic),
+                                                     "can_delete": may(request.user, "topic.delete", cluster, topic)})
 
 
 # Changes: each form previews (Kafka's dry-run verdict) before it applies -------------------------------
@@ -154,7 +158,7 @@ def _action(request: HttpRequest, cluster: str, title: str, template: str, run: 
     return render(request, template, {**context, "live": live, "view": "status"}, status=status)
 
 
-@allow(GET="operator", POST="operator")
+@allow(GET="topic.create", POST="topic.create")
 def topic_create(request: HttpRequest, cluster: str) -> HttpResponse:
     def run(apply: bool) -> services.Outcome:
         p = request.POST
@@ -172,15 +176,18 @@ def topic_create(request: HttpRequest, cluster: str) -> HttpResponse:
     return _action(request, cluster, "Create a topic", "topics_app/create.html", run, {})
 
 
-@allow(GET="operator", POST="operator")
+@allow(GET="topic.edit_config", POST="topic.edit_config")
 def topic_configs_edit(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
+    """Only the keys named change: the lines set their values (a line left as it is, or taken out,
+    changes nothing) and an override goes back to the broker's value only when its box is ticked."""
     current = services.topic_configs(cluster, topic)
-    overrides = "\n".join(f"{c.name}={c.value}" for c in current if c.overridden and c.value is not None)
+    overridden = [c for c in current if c.overridden]
+    overrides = "\n".join(f"{c.name}={c.value}" for c in overridden if c.value is not None)
+    removing = request.POST.getlist("remove")
 
     def run(apply: bool) -> services.Outcome:
         wanted = parse_configs(request.POST.get("configs", ""))
-        previous = {c.name for c in current if c.overridden}
-        delete = sorted(previous - wanted.keys())
+        delete = sorted(set(removing))
         with audited(request.user, "alter_topic_configs", cluster=cluster, target=topic, dry_run=not apply,
                      details={"set": wanted, "delete": delete}) as entry:
             outcome = services.alter_configs(request.user, cluster, topic, wanted, delete, dry_run=not apply)
@@ -189,10 +196,11 @@ def topic_configs_edit(request: HttpRequest, cluster: str, topic: str) -> HttpRe
 
     done = reverse("topic", args=[cluster, topic])
     return _action(request, cluster, f"Edit configs of {topic}", "topics_app/configs.html", run,
-                   {"topic": topic, "overrides": overrides, "done_url": done})
+                   {"topic": topic, "overrides": overrides, "overridden": overridden, "removing": removing,
+                    "done_url": done})
 
 
-@allow(GET="operator", POST="operator")
+@allow(GET="topic.add_partitions", POST="topic.add_partitions")
 def topic_partitions_add(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
     def run(apply: bool) -> services.Outcome:
         total = int_param(request.POST, "total", minimum=1)
@@ -208,24 +216,23 @@ def topic_partitions_add(request: HttpRequest, cluster: str, topic: str) -> Http
                    {"topic": topic, "done_url": reverse("topic", args=[cluster, topic])})
 
 
-def parse_purge(text: str) -> dict[int, int] | None:
-    """Blank: everything. Otherwise `partition=offset` lines."""
-    if not text.strip():
-        return None
+def parse_purge(text: str) -> dict[int, int]:
+    """`partition=offset` lines; blank names nothing (every record is asked for with the 'all' box)."""
     return {
         int_param({"partition": k}, "partition", minimum=0) or 0: int_param({"offset": v}, "offset", minimum=-1) or 0
         for k, v in parse_configs(text).items()
     }
 
 
-@allow(GET="operator", POST="operator")
+@allow(GET="topic.purge", POST="topic.purge")
 def topic_purge(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
     def run(apply: bool) -> services.Outcome:
         before = parse_purge(request.POST.get("offsets", ""))
-        details = {"before": "all" if before is None else {str(k): v for k, v in before.items()}}
+        everything = bool_param(request.POST, "all")
+        details = {"before": "all" if everything else {str(k): v for k, v in before.items()}}
         with audited(request.user, "purge_records", cluster=cluster, target=topic, dry_run=not apply,
                      details=details) as entry:
-            outcome = services.purge_records(request.user, cluster, topic, before, dry_run=not apply)
+            outcome = services.purge_records(request.user, cluster, topic, before, everything, dry_run=not apply)
             entry.update(outcome.details)
         return outcome
 
@@ -233,7 +240,7 @@ def topic_purge(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
                    {"topic": topic, "done_url": reverse("topic", args=[cluster, topic])})
 
 
-@allow(GET="admin", POST="admin")
+@allow(GET="topic.delete", POST="topic.delete")
 def topic_delete(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
     def run(apply: bool) -> services.Outcome:
         if not apply:
@@ -247,7 +254,7 @@ def topic_delete(request: HttpRequest, cluster: str, topic: str) -> HttpResponse
 # Messages --------------------------------------------------------------------------------------------
 
 
-@allow(GET="viewer")
+@allow(GET="messages.read")
 def messages_page(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
     """The browser: with `run=1` the first page is scanned and rendered here (within the scan time
     budget); without it the page asks its websocket for the newest messages as soon as it opens. The
@@ -255,11 +262,11 @@ def messages_page(request: HttpRequest, cluster: str, topic: str) -> HttpRespons
     live = live_snapshot(cluster)
     t = services.topic(live.snapshot, topic) if live.snapshot else None
     context: dict[str, Any] = {"live": live, "view": "status", "topic_name": topic, "topic": t, "form": request.GET,
-                               "decodings": DECODINGS, "can_produce": has_role(request.user, "operator")}
+                               "decodings": DECODINGS, "can_produce": may(request.user, "messages.produce", cluster, topic)}
     status = 200
     if request.GET.get("run") == "1":
         try:
-            req = browse.parse_request(topic, request.GET)
+            req = browse.open_read(request.user, cluster, topic, request.GET, "page")
             records, progress = browse.run_scan(cluster, req, budget=browse.time_budget(request.GET))
             context["rows"] = [browse.row(r, req.decode_key, req.decode_value) for r in records]
             context["progress"] = browse.progress_dict(progress)
@@ -280,7 +287,7 @@ def message_rows(rows: list[dict[str, Any]]) -> str:
     return render_to_string("topics_app/_message_rows.html", {"rows": rows})
 
 
-@allow(POST="operator")
+@allow(POST="messages.produce")
 def message_produce(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
     p = request.POST
     try:
@@ -296,7 +303,7 @@ def message_produce(request: HttpRequest, cluster: str, topic: str) -> HttpRespo
     return redirect(reverse("topic_messages", args=[cluster, topic]))
 
 
-@allow(POST="operator")
+@allow(POST="messages.produce")
 def message_republish(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
     p = request.POST
     try:

@@ -29,11 +29,11 @@ from django.test.client import ClientHandler
 from django.urls import URLPattern, URLResolver, get_resolver, resolve
 from django.urls.resolvers import RegexPattern, RoutePattern
 from django.views import View
-from rest_framework.permissions import IsAuthenticated
 from rest_framework.views import APIView
 
 from console import gateway
-from console.auth import ROLES
+from console.access import ACTIONS
+from console.auth import ROLES, ActionPermission
 from console.gateway.errors import ClusterUnavailable
 from console.watcher import store
 from console.watcher.snapshot import GroupState, MemberState, Snapshot
@@ -53,67 +53,67 @@ API = "api/v1/clusters/<str:cluster>/"
 EXPECTED: dict[str, dict[str, str]] = {
     "login/": {"GET": PUBLIC, "POST": PUBLIC},
     "healthz": {"GET": PUBLIC},
-    "logout/": {"POST": "viewer"},
-    "": {"GET": "viewer"},
-    "audit/": {"GET": "admin"},
-    "metrics": {"GET": "viewer"},
-    C: {"GET": "viewer"},
-    C + "layout/": {"GET": "viewer"},
-    C + "at-risk/": {"GET": "viewer"},
-    C + "events/": {"GET": "viewer"},
-    C + "reassignments/": {"GET": "viewer", "POST": "operator"},
-    C + "reassignments/<int:job_id>/": {"GET": "viewer", "POST": "operator"},
-    C + "reassignments/<int:job_id>/plan.json": {"GET": "viewer"},
-    C + "analytics/": {"GET": "viewer", "POST": "operator"},
-    C + "reports/": {"GET": "viewer", "POST": "admin"},
-    C + "reports/<int:report_id>/": {"GET": "viewer"},
-    C + "reports/<int:report_id>/report.html": {"GET": "viewer"},
-    C + "reports/<int:report_id>/report.csv": {"GET": "viewer"},
-    C + "groups/": {"GET": "viewer"},
-    C + "groups/<name:group>/": {"GET": "viewer"},
-    C + "groups/<name:group>/reset/": {"GET": "operator", "POST": "operator"},
-    C + "groups/<name:group>/delete/": {"POST": "operator"},
-    C + "topics/": {"GET": "viewer"},
-    C + "topics/new/": {"GET": "operator", "POST": "operator"},
-    C + "topics/<str:topic>/": {"GET": "viewer"},
-    C + "topics/<str:topic>/configs/": {"GET": "operator", "POST": "operator"},
-    C + "topics/<str:topic>/partitions/": {"GET": "operator", "POST": "operator"},
-    C + "topics/<str:topic>/purge/": {"GET": "operator", "POST": "operator"},
-    C + "topics/<str:topic>/delete/": {"GET": "admin", "POST": "admin"},
-    C + "topics/<str:topic>/messages/": {"GET": "viewer"},
-    C + "topics/<str:topic>/messages/produce/": {"POST": "operator"},
-    C + "topics/<str:topic>/messages/republish/": {"POST": "operator"},
-    "api/schema/": {"GET": "viewer"},
-    "api/v1/audit/": {"GET": "admin"},
-    "api/v1/clusters/": {"GET": "viewer"},
-    API: {"GET": "viewer"},
-    API + "brokers/": {"GET": "viewer"},
-    API + "events/": {"GET": "viewer"},
-    API + "leader-elections/": {"POST": "operator"},
-    API + "reassignments/": {"GET": "viewer", "POST": "operator"},
-    API + "reassignments/<int:job_id>/": {"GET": "viewer", "POST": "operator"},
-    API + "analytics/runs/": {"GET": "viewer", "POST": "operator"},
-    API + "analytics/runs/<int:run_id>/": {"GET": "viewer"},
-    API + "analytics/topics/<str:topic>/": {"GET": "viewer"},
-    API + "analytics/consumer-groups/<name:group>/": {"GET": "viewer"},
-    API + "report-schedules/": {"GET": "viewer", "PATCH": "admin"},
-    "api/v1/reports/": {"GET": "viewer"},
-    "api/v1/reports/<int:report_id>/": {"GET": "viewer"},
-    "api/v1/reports/<int:report_id>/report.csv": {"GET": "viewer"},
-    "api/v1/reports/<int:report_id>/report.html": {"GET": "viewer"},
-    API + "consumer-groups/": {"GET": "viewer"},
-    API + "rebalances/most-frequent/": {"GET": "viewer"},
-    API + "consumer-groups/<name:group>/": {"GET": "viewer", "DELETE": "operator"},
-    API + "consumer-groups/<name:group>/offsets": {"POST": "operator", "DELETE": "operator"},
-    API + "consumer-groups/<name:group>/offsets/": {"POST": "operator", "DELETE": "operator"},
-    API + "consumer-groups/<name:group>/rebalances/": {"GET": "viewer"},
-    API + "topics/": {"GET": "viewer", "POST": "operator"},
-    API + "topics/<str:topic>/": {"GET": "viewer", "DELETE": "admin"},
-    API + "topics/<str:topic>/configs/": {"GET": "viewer", "PATCH": "operator"},
-    API + "topics/<str:topic>/records/": {"DELETE": "operator"},
-    API + "topics/<str:topic>/partitions/": {"GET": "viewer", "POST": "operator"},
-    API + "topics/<str:topic>/messages/": {"GET": "viewer", "POST": "operator"},
-    API + "topics/<str:topic>/messages/republish/": {"POST": "operator"},
+    "logout/": {"POST": "console.view"},
+    "": {"GET": "console.view"},
+    "audit/": {"GET": "audit.view"},
+    "metrics": {"GET": "metrics.view"},
+    C: {"GET": "cluster.view"},
+    C + "layout/": {"GET": "cluster.view"},
+    C + "at-risk/": {"GET": "cluster.view"},
+    C + "events/": {"GET": "cluster.view"},
+    C + "reassignments/": {"GET": "reassignments.view", "POST": "partitions.reassign"},
+    C + "reassignments/<int:job_id>/": {"GET": "reassignments.view", "POST": "partitions.reassign"},
+    C + "reassignments/<int:job_id>/plan.json": {"GET": "reassignments.view"},
+    C + "analytics/": {"GET": "analytics.view", "POST": "analytics.run"},
+    C + "reports/": {"GET": "analytics.view", "POST": "reports.schedule"},
+    C + "reports/<int:report_id>/": {"GET": "analytics.view"},
+    C + "reports/<int:report_id>/report.html": {"GET": "analytics.view"},
+    C + "reports/<int:report_id>/report.csv": {"GET": "analytics.view"},
+    C + "groups/": {"GET": "group.view"},
+    C + "groups/<name:group>/": {"GET": "group.view"},
+    C + "groups/<name:group>/reset/": {"GET": "group.reset_offsets", "POST": "group.reset_offsets"},
+    C + "groups/<name:group>/delete/": {"POST": "group.delete"},
+    C + "topics/": {"GET": "topic.view"},
+    C + "topics/new/": {"GET": "topic.create", "POST": "topic.create"},
+    C + "topics/<str:topic>/": {"GET": "topic.view"},
+    C + "topics/<str:topic>/configs/": {"GET": "topic.edit_config", "POST": "topic.edit_config"},
+    C + "topics/<str:topic>/partitions/": {"GET": "topic.add_partitions", "POST": "topic.add_partitions"},
+    C + "topics/<str:topic>/purge/": {"GET": "topic.purge", "POST": "topic.purge"},
+    C + "topics/<str:topic>/delete/": {"GET": "topic.delete", "POST": "topic.delete"},
+    C + "topics/<str:topic>/messages/": {"GET": "messages.read"},
+    C + "topics/<str:topic>/messages/produce/": {"POST": "messages.produce"},
+    C + "topics/<str:topic>/messages/republish/": {"POST": "messages.produce"},
+    "api/schema/": {"GET": "console.view"},
+    "api/v1/audit/": {"GET": "audit.view"},
+    "api/v1/clusters/": {"GET": "console.view"},
+    API: {"GET": "cluster.view"},
+    API + "brokers/": {"GET": "cluster.view"},
+    API + "events/": {"GET": "cluster.view"},
+    API + "leader-elections/": {"POST": "leaders.elect"},
+    API + "reassignments/": {"GET": "reassignments.view", "POST": "partitions.reassign"},
+    API + "reassignments/<int:job_id>/": {"GET": "reassignments.view", "POST": "partitions.reassign"},
+    API + "analytics/runs/": {"GET": "analytics.view", "POST": "analytics.run"},
+    API + "analytics/runs/<int:run_id>/": {"GET": "analytics.view"},
+    API + "analytics/topics/<str:topic>/": {"GET": "topic.view"},
+    API + "analytics/consumer-groups/<name:group>/": {"GET": "group.view"},
+    API + "report-schedules/": {"GET": "analytics.view", "PATCH": "reports.schedule"},
+    "api/v1/reports/": {"GET": "analytics.view"},
+    "api/v1/reports/<int:report_id>/": {"GET": "analytics.view"},
+    "api/v1/reports/<int:report_id>/report.csv": {"GET": "analytics.view"},
+    "api/v1/reports/<int:report_id>/report.html": {"GET": "analytics.view"},
+    API + "consumer-groups/": {"GET": "group.view"},
+    API + "rebalances/most-frequent/": {"GET": "group.view"},
+    API + "consumer-groups/<name:group>/": {"GET": "group.view", "DELETE": "group.delete"},
+    API + "consumer-groups/<name:group>/offsets": {"POST": "group.reset_offsets", "DELETE": "group.reset_offsets"},
+    API + "consumer-groups/<name:group>/offsets/": {"POST": "group.reset_offsets", "DELETE": "group.reset_offsets"},
+    API + "consumer-groups/<name:group>/rebalances/": {"GET": "group.view"},
+    API + "topics/": {"GET": "topic.view", "POST": "topic.create"},
+    API + "topics/<str:topic>/": {"GET": "topic.view", "DELETE": "topic.delete"},
+    API + "topics/<str:topic>/configs/": {"GET": "topic.view", "PATCH": "topic.edit_config"},
+    API + "topics/<str:topic>/records/": {"DELETE": "topic.purge"},
+    API + "topics/<str:topic>/partitions/": {"GET": "topic.view", "POST": "topic.add_partitions"},
+    API + "topics/<str:topic>/messages/": {"GET": "messages.read", "POST": "messages.produce"},
+    API + "topics/<str:topic>/messages/republish/": {"POST": "messages.produce"},
 }
 
 # Django's admin site (user and token admin): each of its views asks for is_staff, which only
@@ -130,9 +130,7 @@ UNDECLARED_PAGES = {
     "logout/": "Django's logout: ends the caller's own session; the login middleware keeps anonymous out.",
     "healthz": "The public health check: fixed sentences, no exception text.",
 }
-UNDECLARED_API = {
-    "api/schema/": "drf-spectacular's view: SPECTACULAR_SETTINGS['SERVE_PERMISSIONS'] asks for a login only.",
-}
+UNDECLARED_API: dict[str, str] = {}
 
 # An allowed request answered 403 anyway, and why that is not a refusal by role.
 ALLOWED_BUT_403 = {
@@ -147,6 +145,7 @@ SAMPLES = {
     "group": "team/service",
     "app_label": "auth",
     "object_id": "1",
+    "pk": "1",
     "id": "1",
     "job_id": "1",
     "run_id": "1",
@@ -249,9 +248,16 @@ ROUTES = list(_walk(get_resolver(), "", "", ""))
 
 
 def expected_roles(route: Route) -> dict[str, str] | None:
+    """The route's table: actions per method (roles on Django's admin site, which has no actions)."""
     if route.is_admin_site:
         return ADMIN_SITE_OVERRIDES.get(route.key, ADMIN_SITE_ROLES)
     return EXPECTED.get(route.key)
+
+
+def least_role(route: Route, method: str) -> str:
+    """The least unscoped role that may call the method: the role of its action (PUBLIC stays)."""
+    declared = (expected_roles(route) or {})[method]
+    return ACTIONS[declared][0] if declared in ACTIONS else declared
 
 
 def implemented_methods(view_class: type[View]) -> set[str]:
@@ -293,13 +299,11 @@ def test_every_api_view_declares_the_tables_role_for_each_method_it_implements()
         view = route.view_class
         assert view is not None and issubclass(view, APIView)
         implemented = implemented_methods(view)
-        if route.key in UNDECLARED_API:
-            if [type(p) for p in view().get_permissions()] != [IsAuthenticated]:
-                problems.append(f"{route.key}: {view.__name__} has no roles, so it must at least ask for a login")
-            continue
-        roles = getattr(view, "roles", None)
+        if [type(p) for p in view().get_permissions()] != [ActionPermission]:
+            problems.append(f"{route.key}: {view.__name__} must be checked by ActionPermission, the one check")
+        roles = getattr(view, "actions", None)
         if not roles:
-            problems.append(f"{route.key}: {view.__name__} has no `roles`; declare one per method it implements")
+            problems.append(f"{route.key}: {view.__name__} has no `actions`; declare one per method it implements")
             continue
         if implemented - roles.keys():
             problems.append(f"{route.key}: {view.__name__} implements {sorted(implemented - roles.keys())} without a role")
@@ -316,9 +320,9 @@ def test_every_page_carries_the_tables_roles_unless_it_is_public_by_design() -> 
     for route in [r for r in ROUTES if not r.is_api and not r.is_admin_site]:
         if route.key in UNDECLARED_PAGES:
             continue
-        roles = getattr(route.callback, "roles", None)
+        roles = getattr(route.callback, "actions", None)
         if roles is None:
-            problems.append(f"{route.key}: the view has no roles; decorate it with @allow(GET=..., POST=...)")
+            problems.append(f"{route.key}: the view has no actions; decorate it with @allow(GET=..., POST=...)")
         elif roles != expected_roles(route):
             problems.append(f"{route.key}: @allow declares {roles}, the table expects {expected_roles(route)}")
     assert not problems, "\n".join(problems)
@@ -378,7 +382,7 @@ def client_for(caller: str) -> Client:
 
 
 def outcome(route: Route, method: str, caller: str) -> str:
-    needed = (expected_roles(route) or {})[method]
+    needed = least_role(route, method)
     if needed == PUBLIC:
         return "allowed"
     if caller == ANONYMOUS:
@@ -424,7 +428,7 @@ def test_each_role_gets_what_the_table_grants(route: Route, method: str, caller:
     elif expected == "refused" and route.is_admin_site:
         assert _is_login_redirect(response, "/admin/login/"), f"{where}, expected the admin site's login form"
     elif expected == "refused":
-        assert status == 403, f"{where}, expected 403 (needs {(expected_roles(route) or {})[method]})"
+        assert status == 403, f"{where}, expected 403 (needs {least_role(route, method)})"
     else:
         assert status != 401, where
         assert status != 403 or (route.key, method) in ALLOWED_BUT_403, f"{where}: refused a role the table allows"
