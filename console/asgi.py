@@ -11,11 +11,13 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from console.rawpath import EncodedSlashes  # noqa: E402
 from console.routing import websocket_urlpatterns  # noqa: E402
 
-application = ProtocolTypeRouter(
+# Outermost, so every route sees a name sent as `team%2Fservice` as one segment (console/rawpath.py).
+application = EncodedSlashes(ProtocolTypeRouter(
     {
         "http": django_asgi_app,
         "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
-)
+))

@@ -5,7 +5,9 @@ unicode, even `..`. Django's reverse() percent-encodes `?`, `#`, `%`, spaces and
 server decodes them again before routing, so those round-trip by themselves. Two things do not:
 a `/` (the ASGI server hands `%2F` to Django already decoded, so it would split the path) and the
 dot segments `.` and `..` (browsers resolve them away). Those are escaped as `~XX` (hex of the
-byte), and `~` itself as `~7E`, so every id maps to exactly one path segment and back.
+byte), and `~` itself as `~7E`, so every id maps to exactly one path segment and back. A client
+that sends the standard `%2F` instead reaches the same route: console/rawpath.py turns such a
+segment into this form before Django routes it.
 """
 
 from __future__ import annotations

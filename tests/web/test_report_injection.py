@@ -76,7 +76,12 @@ def test_the_offline_report_draws_a_markup_group_id_as_its_literal_text(browser,
     context = browser.new_context()
     page = context.new_page()
     dialogs: list[str] = []
-    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+
+    def on_dialog(dialog: Any) -> None:
+        dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    page.on("dialog", on_dialog)
     page.set_content((service.results_dir(run) / "report.html").read_text(), wait_until="load")
     page.wait_for_selector("#lag-chart .legendtext")
     assert page.locator("#lag-chart .legendtext").all_text_contents() == [MARKUP, "billing"]
