@@ -201,7 +201,7 @@ CELERY_BEAT_SCHEDULE = {
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         # Token first, so an anonymous request gets 401 with WWW-Authenticate rather than 403.
-        "rest_framework.authentication.TokenAuthentication",
+        "console.tokens.ExpiringTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     # Each view declares its role per method (`roles = {"GET": "viewer", ...}`); undeclared is refused.
@@ -212,6 +212,10 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "URL_FORMAT_OVERRIDE": None,  # ?format= belongs to the messages export (json, jsonl, csv)
 }
+# API tokens older than this are refused (console/tokens.py; manage.py rotatetoken NAME makes a new one); 0: never.
+CONSOLE_API_TOKEN_TTL_HOURS = env_int("CONSOLE_API_TOKEN_TTL_HOURS", 90 * 24, minimum=0)
+# A secret that opens /metrics only (Prometheus: `authorization: Bearer <secret>`); empty: none.
+CONSOLE_METRICS_TOKEN = env_str("CONSOLE_METRICS_TOKEN", "")
 SPECTACULAR_SETTINGS = {
     "TITLE": "Kafka console API",
     "VERSION": "1",
