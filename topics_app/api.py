@@ -273,7 +273,7 @@ class TopicMessages(APIView):
         fmt = params.pop("format", "json")
         if fmt not in {"json", "jsonl", "csv"}:
             raise BadParameter(f"'format' must be json, jsonl or csv, not '{fmt[:20]}'.")
-        req = browse.parse_request(topic, params)
+        req = browse.open_read(request.user, cluster, topic, params, "api" if fmt == "json" else f"export_{fmt}")
         # Bounded in time: past the budget it answers with what it found and where to resume
         # (next_positions, same direction), instead of holding a worker.
         records, progress = browse.run_scan(cluster, req, budget=browse.time_budget(params))

@@ -19,10 +19,12 @@ from django.conf import settings
 
 from console import gateway
 from console.audit import record as audit
-from console.errors import BadParameter, ConsoleError
+from console.errors import BadParameter, ConsoleError, Forbidden
 from console.gateway.messages import Produced, Record, ScanProgress, ScanSpec, produce, scan, tail
 from console.params import choice_param, int_param
-from topics_app.messages import DECODINGS, FilterSpec, build_matcher, build_raw_matcher, decode
+from topics_app.masking import MARK, Masker, masked_parts
+from topics_app.masking_policies import masker_for
+from topics_app.messages import DECODINGS, Decoded, FilterSpec, build_matcher, build_raw_matcher, decode
 
 STARTS = {"newest", "oldest", "offset", "timestamp"}
 TARGETS = {"value", "key", "headers", "any"}
@@ -36,14 +38,26 @@ class BrowseRequest:
     filters: FilterSpec
     decode_key: str
     decode_value: str
+    masker: Masker | None = None  # what the reading user may not see (topics_app/masking.py)
 
     @property
     def matcher(self) -> Callable[[Record], bool] | None:
-        return build_matcher(self.filters)
+        # Filters look at the record as the user sees it: a search for a masked value must not
+        # tell, by what it finds, what the value is.
+        matches, masker = build_matcher(self.filters), self.masker
+        if matches is None or masker is None:
+            return matches
+        return lambda r: matches(masker.apply(r))
 
     @property
     def raw_matcher(self) -> Callable[[bytes | None, bytes | None], bool] | None:
+        if self.masker is not None and self.masker.touches_payload:
+            return None  # a pre-filter on the clear bytes would answer for them
         return build_raw_matcher(self.filters)
+
+    def masked(self, records: list[Record]) -> list[Record]:
+        masker = self.masker
+        return records if masker is None else [masker.apply(r) for r in records]
 
 
 def _partitions(raw: str) -> tuple[int, ...] | None:
@@ -83,7 +97,8 @@ def _positions(raw: str) -> tuple[tuple[int, int], ...] | None:
     return pairs
 
 
-def parse_request(topic: str, params: Mapping[str, str]) -> BrowseRequest:
+def parse_request(topic: str, params: Mapping[str, str], *, masker: Masker | None) -> BrowseRequest:
+    """`masker`: masking_policies.masker_for(user, cluster, topic), asked of every caller so none forgets it."""
     start = choice_param(params, "start", STARTS) or "newest"
     limit = int_param(params, "limit", 50, minimum=1, maximum=MAX_PAGE) or 50
     # "Newest" means the newest `limit` matches over all chosen partitions: read back from the end
@@ -124,11 +139,14 @@ def parse_request(topic: str, params: Mapping[str, str]) -> BrowseRequest:
         filters=filters,
         decode_key=choice_param(params, "decode_key", set(DECODINGS)) or "auto",
         decode_value=choice_param(params, "decode_value", set(DECODINGS)) or "auto",
+        masker=masker,
     )
 
 
 def row(r: Record, decode_key: str = "auto", decode_value: str = "auto") -> dict[str, Any]:
-    key, value = decode(r.key, decode_key), decode(r.value, decode_value)
+    masked = masked_parts(r)
+    key = _MASKED if "key" in masked else decode(r.key, decode_key)
+    value = _MASKED if "value" in masked else decode(r.value, decode_value)
     return {
         "partition": r.partition,
         "offset": r.offset,
@@ -140,10 +158,15 @@ def row(r: Record, decode_key: str = "auto", decode_value: str = "auto") -> dict
         "value": value.text if r.value is not None else None,
         "value_format": value.format,
         "value_note": value.error,
-        "headers": [{"key": k, "value": decode(v, "auto").text if v is not None else None} for k, v in r.headers],
+        "headers": [{"key": k, "value": MARK if "header:" + k in masked else decode(v, "auto").text if v is not None else None}
+                    for k, v in r.headers],
         "key_size": r.key_size,
         "value_size": r.value_size,
+        "masked": list(masked),
     }
+
+
+_MASKED = Decoded(format="masked", text=MARK)
 
 
 def progress_dict(p: ScanProgress) -> dict[str, Any]:
@@ -162,14 +185,51 @@ def time_budget(params: Mapping[str, str]) -> float:
 
 def run_scan(cluster: str, req: BrowseRequest, on_progress: Callable[[ScanProgress], bool] | None = None,
              cancel: threading.Event | None = None, budget: float | None = None) -> tuple[list[Record], ScanProgress]:
-    return scan(gateway.for_cluster(cluster), req.spec, req.matcher, on_progress=on_progress, raw_matcher=req.raw_matcher,
-                cancel=cancel, time_budget=budget)
+    records, progress = scan(gateway.for_cluster(cluster), req.spec, req.matcher, on_progress=on_progress,
+                             raw_matcher=req.raw_matcher, cancel=cancel, time_budget=budget)
+    return req.masked(records), progress
 
 
 def run_tail(cluster: str, req: BrowseRequest, on_records: Callable[[list[Record]], bool], stop: threading.Event,
              on_ready: Callable[[], None] | None = None) -> None:
-    tail(gateway.for_cluster(cluster), req.spec.topic, req.spec.partitions, on_records, stop,
-         matcher=req.matcher, raw_matcher=req.raw_matcher, on_ready=on_ready)
+    tail(gateway.for_cluster(cluster), req.spec.topic, req.spec.partitions, lambda records: on_records(req.masked(records)),
+         stop, matcher=req.matcher, raw_matcher=req.raw_matcher, on_ready=on_ready)
+
+
+def request_for(user: Any, cluster: str, topic: str, params: Mapping[str, str]) -> BrowseRequest:
+    """A read as `user` may make it: masked where a policy says so."""
+    return parse_request(topic, params, masker=masker_for(user, cluster, topic))
+
+
+def open_read(user: Any, cluster: str, topic: str, params: Mapping[str, str], how: str,
+              client: str | None = None) -> BrowseRequest:
+    """`request_for`, entered in the audit log (a page or API read, which starts at once)."""
+    req = request_for(user, cluster, topic, params)
+    audit_read(user, cluster, req, how, client)
+    return req
+
+
+def audit_read(user: Any, cluster: str, req: BrowseRequest, how: str, client: str | None = None) -> None:
+    """One audit entry per page, scan, tail, export or API read (never one per record)."""
+    spec, f = req.spec, req.filters
+    details: dict[str, Any] = {
+        "how": how, "partitions": "all" if spec.partitions is None else list(spec.partitions), "start": spec.start,
+        "direction": spec.direction, "limit": spec.limit,
+    }
+    if spec.offset is not None:
+        details["offset"] = spec.offset
+    if spec.timestamp_ms is not None:
+        details["timestamp_ms"] = spec.timestamp_ms
+    if spec.offsets is not None:
+        details["positions"] = ",".join(f"{p}:{o}" for p, o in spec.offsets)
+    filters = {name: getattr(f, name) for name in ("substring", "regex", "json_path", "json_value") if getattr(f, name)}
+    if filters:
+        details["filters"] = {**filters, "target": f.target}
+    if req.masker is not None:
+        details["masked_by"] = list(req.masker.policies)
+    if client:
+        details["client"] = client
+    audit(user, "read_messages", cluster=cluster, target=spec.topic, details=details)
 
 
 def positions_param(p: ScanProgress) -> str:
@@ -246,12 +306,25 @@ def produce_message(user: Any, cluster: str, topic: str, value: bytes | None, ke
 
 
 def republish(user: Any, cluster: str, topic: str, partition: int, offset: int, target: str) -> Produced:
-    """Produce a copy of one message (key, value, headers) to the same or another topic."""
+    """Produce a copy of one message (key, value, headers) to the same or another topic.
+
+    A message with parts masked for this user is refused: copying it clear would put the masked
+    values into a topic the user may be able to read unmasked, and copying it masked would write
+    "****" into real data. An exempt user (or one no policy masks here) republishes it as it is.
+    """
     spec = ScanSpec(topic=topic, partitions=(partition,), start="offset", offset=offset, limit=1, max_scanned=1)
     records, _ = scan(gateway.for_cluster(cluster), spec, None)
     if not records or records[0].offset != offset:
         raise BadParameter(f"There is no message at offset {offset} of partition {partition} of '{topic}'.")
     original = records[0]
+    masker = masker_for(user, cluster, topic)
+    hidden = masked_parts(masker.apply(original)) if masker is not None else ()
+    if hidden:
+        audit(user, "republish", cluster=cluster, target=target, outcome="refused",
+              details={"from_topic": topic, "from_partition": partition, "from_offset": offset, "masked": list(hidden)})
+        raise Forbidden(f"Offset {offset} of partition {partition} of '{topic}' has masked parts for you "
+                        f"({', '.join(hidden)}), so it cannot be republished: the copy would show them in clear. "
+                        "A user exempt from the masking policy can republish it.")
     headers = [(k, v or b"") for k, v in original.headers]
     produced = produce_message(user, cluster, target, original.value, original.key, headers, None)
     audit(user, "republish", cluster=cluster, target=target,

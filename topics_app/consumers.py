@@ -14,6 +14,7 @@ import threading
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from console.errors import ConsoleError
@@ -74,7 +75,7 @@ class MessagesConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             elif action == "stop":
                 self.scan_stop.set()
             elif action == "tail":
-                self._tail(params)
+                await self._tail(params)
             elif action == "stop_tail":
                 self.tail_stop.set()
             else:
@@ -83,11 +84,12 @@ class MessagesConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             await self._send({"type": "error", **ident, "message": exc.message})
 
     async def _scan(self, params: dict[str, str], ident: dict[str, Any]) -> None:
-        req = browse.parse_request(self.topic, params)  # a bad request is refused before anything stops
+        req = await self._request(params)  # a bad request is refused before anything stops
         if self.scan_task is not None and not self.scan_task.done():
             # A new scan replaces the running one, which ends within one batch.
             self.scan_stop.set()
             await asyncio.wait([self.scan_task])
+        await self._audit(req, "scan")
         stop = self.scan_stop = threading.Event()
         self.scan_task = asyncio.ensure_future(self._run_scan(req, stop, ident))
 
@@ -114,10 +116,20 @@ class MessagesConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         else:
             await self._send(result)
 
-    def _tail(self, params: dict[str, str]) -> None:
+    async def _request(self, params: dict[str, str]) -> browse.BrowseRequest:
+        """The read with this user's masking (topics_app/masking.py); a bad request is refused here."""
+        return await database_sync_to_async(browse.request_for)(self.scope["user"], self.cluster, self.topic, params)
+
+    async def _audit(self, req: browse.BrowseRequest, how: str) -> None:
+        """One audit entry per scan or tail that starts, with the socket's client address."""
+        client = self.scope.get("client") or [None]
+        await database_sync_to_async(browse.audit_read)(self.scope["user"], self.cluster, req, how, client[0])
+
+    async def _tail(self, params: dict[str, str]) -> None:
         if self.tail_task is not None and not self.tail_task.done():
             return
-        req = browse.parse_request(self.topic, params)
+        req = await self._request(params)
+        await self._audit(req, "tail")
         stop = self.tail_stop = threading.Event()
 
         def on_records(records: list[Record]) -> bool:

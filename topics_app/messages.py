@@ -521,6 +521,7 @@ def build_raw_matcher(spec: FilterSpec) -> Callable[[bytes | None, bytes | None]
 
 # Export ------------------------------------------------------------------------------------------
 
+MARK = "****"  # what a masked key, value, header or JSON field shows instead of its content
 CSV_COLUMNS = ("topic", "partition", "offset", "timestamp", "timestamp_type", "key", "key_format", "value", "value_format",
                "headers")
 
@@ -548,11 +549,13 @@ def export_field(data: bytes | None, decode_as: str) -> tuple[Any, str]:
     return _b64(data), "base64"
 
 
-def _export_headers(headers: tuple[tuple[str, bytes | None], ...]) -> list[dict[str, Any]]:
-    out = []
+def _export_headers(headers: tuple[tuple[str, bytes | None], ...], masked: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
     for name, value in headers:
         text = None if value is None else _utf8(value)
-        if value is None:
+        if "header:" + name in masked:
+            out.append({"name": name, "value": MARK, "format": "masked"})
+        elif value is None:
             out.append({"name": name, "value": None, "format": "null"})
         elif text is not None and not _CONTROL.search(text):
             out.append({"name": name, "value": text, "format": "text"})
@@ -562,8 +565,9 @@ def _export_headers(headers: tuple[tuple[str, bytes | None], ...]) -> list[dict[
 
 
 def _row(r: Record, decode_as: str) -> dict[str, Any]:
-    key, key_format = export_field(r.key, decode_as)
-    value, value_format = export_field(r.value, decode_as)
+    masked: tuple[str, ...] = getattr(r, "masked", ())  # parts topics_app.masking replaced: the mark is all there is
+    key, key_format = (MARK, "masked") if "key" in masked else export_field(r.key, decode_as)
+    value, value_format = (MARK, "masked") if "value" in masked else export_field(r.value, decode_as)
     return {
         "topic": r.topic,
         "partition": r.partition,
@@ -575,7 +579,7 @@ def _row(r: Record, decode_as: str) -> dict[str, Any]:
         "key_format": key_format,
         "value": value,
         "value_format": value_format,
-        "headers": _export_headers(r.headers),
+        "headers": _export_headers(r.headers, masked),
     }
 
 

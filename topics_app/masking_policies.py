@@ -1,0 +1,82 @@
+"""Masking policies as each process applies them: compiled once, recompiled when one changes.
+
+Every save or delete of a policy changes `MaskingGeneration` (signals, connected by the app); each lookup reads that
+one number and recompiles only when it changed, so a change made in any process counts from the next
+request on in every process, and a request costs one indexed read plus a loop over the compiled
+policies.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import threading
+from typing import Any
+
+from django.db.models.signals import post_delete, post_save
+
+from console.auth import role_of
+from topics_app.masking import CompiledPolicy, Masker, masker_of
+from topics_app.models import MaskingGeneration, MaskingPolicy
+
+_lock = threading.Lock()
+_compiled: tuple[int, tuple[CompiledPolicy, ...]] = (-1, ())
+
+
+def generation() -> int:
+    value = MaskingGeneration.objects.filter(pk=1).values_list("value", flat=True).first()
+    return value or 0
+
+
+def bump() -> None:
+    # A fresh random number rather than the next one: a number a rolled-back transaction or a
+    # restored database hands out again would let a process keep policies compiled from other rows.
+    value = secrets.randbits(62) or 1
+    if not MaskingGeneration.objects.filter(pk=1).update(value=value):
+        MaskingGeneration.objects.update_or_create(pk=1, defaults={"value": value})
+
+
+def _changed(sender: Any, **kwargs: Any) -> None:
+    bump()
+
+
+def connect() -> None:
+    """Bump the generation on every save and delete of a policy (from the app's ready())."""
+    post_save.connect(_changed, sender=MaskingPolicy, dispatch_uid="masking-policy-saved")
+    post_delete.connect(_changed, sender=MaskingPolicy, dispatch_uid="masking-policy-deleted")
+
+
+def compiled() -> tuple[CompiledPolicy, ...]:
+    """The enabled policies, compiled; rebuilt when the generation changed since the last build."""
+    global _compiled
+    current = generation()
+    built_at, policies = _compiled
+    if built_at == current:
+        return policies
+    with _lock:
+        if _compiled[0] != current:
+            # Read after the generation: a change committed in between changes it again, and the
+            # next lookup rebuilds.
+            _compiled = (current, tuple(p.compiled() for p in MaskingPolicy.objects.filter(enabled=True)))
+        return _compiled[1]
+
+
+def names_of(user: Any) -> frozenset[str]:
+    """The console role and Django group names a policy may name for this user (one query per request)."""
+    known: frozenset[str] | None = getattr(user, "_masking_names", None)
+    if known is not None:
+        return known
+    role = role_of(user)
+    groups = set(user.groups.values_list("name", flat=True)) if getattr(user, "is_authenticated", False) else set()
+    names = frozenset(groups | ({role} if role else set()))
+    with contextlib.suppress(AttributeError):  # a user object that takes no attributes is asked again
+        user._masking_names = names
+    return names
+
+
+def masker_for(user: Any, cluster: str, topic: str) -> Masker | None:
+    """What this user may not see of this topic's records; None when they see everything."""
+    policies = compiled()
+    if not policies:
+        return None
+    return masker_of(policies, names_of(user), cluster, topic)
