@@ -14,7 +14,7 @@ from console.errors import ConsoleError
 from console.gateway.client import request_counter
 
 # Paths anyone may open. The API answers 401 itself (DRF), so it is not redirected here.
-_PUBLIC_PREFIXES = ("/login/", "/healthz", "/static/", "/api/", "/metrics")
+_PUBLIC_PREFIXES = ("/login/", "/oidc/", "/healthz", "/static/", "/api/", "/metrics")
 
 
 class LoginRequiredMiddleware:

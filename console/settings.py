@@ -287,6 +287,12 @@ BALANCE_SKEW_THRESHOLD = env_float("BALANCE_SKEW_THRESHOLD", 0.2, minimum=0.01)
 TIMELINE_RETENTION_DAYS = env_float("TIMELINE_RETENTION_DAYS", 30.0, minimum=0.01)
 TIMELINE_MAX_ROWS = env_int("TIMELINE_MAX_ROWS", 1_000_000, minimum=1000)
 
+# Single sign-on (console/sso_settings.py): OpenID Connect and LDAP, each off unless configured; their
+# backends come after the local accounts' (which stay for small teams).
+from console.sso_settings import *  # noqa: E402,F403
+
+AUTHENTICATION_BACKENDS = [*AUTHENTICATION_BACKENDS, *SSO_BACKENDS]  # noqa: F405
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
