@@ -6,6 +6,9 @@ import sys
 
 
 def main() -> None:
+    from console.private import restrict_umask
+
+    restrict_umask()  # before anything is written: the console's files are its user's only
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
     if sys.argv[1:2] == ["watch"]:
         os.environ["CONSOLE_PROCESS"] = "watcher"  # (it serves no page: no web server loaded, see settings)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import stat
 import sys
 import tempfile
 import zipfile
@@ -75,14 +76,35 @@ def _ship_jobs(session: SparkSession) -> None:
     sc._console_jobs_shipped = True  # type: ignore[attr-defined]
 
 
+def jobs_dir() -> Path:
+    """The private directory the jobs' zip is kept in: `spark-jobs` in the console's var/ (CONSOLE_VAR_DIR)."""
+    var = os.environ.get("CONSOLE_VAR_DIR") or str(Path(__file__).resolve().parent.parent / "var")
+    return Path(var) / "spark-jobs"
+
+
+def private_folder(folder: Path) -> Path:
+    """`folder`, made 0700 if missing, checked to be a real directory of this user's that no one else
+    may write to or read: the executors import the zip found there, so a file planted by another user
+    would be code run by the console."""
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    st = os.lstat(folder)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+        raise PermissionError(f"{folder} is not a directory of this user's (uid {os.getuid()}): the Spark jobs' "
+                              "archive is kept only in a private directory of the console's.")
+    if stat.S_IMODE(st.st_mode) & 0o077:
+        os.chmod(folder, 0o700)
+    return folder
+
+
 def jobs_zip(directory: Path | None = None) -> Path:
-    """The jobs' Python as a zip, named by a digest of its bytes, in the temporary directory.
+    """The jobs' Python as a zip, named by a digest of its bytes, in a private directory (jobs_dir).
 
     Spark serves an added file from its path for as long as the session runs, so the file must
     outlive the call; one per content means every session of the same code reuses one file. (Each
     session made a new temporary zip, never removed: one per analytics worker start, 181 of them in
     /tmp after two days of test runs.) Written under a temporary name and moved into place, so a
-    session serving the file never reads a half-written one."""
+    session serving the file never reads a half-written one. A file of that name is reused only when
+    this user owns it and its bytes are the ones expected."""
     package = Path(__file__).resolve().parent
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as z:
@@ -91,10 +113,9 @@ def jobs_zip(directory: Path | None = None) -> Path:
             entry = zipfile.ZipInfo(f"analytics/{source.relative_to(package)}", date_time=(2020, 1, 1, 0, 0, 0))
             z.writestr(entry, source.read_bytes())
     data = buffer.getvalue()
-    folder = Path(directory or tempfile.gettempdir())
-    # (the user's id in the name: another user's file of the same content, mode 0600, is not readable)
+    folder = private_folder(directory or jobs_dir())
     path = folder / f"kafka-console-analytics-jobs-{os.getuid()}-{hashlib.sha256(data).hexdigest()[:16]}.zip"
-    if path.is_file() and path.read_bytes() == data:
+    if _own_file(path) and path.read_bytes() == data:
         return path
     fd, partial = tempfile.mkstemp(prefix=".kafka-console-analytics-jobs-", suffix=".zip", dir=folder)
     try:
@@ -105,6 +126,14 @@ def jobs_zip(directory: Path | None = None) -> Path:
         Path(partial).unlink(missing_ok=True)
         raise
     return path
+
+
+def _own_file(path: Path) -> bool:
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid()
 
 
 def _positive_int(name: str, default: int) -> int:

@@ -7,3 +7,6 @@ class ConsoleConfig(AppConfig):
 
     def ready(self) -> None:
         from console import audit, sessions, throttle  # noqa: F401 - connect their signal receivers
+        from console.private import check_at_start
+
+        check_at_start()

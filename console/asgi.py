@@ -4,6 +4,9 @@ import os
 
 from django.core.asgi import get_asgi_application
 
+from console.private import restrict_umask
+
+restrict_umask()  # before anything is written: the console's files are its user's only
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
 django_asgi_app = get_asgi_application()
 

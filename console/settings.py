@@ -10,10 +10,10 @@ import dj_database_url
 
 from console.env import env_bool, env_float, env_int, env_list, env_str
 from console.gateway.config import load_clusters
+from console.private import private_dir, write_private
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = Path(env_str("CONSOLE_VAR_DIR", str(BASE_DIR / "var")))
-VAR_DIR.mkdir(parents=True, exist_ok=True)
+VAR_DIR = private_dir(Path(env_str("CONSOLE_VAR_DIR", str(BASE_DIR / "var"))))  # 0700 (console/private.py)
 
 
 def _secret_key() -> str:
@@ -23,8 +23,7 @@ def _secret_key() -> str:
     # A key generated once per installation, so `make run` needs no configuration.
     path = VAR_DIR / "secret_key"
     if not path.exists():
-        path.write_text(secrets.token_urlsafe(50))
-        path.chmod(0o600)
+        write_private(path, secrets.token_urlsafe(50))
     return path.read_text().strip()
 
 
