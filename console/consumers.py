@@ -14,12 +14,14 @@ from typing import Any, TypeVar, cast
 from urllib.parse import parse_qsl
 
 from asgiref.sync import sync_to_async
-from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.db import close_old_connections
 
 from console import gateway, live
+from console.access import event_visible
+from console.auth import access_for, may, viewing
 from console.errors import ConsoleError
 from console.realtime import cluster_group
+from console.socket_guard import GuardedConsumer
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +60,8 @@ def _rendered(draw: Callable[[], _T]) -> _T:
         close_old_connections()
 
 
-class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
+class LiveConsumer(GuardedConsumer):
+    notice_type = "notice"  # (console.js shows it in the page's banner)
     cluster: str
     view: str
     params: dict[str, str]
@@ -82,8 +85,24 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         except ConsoleError:
             await self.close(code=4404)
             return
+        if not await self.guard_open():
+            return
         await self.channel_layer.group_add(cluster_group(self.cluster), self.channel_name)
         await self.accept()
+
+    def still_allowed(self, user: Any) -> bool:
+        # The user as read again by this check draws the socket's lists, so a narrowed scope cuts them too.
+        self.viewer = user
+        topic = self.params.get("topic") if self.view == "topic" else None
+        group = self.params.get("group") if self.view == "group" else None
+        return may(user, live.VIEW_ACTIONS.get(self.view, "cluster.view"), cluster=self.cluster, topic=topic, group=group)
+
+    def _names_key(self) -> tuple[Any, ...]:
+        """What the socket's user may see of the cluster's names: sockets alike share drawings."""
+        viewer = getattr(self, "viewer", None) or self.scope["user"]
+        access = access_for(viewer)
+        return tuple(getattr(access.names(a, self.cluster, of), "key", None)
+                     for a, of in (("topic.view", "topics"), ("group.view", "groups")))
 
     async def disconnect(self, code: int) -> None:
         drawing = getattr(self, "_drawing", None)
@@ -156,7 +175,10 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         view = live.events_view()
         if view is None:
             return
-        matching = [e for e in events if view.matches(e, **self.filters)]
+        viewer = getattr(self, "viewer", None) or self.scope["user"]
+        access = await sync_to_async(access_for)(viewer)
+        topics, groups = access.names("topic.view", self.cluster, "topics"), access.names("group.view", self.cluster, "groups")
+        matching = [e for e in events if view.matches(e, **self.filters) and event_visible(e, topics, groups)]
         if matching:
             html = await sync_to_async(view.rows)(matching)
             await self.send_json({"type": "prepend", "target": "event-rows", "html": html, "count": len(matching)})
@@ -164,9 +186,12 @@ class LiveConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
     async def _send_fragments(self, fragment: live.Fragment, shared: bool = False) -> None:
         """Draw the fragments (in the render thread) and send them; `shared`: the same view, cluster
         and params drawn from the same snapshot by another socket of the process are sent as drawn."""
+        viewer = getattr(self, "viewer", None) or self.scope["user"]
+
         def draw() -> tuple[int | None, dict[str, str]]:
+            viewing(viewer)  # (the render thread's lists are cut to what this socket's user may see)
             state = live.live_state(self.cluster)
-            key = (fragment, self.cluster, tuple(sorted(self.params.items())))
+            key = (fragment, self.cluster, tuple(sorted(self.params.items())), self._names_key())
             source = _drawn_from(state) if shared else None
             held = _DRAWN.get(key) if shared else None
             if held is not None and held[0] == source:

@@ -7,7 +7,7 @@ from analytics import api as analytics_api
 from analytics import views as analytics_views
 from brokers_app import api as brokers_api
 from brokers_app import views as brokers_views
-from console import api_audit, views
+from console import api_audit, bindings_views, views
 from console.auth import ActionPermission
 from console.converters import FreeNameConverter
 from consumers_app import api as consumers_api
@@ -35,6 +35,9 @@ urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("metrics", consumers_api.Metrics.as_view(), name="metrics"),
     path("audit/", views.audit, name="audit"),
+    path("access/", bindings_views.access_page, name="access"),
+    path("api/v1/role-bindings/", bindings_views.Bindings.as_view()),
+    path("api/v1/role-bindings/<int:binding_id>/", bindings_views.BindingDetail.as_view()),
     path("admin/", admin.site.urls),
     path("clusters/<str:cluster>/", brokers_views.overview, name="overview"),
     path("clusters/<str:cluster>/layout/", topics_views.layout, name="layout"),
