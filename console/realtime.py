@@ -7,7 +7,11 @@ import asyncio
 import threading
 from typing import Any
 
+import redis
 from channels.layers import get_channel_layer
+from django.conf import settings
+
+from console.redis_errors import RedisCredentialsRefused, credentials_sentence
 
 
 def cluster_group(cluster: str) -> str:
@@ -40,3 +44,5 @@ def group_send(group: str, message: dict[str, Any]) -> None:
     except TimeoutError:
         future.cancel()
         raise
+    except redis.AuthenticationError as exc:
+        raise RedisCredentialsRefused(credentials_sentence(settings.REDIS_URL)) from exc

@@ -8,6 +8,8 @@ import time
 from typing import Any
 from urllib.parse import urlencode
 
+import redis
+from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
@@ -17,6 +19,7 @@ from console import audit_query, gateway
 from console.auth import access_for, allow
 from console.errors import BadParameter
 from console.gateway import causes
+from console.redis_errors import credentials_sentence
 from console.watcher import store
 
 log = logging.getLogger(__name__)
@@ -49,9 +52,10 @@ def healthz(request: HttpRequest) -> JsonResponse:
     try:
         store.client().ping()
         checks["redis"] = {"ok": True}
-    except Exception:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001
         log.warning("healthz: Redis is unreachable", exc_info=True)
-        checks["redis"] = {"ok": False, "error": "Redis is unreachable."}
+        refused = isinstance(exc, redis.AuthenticationError)
+        checks["redis"] = {"ok": False, "error": credentials_sentence(settings.REDIS_URL) if refused else "Redis is unreachable."}
         redis_ok = ok = False
     watcher_age = celery_age = None
     if redis_ok:

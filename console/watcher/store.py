@@ -19,6 +19,7 @@ import redis
 from django.conf import settings
 
 from console.lifecycle import failure_seen
+from console.redis_errors import describe
 from console.watcher.snapshot import (
     GROUP_PART,
     PARTS_FORMAT,
@@ -266,7 +267,7 @@ def put_parts(cluster: str, parts: Mapping[str, bytes]) -> None:
     try:
         client().hset(_parts_key(cluster), mapping=cast(Any, parts))
     except redis.RedisError as exc:
-        raise StoreUnavailable(f"Redis is unreachable ({exc})") from exc
+        raise StoreUnavailable(describe(exc, settings.REDIS_URL)) from exc
 
 
 def save(snapshot: Snapshot, content: bytes | ContentParts | None, stored: StoredContent | None = None,
@@ -294,7 +295,7 @@ def save(snapshot: Snapshot, content: bytes | ContentParts | None, stored: Store
         try:
             present = client().exists(_snapshot_key(snapshot.cluster))
         except redis.RedisError as exc:
-            raise StoreUnavailable(f"Redis is unreachable ({exc})") from exc
+            raise StoreUnavailable(describe(exc, settings.REDIS_URL)) from exc
         if not present:
             raise StoreLost("Redis no longer holds the stored snapshot (restarted or flushed); it is written again")
 
@@ -341,7 +342,7 @@ def save(snapshot: Snapshot, content: bytes | ContentParts | None, stored: Store
         _transaction(commands)  # MULTI/EXEC: a reader sees the parts of one version together
         return now_stored
     except redis.RedisError as exc:
-        raise StoreUnavailable(f"Redis is unreachable ({exc})") from exc
+        raise StoreUnavailable(describe(exc, settings.REDIS_URL)) from exc
 
 
 def _transaction(commands: Callable[[], Iterable[tuple[Any, ...]]]) -> list[Any]:
@@ -423,7 +424,7 @@ def load(cluster: str) -> Snapshot | None:
                     _raw_parts[cluster] = raw
                 _settle_gc()
     except redis.RedisError as exc:
-        raise StoreUnavailable(f"Redis is unreachable ({exc})") from exc
+        raise StoreUnavailable(describe(exc, settings.REDIS_URL)) from exc
     except (ValueError, zlib.error, lz4.block.LZ4BlockError) as exc:  # (orjson's decode error is a ValueError)
         log.warning("the stored snapshot of %s cannot be read", cluster, exc_info=True)
         raise StoreUnreadable(f"The stored snapshot of cluster '{cluster}' cannot be read ({exc}); "
