@@ -46,7 +46,12 @@ def _first_replica(snap: Snapshot, topic: str, number: int) -> int:
     return p.replicas[0] if p is not None and p.replicas else -1
 
 
-def elect(cluster: str, snap: Snapshot, unclean: bool, topics: list[str], partitions: list[tuple[str, int]]) -> dict[str, Any]:
+def elect(cluster: str, snap: Snapshot, unclean: bool, topics: list[str], partitions: list[tuple[str, int]],
+          confirm: str = "") -> dict[str, Any]:
+    """Run an election; an unclean one only with the cluster's name typed again as `confirm` (checked
+    here, inside the caller's audit, so a refusal is recorded as one)."""
+    if unclean and confirm != cluster:
+        raise BadParameter(f"{UNCLEAN_WARNING} To go ahead, type the cluster's name ('{cluster}') as 'confirm'.")
     chosen = scope(snap, topics, partitions)
     if unclean and chosen is None:
         raise BadParameter("An unclean election names its topics or partitions; it is never run over the whole cluster.")

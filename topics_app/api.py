@@ -70,16 +70,25 @@ class TopicDeleteBody(Body):
 
 
 class TopicConfigsBody(Body):
-    set = serializers.DictField(child=ConfigValueField(), required=False, default=dict, help_text="Config name -> new value.")
+    """Only the keys named change; every other override stays as it is."""
+
+    set = serializers.DictField(child=ConfigValueField(), required=False, default=dict,
+                                help_text="Config name -> new value. Lowering retention.ms or retention.bytes below what "
+                                          "the topic holds, or adding a cleanup.policy, deletes records: admin only.")
     delete = serializers.ListField(child=StrictCharField(max_length=255), required=False, default=list,
-                                   help_text="Config names to return to their default.")
+                                   help_text="Config names whose topic override is removed (back to the broker's value); "
+                                             "removing a retention.ms, retention.bytes or cleanup.policy override is admin only.")
     dry_run = StrictBooleanField(required=False, default=False)
 
 
 class PurgeBody(Body):
-    offsets = serializers.DictField(child=StrictIntegerField(min_value=-1, max_value=INT64_MAX), required=False,
-                                    help_text="Partition number -> delete records below this offset (-1: all).")
-    all = StrictBooleanField(required=False, default=False, help_text="true: delete every record of every partition.")
+    """Exactly one of `offsets` (non-empty) and `all: true`; anything else is refused and deletes nothing."""
+
+    offsets = serializers.DictField(child=StrictIntegerField(min_value=-1, max_value=INT64_MAX), required=False, default=dict,
+                                    help_text="Partition number -> delete records below this offset (-1: all of that "
+                                              "partition). Only the partitions named are touched.")
+    all = StrictBooleanField(required=False, default=False,
+                             help_text="true: delete every record of every partition (instead of 'offsets').")
     dry_run = StrictBooleanField(required=False, default=False)
 
     def validate_offsets(self, value: dict[str, int]) -> dict[str, int]:
@@ -87,11 +96,6 @@ class PurgeBody(Body):
             if not key.isdigit() or len(key) > 10:
                 raise serializers.ValidationError("must map partition numbers to whole-number offsets.")
         return value
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        if not attrs.get("all") and not attrs.get("offsets"):
-            raise serializers.ValidationError("Give 'offsets' as {\"partition\": offset} or 'all': true.")
-        return attrs
 
 
 class PartitionsBody(Body):
@@ -198,7 +202,8 @@ class TopicConfigs(APIView):
         return Response({"configs": [{**asdict(c), "overridden": c.overridden} for c in configs]})
 
     @extend_schema(request=TopicConfigsBody, responses=OutcomeSerializer,
-                   summary="Incremental alter: set some configs, return others to their default; dry_run first if you like")
+                   summary="Incremental alter: only the keys named change (set some, remove others' overrides); "
+                           "dry_run first if you like")
     def patch(self, request: Request, cluster: str, topic: str) -> Response:
         d = validated(TopicConfigsBody, request)
         with audited(request.user, "alter_topic_configs", cluster=cluster, target=topic, dry_run=d["dry_run"],
@@ -213,14 +218,15 @@ class TopicRecords(APIView):
     body_on_delete = True
 
     @extend_schema(request=PurgeBody, responses=OutcomeSerializer,
-                   summary="Purge: {\"offsets\": {\"0\": 100}} deletes below each offset; {\"all\": true} everything")
+                   summary="Purge: {\"offsets\": {\"0\": 100}} deletes below each offset; {\"all\": true} everything; "
+                           "neither is a 400")
     def delete(self, request: Request, cluster: str, topic: str) -> Response:
         d = validated(PurgeBody, request)
-        before = None if d["all"] else {int(k): v for k, v in d["offsets"].items()}
-        details = {"before": "all" if before is None else {str(k): v for k, v in before.items()}}
+        before = {int(k): v for k, v in d["offsets"].items()}
+        details = {"before": "all" if d["all"] else {str(k): v for k, v in before.items()}}
         with audited(request.user, "purge_records", cluster=cluster, target=topic, dry_run=d["dry_run"],
                      details=details) as entry:
-            result = services.purge_records(request.user, cluster, topic, before, d["dry_run"])
+            result = services.purge_records(request.user, cluster, topic, before, d["all"], d["dry_run"])
             entry.update(result.details)
         return outcome(result)
 

@@ -8,12 +8,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from console import gateway
-from console.errors import BadParameter
+from console.auth import may
+from console.errors import BadParameter, Forbidden
 from console.gateway.errors import ClusterUnavailable, NotFound
 from console.gateway.types import ConfigValue
 from console.listing import ordered, paginate, search
 from console.watcher import store
 from console.watcher.snapshot import PartitionState, Snapshot, TopicState, TopicTally, tallied
+from topics_app import data_loss
 from topics_app.validation import check_counts, check_topic_name
 
 
@@ -272,6 +274,9 @@ def topic_configs(cluster: str, name: str) -> list[ConfigValue]:
 
 def config_diff(current: list[ConfigValue], set_values: dict[str, str], delete: list[str]) -> list[dict[str, Any]]:
     by_name = {c.name: c for c in current}
+    both = sorted(set(set_values) & set(delete))
+    if both:
+        raise BadParameter(f"Config {both[0]} is both set and removed; name it in one of the two; nothing was changed.")
     unknown = sorted((set(set_values) | set(delete)) - by_name.keys())
     if unknown:
         raise BadParameter(f"Unknown topic config{'s' if len(unknown) > 1 else ''}: {', '.join(unknown)}.")
@@ -291,9 +296,23 @@ def config_diff(current: list[ConfigValue], set_values: dict[str, str], delete: 
 
 
 def alter_configs(user: Any, cluster: str, name: str, set_values: dict[str, str], delete: list[str], dry_run: bool) -> Outcome:
-    topic(_snapshot(cluster), name)
+    """Change only the keys named: `set_values` set, `delete` returned to their default. A key whose
+    value is already the one asked for is not sent, so Kafka changes exactly what the diff shows.
+    A change that deletes records the topic holds now (`data_loss`) needs the delete role."""
+    t = topic(_snapshot(cluster), name)
     gw = gateway.for_cluster(cluster)
-    diff = config_diff(gw.describe_topic_configs(name), set_values, delete)
+    current = gw.describe_topic_configs(name)
+    diff = config_diff(current, set_values, delete)
+    changed = {d["name"] for d in diff}
+    set_values = {k: v for k, v in set_values.items() if k in changed}
+    delete = [k for k in delete if k in changed]
+    deleting = data_loss.deleting_changes(
+        current, set_values, delete, holds_older_than=lambda ms: _holds_older_than(cluster, t, ms),
+        holds_more_than=lambda size: any(p.size is None or p.size > size for p in t.partitions))
+    # Whoever may delete the topic may delete its records this way too; nobody else.
+    if deleting and not may(user, "topic.delete", cluster, topic=name):
+        raise Forbidden(f"This change deletes records topic '{name}' holds now ({'; '.join(deleting)}), so it needs the "
+                        "right to delete the topic (the topic.delete action, which admins have); nothing was changed.")
 
     def run() -> Outcome:
         if not diff:
@@ -303,10 +322,21 @@ def alter_configs(user: Any, cluster: str, name: str, set_values: dict[str, str]
         if not dry_run:
             gw.alter_topic_configs(name, set_values, delete, validate_only=False)
         verb = "Kafka accepts" if dry_run else "Applied"
-        return Outcome(dry_run, f"{verb} {len(diff)} config change{'s' if len(diff) != 1 else ''} to topic '{name}'.",
-                       {"diff": diff})
+        warning = f" It deletes records the topic holds now: {'; '.join(deleting)}." if deleting else ""
+        details: dict[str, Any] = {"diff": diff, **({"deletes_records": deleting} if deleting else {})}
+        return Outcome(dry_run, f"{verb} {len(diff)} config change{'s' if len(diff) != 1 else ''} to topic '{name}'.{warning}",
+                       details)
 
     return run()  # audited by the caller (console.audit.audited)
+
+
+def _holds_older_than(cluster: str, t: TopicState, ms: int) -> bool:
+    """Some partition holds a record older than `ms`: Kafka's first offset at the cutoff time lies past its start."""
+    gw = gateway.for_cluster(cluster)
+    scope = [(t.name, p.partition) for p in t.partitions]
+    starts = gw.list_offsets(scope, "earliest")
+    cutoff = gw.offsets_for_time(scope, int(time.time() * 1000) - ms)
+    return any(cutoff.get(tp, 0) > starts.get(tp, 0) for tp in scope)
 
 
 def add_partitions(user: Any, cluster: str, name: str, total: int, dry_run: bool) -> Outcome:
@@ -326,11 +356,19 @@ def add_partitions(user: Any, cluster: str, name: str, total: int, dry_run: bool
     return run()  # audited by the caller (console.audit.audited)
 
 
-def purge_records(user: Any, cluster: str, name: str, before: dict[int, int] | None, dry_run: bool) -> Outcome:
-    """Delete records below an offset per partition, or everything (`before` None)."""
+def purge_records(user: Any, cluster: str, name: str, before: dict[int, int], everything: bool, dry_run: bool) -> Outcome:
+    """Delete records below an offset per partition named in `before` (-1: all of that partition), or
+    every record of every partition with `everything`. One of the two must be asked for explicitly:
+    a purge that names nothing deletes nothing (it used to mean everything)."""
+    if everything and before:
+        raise BadParameter("Give either the partitions and offsets to delete below ('offsets') or every record ('all'), "
+                           "not both; nothing was deleted.")
+    if not everything and not before:
+        raise BadParameter("Name the partitions and the offsets to delete below ('offsets'), or ask for every record of "
+                           "every partition explicitly ('all'); nothing was deleted.")
     t = topic(_snapshot(cluster), name)
     numbers = [p.partition for p in t.partitions]
-    if before is None:
+    if everything:
         before = dict.fromkeys(numbers, -1)
     for n in before:
         if n not in numbers:

@@ -163,14 +163,14 @@ def test_reset_of_an_active_new_protocol_group_is_refused_then_applied_once_empt
     try:
         wait_for(lambda: (d := detail(stack, group)) and d["members"] == 1 and d["state"] == "Stable", 40,
                  what="the new-protocol group in the console")
-        body = {"to": "earliest", "topics": [topic], "dry_run": False}
+        body = {"to": "earliest", "topics": [topic], "dry_run": False, "confirm": group}
         r = stack.api("operator").post(stack.base_url + API + group + "/offsets", timeout=20, json=body)
         assert r.status_code == 400 and "empty" in r.json()["detail"], r.text
     finally:
         member.close()
     wait_for(lambda: (d := detail(stack, group)) and d["state"] == "Empty", 40, what="the group empty")
     r = stack.api("operator").post(stack.base_url + API + group + "/offsets", timeout=20, json={"to": "offset", "offset": 7, "topics": [topic],
-                                                                      "dry_run": False})
+                                                                      "dry_run": False, "confirm": group})
     assert r.status_code == 200, r.text
     offsets = rows(stack.cluster.tool("kafka-consumer-groups", "--describe", "--group", group, "--offsets"))
     assert {int(row["PARTITION"]): row["CURRENT-OFFSET"] for row in offsets} == {p: "7" for p in range(4)}
@@ -241,7 +241,8 @@ def test_share_group_equals_kafka_share_groups(stack: Stack, topic: str) -> None
     assert {(r["topic"], r["partition"]): r["new"] for r in reset.json()["offsets"]} == {
         (row["TOPIC"], int(row["PARTITION"])): int(row["NEW-OFFSET"]) for row in dry}
     applied = stack.api("operator").post(stack.base_url + API + group + "/offsets", timeout=20,
-                                         json={"to": "offset", "offset": 10, "topics": [topic], "dry_run": False})
+                                         json={"to": "offset", "offset": 10, "topics": [topic], "dry_run": False,
+                                               "confirm": group})
     assert applied.status_code == 200, applied.text
     after = rows(stack.cluster.tool("kafka-share-groups", "--describe", "--group", group, "--offsets"))
     assert {int(row["PARTITION"]): row["START-OFFSET"] for row in after} == {p: "10" for p in range(4)}
@@ -249,7 +250,8 @@ def test_share_group_equals_kafka_share_groups(stack: Stack, topic: str) -> None
     assert any(e["action"] == "reset_offsets" and e["target"] == group and e["user"] == "operator" for e in entries)
 
     # Delete its offsets on the topic: kafka-share-groups then shows none.
-    gone = stack.api("operator").delete(stack.base_url + API + group + "/offsets", params={"topic": topic}, timeout=20)
+    gone = stack.api("operator").delete(stack.base_url + API + group + "/offsets", params={"topic": topic, "confirm": group},
+                                        timeout=20)
     assert gone.status_code == 200, gone.text
     remaining = rows(stack.cluster.tool("kafka-share-groups", "--describe", "--group", group, "--offsets"))
     assert all(row["START-OFFSET"] == "-" for row in remaining), remaining

@@ -170,7 +170,8 @@ def test_offsets_moved_back_and_left_there_is_rewind(stack: Stack) -> None:
 
         def reset() -> bool:  # the coordinator may take a moment to see the group empty
             r = stack.api("operator").post(stack.base_url + API + group + "/offsets",
-                                           json={"to": "offset", "offset": 0, "topics": [topic], "dry_run": False}, timeout=20)
+                                           json={"to": "offset", "offset": 0, "topics": [topic], "dry_run": False,
+                                                 "confirm": group}, timeout=20)
             assert r.status_code in (200, 400), r.text
             return r.status_code == 200 and r.json()["offsets"][0]["new"] == 0
 

@@ -194,7 +194,7 @@ def test_applied_reset_is_what_kafka_then_reports(stack: Stack, topic: str) -> N
     group = unique("grp-apply")
     in_snapshot(stack, group, consume(stack, group, topic, 150))
     r = stack.api("operator").post(stack.base_url + API + group + "/offsets",
-                                   json={"to": "offset", "offset": 7, "partitions": {topic: [1]}}, timeout=20)
+                                   json={"to": "offset", "offset": 7, "partitions": {topic: [1]}, "confirm": group}, timeout=20)
     assert r.status_code == 200, r.text
     rows = table(stack.cluster.tool("kafka-consumer-groups", "--describe", "--group", group))
     assert {int(x["PARTITION"]): int(x["CURRENT-OFFSET"]) for x in rows if x["PARTITION"] == "1"} == {1: 7}
@@ -206,7 +206,8 @@ def test_reset_of_an_active_group_is_refused_and_changes_nothing(stack: Stack, t
                                                                  member: tuple[str, ActiveMember]) -> None:
     group, _ = member
     before = table(stack.cluster.tool("kafka-consumer-groups", "--describe", "--group", group))
-    r = stack.api("operator").post(stack.base_url + API + group + "/offsets", json={"to": "earliest"}, timeout=20)
+    r = stack.api("operator").post(stack.base_url + API + group + "/offsets", json={"to": "earliest", "confirm": group},
+                                   timeout=20)
     assert r.status_code == 400 and "only lets offsets be reset while the group is empty" in r.json()["detail"]
     after = table(stack.cluster.tool("kafka-consumer-groups", "--describe", "--group", group))
     assert [x["CURRENT-OFFSET"] for x in after] == [x["CURRENT-OFFSET"] for x in before]
@@ -246,9 +247,9 @@ def test_delete_offsets_of_one_topic_then_the_group(stack: Stack, topic: str) ->
     in_snapshot(stack, group, consume(stack, group, topic, 30))
     committed = len([p for p in api_partitions(stack, group).values() if p["committed"] is not None])
     operator = stack.api("operator")
-    r = operator.delete(stack.base_url + API + group + "/offsets", params={"topic": topic}, timeout=10)
+    r = operator.delete(stack.base_url + API + group + "/offsets", params={"topic": topic, "confirm": group}, timeout=10)
     assert r.status_code == 200 and r.json()["deleted_partitions"] == committed
-    assert operator.delete(stack.base_url + API + group + "/", timeout=10).status_code == 200
+    assert operator.delete(stack.base_url + API + group + "/", json={"confirm": group}, timeout=10).status_code == 200
     wait_for(lambda: group not in stack.cluster.tool("kafka-consumer-groups", "--list").split(), 20, what="group gone")
 
 

@@ -142,7 +142,7 @@ def css_string(value: str) -> str:
 
 def test_each_odd_group_can_be_deleted(stack: Stack, odd: dict[str, Any]) -> None:
     for gid in odd["groups"]:
-        r = stack.api("operator").delete(stack.base_url + API + segment(gid) + "/", timeout=20)
+        r = stack.api("operator").delete(stack.base_url + API + segment(gid) + "/", json={"confirm": gid}, timeout=20)
         assert r.status_code == 200, (gid, r.status_code, r.text[:300])
         assert r.json()["deleted"] == gid
     left = set(stack.cluster.tool("kafka-consumer-groups", "--list").splitlines())
