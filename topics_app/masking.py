@@ -15,6 +15,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from console import patterns
 from console.errors import BadParameter
 from console.gateway.messages import Record
@@ -198,6 +200,10 @@ def masker_of(policies: Iterable[CompiledPolicy], names: frozenset[str], cluster
 # Applying ----------------------------------------------------------------------------------------
 
 
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
 def _mask_at(node: Any, steps: tuple[Step, ...]) -> int:
     """Replace what `steps` reaches inside `node` by MARK; the number of values replaced."""
     kind, arg = steps[0]
@@ -234,7 +240,7 @@ class Masker:
 
     def _value(self, data: bytes) -> tuple[bytes, list[str]]:
         try:
-            document = json.loads(data.decode("utf-8"))
+            document = json.loads(data.decode("utf-8"), parse_constant=_not_json)
         except (ValueError, RecursionError):
             # A value that is not JSON text may hold the field in a form not parsed here
             # (MessagePack, a string with JSON inside): it is masked whole rather than shown.
@@ -249,10 +255,9 @@ class Masker:
             return data, []
         # Re-serialised from the parsed document: nothing of the original text (duplicate keys,
         # escapes) survives beside the replaced fields.
-        text = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
         try:
-            return text.encode("utf-8"), done
-        except UnicodeEncodeError:  # a lone surrogate escape: keep it escaped
+            return orjson.dumps(document), done
+        except TypeError:  # a lone surrogate escape or a number beyond 64 bits: the standard library writes those
             return json.dumps(document, separators=(",", ":")).encode("ascii"), done
 
     def apply(self, r: Record) -> Record:

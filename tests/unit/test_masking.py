@@ -124,3 +124,11 @@ def test_bad_topic_patterns_and_names_are_refused_with_a_sentence() -> None:
         masking.check_topic_pattern("glob", "a*")
     with pytest.raises(BadParameter, match="'exempt' must be a list of role or group names"):
         masking.check_names("admin", "exempt")
+
+
+def test_a_masked_document_keeps_text_surrogate_escapes_and_big_numbers() -> None:
+    m = masker_of([policy([{"kind": "json_path", "path": "$.email"}])], frozenset(), "local", "orders")
+    assert m is not None
+    for raw in ('{"email": "x", "name": "Zoë"}', '{"email": "x", "odd": "\\ud800"}', '{"email": "x", "n": 123456789012345678901234}'):
+        out = json.loads(m.apply(record(value=raw.encode())).value or b"")
+        assert out == {**json.loads(raw), "email": MARK}
