@@ -298,5 +298,6 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("CONSOLE_LOG_LEVEL", "INFO")},
-    "loggers": {"django.channels.server": {"level": "WARNING"}},
+    # (axes: each failed login is a warning; its INFO lines repeat every successful login)
+    "loggers": {"django.channels.server": {"level": "WARNING"}, "axes": {"level": "WARNING"}},
 }
