@@ -23,7 +23,6 @@ _PARAMETERS = [
 
 
 class AuditList(APIView):
-    roles = {"GET": "admin"}
     actions = {"GET": "audit.view"}
 
     @extend_schema(parameters=_PARAMETERS, summary="The audit log, newest first, filtered and paged")
