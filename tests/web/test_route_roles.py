@@ -58,6 +58,10 @@ EXPECTED: dict[str, dict[str, str]] = {
     "audit/": {"GET": "audit.view"},
     "access/": {"GET": "access.manage", "POST": "access.manage"},
     "api/v1/role-bindings/": {"GET": "access.manage", "POST": "access.manage"},
+    "api/v1/masking-policies/": {"GET": "access.manage", "POST": "access.manage"},
+    "api/v1/masking-policies/<int:pk>/": {"GET": "access.manage", "PATCH": "access.manage", "DELETE": "access.manage"},
+    "oidc/authenticate/": {"GET": PUBLIC},
+    "oidc/callback/": {"GET": PUBLIC},
     "api/v1/role-bindings/<int:binding_id>/": {"GET": "access.manage", "PATCH": "access.manage", "DELETE": "access.manage"},
     "metrics": {"GET": "metrics.view"},
     C: {"GET": "cluster.view"},
@@ -132,6 +136,8 @@ UNDECLARED_PAGES = {
     "login/": "Django's login form: it is how one gets a role.",
     "logout/": "Django's logout: ends the caller's own session; the login middleware keeps anonymous out.",
     "healthz": "The public health check: fixed sentences, no exception text.",
+    "oidc/authenticate/": "The OpenID Connect login's start: sends the browser to the identity provider.",
+    "oidc/callback/": "The provider's answer: checked by the OpenID Connect library (state, PKCE, signature).",
 }
 UNDECLARED_API: dict[str, str] = {}
 
@@ -139,6 +145,8 @@ UNDECLARED_API: dict[str, str] = {}
 ALLOWED_BUT_403 = {
     ("admin/autocomplete/", "GET"): "Django refuses an autocomplete query for a field that has none; no admin here has one.",
     ("admin/autocomplete/", "POST"): "As for GET.",
+    **{(f"admin/axes/{model}/add/", method): "django-axes keeps its login records read-only: nobody adds one by hand."
+       for model in ("accessattempt", "accessfailurelog", "accesslog") for method in ("GET", "POST")},
 }
 
 # Path parameters: the group id has a '/' so the `name` converter is exercised.
