@@ -130,6 +130,7 @@ class GroupOffsets(APIView):
         spec, dry_run = ResetBody.spec(d), d["dry_run"]
         snap = require_snapshot(live(cluster))
         if dry_run:
+            services.check_sources(request.user, cluster, spec)
             plan = services.plan_reset(cluster, snap, group, spec)
         else:
             with audited(request.user, "reset_offsets", cluster=cluster, target=group,

@@ -13,6 +13,7 @@ from django.db import connection
 from django.db.models import Field
 
 from console import gateway
+from console.auth import require
 from console.errors import BadParameter
 from console.gateway.errors import NotFound
 from console.listing import ordered, paginate, search
@@ -463,7 +464,14 @@ def confirmed(group_id: str, confirm: str, change: str) -> None:
                            "nothing was changed.")
 
 
+def check_sources(user: Any, cluster: str, spec: ResetSpec) -> None:
+    """A reset that copies another group's offsets reads that group: the user must see it."""
+    if spec.from_group:
+        require(user, "group.view", cluster, group=spec.from_group)
+
+
 def apply_reset(user: Any, cluster: str, snap: Snapshot, group_id: str, spec: ResetSpec, confirm: str) -> list[dict[str, Any]]:
+    check_sources(user, cluster, spec)
     group(snap, group_id)  # an unknown group is a 404, as in the preview, before Kafka is asked
     confirmed(group_id, confirm, f"reset the offsets of group '{group_id}'")
     gw = gateway.for_cluster(cluster)

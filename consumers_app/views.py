@@ -112,6 +112,7 @@ def group_reset(request: HttpRequest, cluster: str, group: str) -> HttpResponse:
                     entry["offsets"] = {f"{r['topic']}-{r['partition']}": r["new"] for r in plan}
                 messages.success(request, f"Reset {len(plan)} partition offsets of group '{group}'.")
                 return redirect(reverse("group", args=[cluster, group]))
+            services.check_sources(request.user, cluster, spec)
             context["plan"] = services.plan_reset(cluster, snap, group, spec)
         except ConsoleError as exc:  # a form error: the form shows it beside what was chosen
             context["error"] = exc.message

@@ -19,6 +19,7 @@ from django.conf import settings
 
 from console import gateway
 from console.audit import record as audit
+from console.auth import require
 from console.errors import BadParameter, ConsoleError, Forbidden
 from console.gateway.messages import Produced, Record, ScanProgress, ScanSpec, produce, scan, tail
 from console.params import choice_param, int_param
@@ -312,6 +313,8 @@ def republish(user: Any, cluster: str, topic: str, partition: int, offset: int, 
     values into a topic the user may be able to read unmasked, and copying it masked would write
     "****" into real data. An exempt user (or one no policy masks here) republishes it as it is.
     """
+    require(user, "messages.read", cluster, topic=topic)  # (the route checked producing to the source topic)
+    require(user, "messages.produce", cluster, topic=target)
     spec = ScanSpec(topic=topic, partitions=(partition,), start="offset", offset=offset, limit=1, max_scanned=1)
     records, _ = scan(gateway.for_cluster(cluster), spec, None)
     if not records or records[0].offset != offset:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from console import gateway
-from console.auth import may
+from console.auth import may, require
 from console.errors import BadParameter, Forbidden
 from console.gateway.errors import ClusterUnavailable, NotFound
 from console.gateway.types import ConfigValue
@@ -39,11 +40,14 @@ def cell(p: PartitionState, broker: int, live: set[int]) -> str:
     return "insync" if broker in p.isr else "outofsync"
 
 
-def layout(snap: Snapshot, query: str = "", page: int = 1, per_page: int = 20, internal: bool = False) -> LayoutPage:
+def layout(snap: Snapshot, query: str = "", page: int = 1, per_page: int = 20, internal: bool = False,
+           visible: Callable[[str], bool] | None = None) -> LayoutPage:
+    """`visible`: the topic names the user may see (None: all of them)."""
     brokers = sorted(snap.brokers)
     live = snap.live_broker_ids()
     needle = query.lower()
-    names = sorted(n for n, t in snap.topics.items() if (internal or not t.internal) and needle in n.lower())
+    names = sorted(n for n, t in snap.topics.items() if (internal or not t.internal) and needle in n.lower()
+                   and (visible is None or visible(n)))
     pages = max(1, math.ceil(len(names) / per_page))
     page = min(max(page, 1), pages)
     result = LayoutPage(brokers=brokers, total=len(names), page=page, pages=pages)
@@ -212,13 +216,17 @@ def topic_summary(snap: Snapshot, name: str) -> dict[str, Any]:
 
 
 def topics_page(snap: Snapshot, *, query: str = "", regex: bool = False, sort: str = "name", descending: bool = False,
-                page: int = 1, per_page: int = 50, internal: bool = False) -> TopicsPage:
+                page: int = 1, per_page: int = 50, internal: bool = False,
+                visible: Callable[[str], bool] | None = None) -> TopicsPage:
+    """`visible`: the topic names the user may see (None: all of them), cut before the count and the pages."""
     if sort not in SORTS:
         raise BadParameter(f"'sort' must be one of {', '.join(SORTS)}, not '{sort[:50]}'.")
     every = topic_rows(snap)
 
     def build() -> list[dict[str, Any]]:
         rows = every if internal else [r for r in every if not r["internal"]]
+        if visible is not None:
+            rows = [r for r in rows if visible(r["name"])]
         rows = search(rows, "name", query, regex)
         if sort == "name":
             return sorted(rows, key=lambda r: r["name"], reverse=descending)
@@ -227,7 +235,7 @@ def topics_page(snap: Snapshot, *, query: str = "", regex: bool = False, sort: s
         known.sort(key=lambda r: (r[sort], r["name"]), reverse=descending)
         return known + sorted(unknown, key=lambda r: r["name"])  # unknown values last either way
 
-    rows = ordered("topics", snap.cluster, every, (query, regex, internal, sort, descending), build)
+    rows = ordered("topics", snap.cluster, every, (query, regex, internal, sort, descending, getattr(visible, "key", None)), build)
     shown, page, pages = paginate(rows, page, per_page)
     return TopicsPage(rows=shown, total=len(rows), page=page, pages=pages, per_page=per_page)
 
@@ -253,6 +261,7 @@ def _snapshot(cluster: str) -> Snapshot:
 
 def create_topic(user: Any, cluster: str, name: str, partitions: int, replication_factor: int, configs: dict[str, str],
                  dry_run: bool) -> Outcome:
+    require(user, "topic.create", cluster, topic=name)  # (a scoped user creates only names in their scope)
     snap = _snapshot(cluster)
     check_topic_name(name, snap.topics)
     check_counts(partitions, replication_factor, len(snap.live_broker_ids()))
@@ -412,15 +421,16 @@ def delete_topic(user: Any, cluster: str, name: str, confirmation: str) -> Outco
     return run()  # audited by the caller (console.audit.audited)
 
 
-def topic_group_lags(snap: Snapshot, name: str) -> list[dict[str, Any]]:
+def topic_group_lags(snap: Snapshot, name: str, visible: Callable[[str], bool] | None = None) -> list[dict[str, Any]]:
     """The consumer groups of a topic with their lag on it: max(0, end offset - committed) summed
-    over the partitions they committed; a partition assigned but never committed is 'unknown'."""
+    over the partitions they committed; a partition assigned but never committed is 'unknown'.
+    `visible`: the group ids the user may see (None: all)."""
     t = topic(snap, name)
     ends = {p.partition: p.end_offset for p in t.partitions}
     rows = []
     for gid in snap.topic_groups.get(name, []):
         g = snap.groups.get(gid)
-        if g is None:
+        if g is None or (visible is not None and not visible(gid)):
             continue
         lag, committed, unknown = 0, 0, 0
         for key, offset in g.offsets.items():

@@ -248,3 +248,16 @@ async def test_a_scoped_socket_is_refused_for_team_bs_topic_and_its_lists_are_cu
             break
     assert fragment is not None and "team-a.orders" in fragment["html"] and "team-b" not in fragment["html"]
     await comm.disconnect()
+
+
+@pytest.mark.parametrize(("path", "body"), [
+    ("/api/v1/clusters/local/topics/", {"name": "team-b.new", "partitions": 1, "replication_factor": 1}),
+    ("/api/v1/clusters/local/topics/team-a.orders/messages/republish/", {"partition": 0, "offset": 0, "target_topic": TEAM_B_TOPIC}),
+    ("/api/v1/clusters/local/consumer-groups/team-a~2Fsvc/offsets/", {"to": "group", "from_group": TEAM_B_GROUP, "dry_run": True}),
+])
+def test_names_in_a_body_are_checked_as_the_url_is(path: str, body: dict[str, Any], db: None, teams: Snapshot,
+                                                    gateway_uses: list[str]) -> None:
+    response = client_of(team_a_user()).post(path, body, content_type="application/json")
+    assert response.status_code == 403, response.content
+    assert "team-b" in response.json()["detail"]
+    assert not gateway_uses
