@@ -14,11 +14,14 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import requests
 from django.contrib.auth.models import User
+from django.core.exceptions import SuspiciousOperation
 from django.test import Client
+from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 
 from console.models import AuditEntry
 from console.sso import SESSION_GROUPS, SESSION_PROVIDER
-from tests.sso_servers import OIDC_PASSWORD
+from console.sso_oidc import OIDCBackend
+from tests.sso_servers import CLIENT_ID, OIDC_PASSWORD
 
 pytestmark = pytest.mark.django_db
 
@@ -143,3 +146,17 @@ def test_a_callback_the_console_did_not_start_is_refused_with_a_message(oidc_con
 def test_a_refusal_at_the_provider_is_shown_in_its_words(oidc_console) -> None:
     response = Client().get("/oidc/callback/?error=access_denied&error_description=The+user+denied+access", follow=True)
     assert "Sign-in with Test IdP did not complete: the provider said 'The user denied access'." in text(response)
+
+
+@pytest.mark.parametrize(("claims", "refusal"), [
+    ({"aud": "another-client"}, "not issued to this console"),
+    ({"iss": "http://127.0.0.1:9/o"}, "was issued by 'http://127.0.0.1:9/o'"),
+])
+def test_an_id_token_for_another_client_or_from_another_issuer_is_refused(oidc_console, monkeypatch, claims, refusal) -> None:
+    provider = oidc_console()
+    signed = {"iss": provider.issuer, "aud": [CLIENT_ID, "other"], "sub": "1"}
+    monkeypatch.setattr(OIDCAuthenticationBackend, "verify_token", lambda self, token, **kwargs: {**signed, **claims})
+    with pytest.raises(SuspiciousOperation, match=refusal):
+        OIDCBackend().verify_token("a-token-whose-signature-mozilla-django-oidc-checked")
+    monkeypatch.setattr(OIDCAuthenticationBackend, "verify_token", lambda self, token, **kwargs: signed)
+    assert OIDCBackend().verify_token("a-token") == signed
