@@ -70,7 +70,7 @@ def access_for(user: User) -> Access:
         access = Access(())
     else:
         superuser = bool(getattr(user, "is_superuser", False))
-        groups = tuple(sorted(user.groups.values_list("name", flat=True)))  # type: ignore[union-attr]
+        groups = tuple(sorted(user.groups.values_list("name", flat=True)))  # type: ignore[union-attr,attr-defined]
         generation = _generation()
         key = (generation, user.pk, user.get_username(), groups, superuser)
         access = _COMPILED.get(key)  # type: ignore[assignment]

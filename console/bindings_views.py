@@ -67,7 +67,7 @@ def access_page(request: HttpRequest) -> HttpResponse:
                 bindings.delete(request.user, int(request.POST["delete"]))
                 messages.success(request, "The binding was deleted.")
             else:
-                data = {f: request.POST.get(f, "") for f in bindings.FIELDS if f != "actions"}
+                data: dict[str, Any] = {f: request.POST.get(f, "") for f in bindings.FIELDS if f != "actions"}
                 data["actions"] = request.POST.getlist("actions")
                 data = {k: v for k, v in data.items() if v not in ("", [])}
                 b = bindings.create(request.user, data)

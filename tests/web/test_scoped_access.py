@@ -166,7 +166,7 @@ def test_a_binding_change_counts_from_the_next_request(db: None, teams: Snapshot
     client = client_of(user)
     assert client.get(f"/clusters/local/topics/{TEAM_B_TOPIC}/").status_code == 403
     RoleBinding.objects.filter(subject="alice").update(topic_kind="all")
-    RoleBinding.objects.filter(subject="alice").first().save()  # (updated_at moves, as any edit through the page or API)
+    RoleBinding.objects.get(subject="alice").save()  # (updated_at moves, as any edit through the page or API)
     assert client.get(f"/clusters/local/topics/{TEAM_B_TOPIC}/").status_code == 200
 
 
