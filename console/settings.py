@@ -8,7 +8,7 @@ from pathlib import Path
 
 import dj_database_url
 
-from console.env import env_bool, env_float, env_int, env_list, env_str
+from console.env import env_bool, env_choice, env_float, env_int, env_list, env_str
 from console.gateway.config import load_clusters
 from console.private import private_dir, write_private
 
@@ -137,7 +137,9 @@ CONSOLE_LOGIN_COOLOFF_SECONDS = env_int("CONSOLE_LOGIN_COOLOFF_SECONDS", 900, mi
 AXES_ENABLED = env_bool("CONSOLE_LOGIN_THROTTLING", True)
 AXES_FAILURE_LIMIT = CONSOLE_LOGIN_FAILURE_LIMIT
 AXES_COOLOFF_TIME = timedelta(seconds=CONSOLE_LOGIN_COOLOFF_SECONDS)
-AXES_LOCKOUT_PARAMETERS = [["username"], ["ip_address"]]
+# A user name is locked from the address that guessed it, and an address for every name: an attacker
+# cannot lock a real user out of the console from elsewhere, nor try many names from one address.
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], ["ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 # Refusals during a lockout are not counted: it ends at a time the user can be told.
 AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
@@ -146,6 +148,9 @@ AXES_CLIENT_IP_CALLABLE = "console.request_context.client_ip"  # the audit log's
 AXES_HTTP_RESPONSE_CODE = 429
 AXES_VERBOSE = False
 LOGIN_URL = "/login/"
+# The role of a logged-in user with no role group and no role binding: `viewer` (any user may look,
+# as a small team expects) or `none` (deny by default, for consoles shared by teams with scoped roles).
+CONSOLE_DEFAULT_ROLE = env_choice("CONSOLE_DEFAULT_ROLE", "viewer", ("viewer", "operator", "admin", "none"))
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/login/"
 
@@ -169,6 +174,13 @@ WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
 
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6380/0")
+# Websockets (console/socket_guard.py, console/socket_limits.py): each open socket's login is checked
+# again this often, and per user at most so many sockets, running message scans and live tails, counted
+# across the web processes in Redis.
+CONSOLE_WS_RECHECK_SECONDS = env_float("CONSOLE_WS_RECHECK_SECONDS", 2.0, minimum=0.1)
+CONSOLE_WS_MAX_SOCKETS_PER_USER = env_int("CONSOLE_WS_MAX_SOCKETS_PER_USER", 50, minimum=1)
+CONSOLE_WS_MAX_SCANS_PER_USER = env_int("CONSOLE_WS_MAX_SCANS_PER_USER", 3, minimum=1)
+CONSOLE_WS_MAX_TAILS_PER_USER = env_int("CONSOLE_WS_MAX_TAILS_PER_USER", 3, minimum=1)
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
@@ -190,6 +202,7 @@ CELERY_BEAT_SCHEDULE = {
     # A reassignment job whose worker died (its lease ran out) is taken over by another worker.
     "reassignment-watchdog": {"task": "brokers_app.tasks.reassignment_watchdog", "schedule": 5.0},
     "analytics-due-reports": {"task": "analytics.tasks.due_reports", "schedule": 30.0},
+    "analytics-lost-runs": {"task": "analytics.tasks.fail_lost_runs", "schedule": 60.0},
     "balance-watch": {"task": "brokers_app.tasks.balance_watch", "schedule": env_float("BALANCE_WATCH_INTERVAL", 180.0, minimum=5.0)},
     # The timeline's retention (TIMELINE_RETENTION_DAYS, TIMELINE_MAX_ROWS below).
     "events-retention": {"task": "brokers_app.tasks.prune_events", "schedule": env_float("TIMELINE_PRUNE_INTERVAL", 600.0, minimum=5.0)},
@@ -203,8 +216,8 @@ REST_FRAMEWORK = {
         "console.tokens.ExpiringTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    # Each view declares its role per method (`roles = {"GET": "viewer", ...}`); undeclared is refused.
-    "DEFAULT_PERMISSION_CLASSES": ["console.auth.RolePermission"],
+    # Each view declares its action per method (`actions = {"GET": "topic.view", ...}`); undeclared is refused.
+    "DEFAULT_PERMISSION_CLASSES": ["console.auth.ActionPermission"],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],  # bodies are typed JSON (console/api_edge.py)
     "DEFAULT_SCHEMA_CLASS": "console.api_edge.ConsoleAutoSchema",
     "EXCEPTION_HANDLER": "console.api_errors.exception_handler",
@@ -218,7 +231,7 @@ CONSOLE_METRICS_TOKEN = env_str("CONSOLE_METRICS_TOKEN", "")
 SPECTACULAR_SETTINGS = {
     "TITLE": "Kafka console API",
     "VERSION": "1",
-    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    "SERVE_PERMISSIONS": ["console.auth.ActionPermission"],
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "console.api_edge.strict_bodies"],
 }
 
@@ -266,6 +279,12 @@ ANALYTICS_RETENTION_HOURS = env_float("ANALYTICS_RETENTION_HOURS", 7 * 24.0, min
 SPARK_MASTER = env_str("SPARK_MASTER", "local[*]")
 # A run still going after this many seconds is cancelled and failed; a run no worker took for as long is failed.
 ANALYTICS_RUN_TIMEOUT = env_float("ANALYTICS_RUN_TIMEOUT", 1800.0, minimum=10.0)
+# A queued run whose message the Celery broker no longer holds (Redis restarted, the queue lost) and
+# that no worker has is failed this many seconds after it was queued (analytics/queue.py).
+CONSOLE_ANALYTICS_QUEUE_LOST_SECONDS = env_float("CONSOLE_ANALYTICS_QUEUE_LOST_SECONDS", 180.0, minimum=30.0)
+# Runs one user may have queued at once (scheduled reports are nobody's); "Run now" on a cluster that
+# already has a queued run returns that run instead of queuing a second.
+CONSOLE_ANALYTICS_MAX_QUEUED_PER_USER = env_int("CONSOLE_ANALYTICS_MAX_QUEUED_PER_USER", 3, minimum=1)
 # Scheduled lag reports by e-mail use Django's mail settings.
 EMAIL_HOST = env_str("EMAIL_HOST", "127.0.0.1")
 EMAIL_PORT = env_int("EMAIL_PORT", 25, minimum=1)

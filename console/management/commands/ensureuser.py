@@ -1,4 +1,5 @@
-"""`manage.py ensureuser NAME --role viewer|operator|admin [--password P]`: create or update a user."""
+"""`manage.py ensureuser NAME --role viewer|operator|admin|none [--password P]`: create or update a user.
+`none`: no role group, so the user holds only what role bindings give them (the access page)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("username")
-        parser.add_argument("--role", choices=ROLES, default="viewer")
+        parser.add_argument("--role", choices=(*ROLES, "none"), default="viewer")
         parser.add_argument("--password", help="default: keep the existing one, or generate one for a new user")
         parser.add_argument("--password-file", help="read the password from this file, writing a new one if absent")
 
@@ -39,6 +40,6 @@ class Command(BaseCommand):
         role = opts["role"]
         user.is_staff = user.is_superuser = role == "admin"
         user.save()
-        user.groups.set([Group.objects.get(name=role)])
+        user.groups.set([Group.objects.get(name=role)] if role != "none" else [])
         shown = password if password is not None else "(unchanged)"
         self.stdout.write(f"user {user.username} ({role}) password: {shown}")
