@@ -1,7 +1,7 @@
 """A cluster that cannot be reached says why, and the page's status dot is not green meanwhile.
 
-The test starts its own one-node KRaft Kafka from the same jars with a SASL_PLAINTEXT listener
-(SCRAM-SHA-256, users added at format time), then runs the console's watcher and web processes
+The test starts its own one-node KRaft Kafka (tests/secured_broker.py) and uses its SASL_PLAINTEXT
+listener (SCRAM-SHA-256, users added at format time), then runs the console's watcher and web processes
 with three clusters in a KAFKA_CLUSTERS_FILE: "secure" (the right password), "badpass" (the same
 broker, a wrong password) and "badport" (a port nothing listens on). Each shows its own cause;
 the working one works.
@@ -9,143 +9,38 @@ the working one works.
 
 from __future__ import annotations
 
-import base64
 import html
 import json
-import os
 import re
 import shutil
 import socket
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pytest
 import requests
 
+from tests.secured_broker import SASL_PORT, USER, USER_PASSWORD, client_properties, running_secured_broker, tool
 from tests.support import PASSWORD, ROOT, TEST_VAR, free_port, stack_env, unique, wait_for
 
 pytestmark = pytest.mark.cluster
 
-# Beside the other suites (29092, 37092, 38092): the broker, its controller, and a port held shut.
-# Below Linux's ephemeral range (32768-60999): there, any outgoing connection of the suite may hold
-# the port for a moment, and a full run once found 39092 taken so.
-SASL_PORT = int(os.environ.get("TEST_SASL_PORT") or 31092)
-CONTROLLER_PORT = SASL_PORT + 1
+# The broker's ports (tests/secured_broker.py), and one above them held shut.
 CLOSED_PORT = SASL_PORT + 5
-USER, USER_PASSWORD = "alice", "secret-alice-pw"
-BROKER_USER, BROKER_PASSWORD = "broker", "secret-broker-pw"
-DIR = TEST_VAR / "sasl-broker"
 TIMEOUT = 3  # KAFKA_REQUEST_TIMEOUT of the console under test
 
 AUTH_SENTENCE = f"Authentication failed: SCRAM-SHA-256 as user '{USER}' was refused by the broker (wrong user name or password)."
 REFUSED_SENTENCE = f"No broker is listening at 127.0.0.1:{CLOSED_PORT} (connection refused)."
 
 
-def broker_properties() -> str:
-    jaas = (f'org.apache.kafka.common.security.scram.ScramLoginModule required username="{BROKER_USER}" '
-            f'password="{BROKER_PASSWORD}";')
-    lines = {
-        "process.roles": "broker,controller",
-        "node.id": "1",
-        "controller.quorum.voters": f"1@127.0.0.1:{CONTROLLER_PORT}",
-        "listeners": f"SASL_PLAINTEXT://127.0.0.1:{SASL_PORT},CONTROLLER://127.0.0.1:{CONTROLLER_PORT}",
-        "advertised.listeners": f"SASL_PLAINTEXT://127.0.0.1:{SASL_PORT}",
-        "controller.listener.names": "CONTROLLER",
-        "listener.security.protocol.map": "SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
-        "inter.broker.listener.name": "SASL_PLAINTEXT",
-        "sasl.enabled.mechanisms": "SCRAM-SHA-256",
-        "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-256",
-        "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": jaas,
-        "log.dirs": str(DIR / "data"),
-        "auto.create.topics.enable": "false",
-        "num.partitions": "1",
-        "offsets.topic.replication.factor": "1",
-        "offsets.topic.num.partitions": "3",
-        "transaction.state.log.replication.factor": "1",
-        "transaction.state.log.min.isr": "1",
-        "share.coordinator.state.topic.replication.factor": "1",
-        "share.coordinator.state.topic.min.isr": "1",
-        "group.initial.rebalance.delay.ms": "0",
-        "num.network.threads": "1",
-        "num.io.threads": "2",
-        "background.threads": "2",
-        "log.cleaner.threads": "1",
-        "num.recovery.threads.per.data.dir": "1",
-    }
-    return "".join(f"{k}={v}\n" for k, v in lines.items())
-
-
-def client_properties(password: str) -> Path:
-    """A --command-config file for Kafka's own tools (the oracle), as the given user."""
-    path = DIR / f"client-{password}.properties"
-    path.write_text(
-        "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-256\n"
-        "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
-        f'username="{USER}" password="{password}";\n'
-    )
-    return path
-
-
-def tool(name: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(ROOT / "kafka" / "bin" / name), "--bootstrap-server", f"127.0.0.1:{SASL_PORT}", *args],
-                          capture_output=True, text=True, timeout=90)
-
-
-def port_is_free(port: int) -> bool:
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as Kafka binds: a TIME_WAIT left by the last run is fine
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
 @pytest.fixture(scope="module")
 def sasl_broker() -> Iterator[None]:
-    for port in (SASL_PORT, CONTROLLER_PORT):
-        if not port_is_free(port):
-            pytest.fail(f"port {port} is taken: set TEST_SASL_PORT to a free region for the SASL test broker")
-    shutil.rmtree(DIR, ignore_errors=True)
-    (DIR / "data").mkdir(parents=True)
-    (DIR / "server.properties").write_text(broker_properties())
-    cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-    formatted = subprocess.run(
-        [str(ROOT / "kafka" / "bin" / "kafka-storage"), "format", f"--cluster-id={cluster_id}", "-c", str(DIR / "server.properties"),
-         "--add-scram", f"SCRAM-SHA-256=[name={BROKER_USER},password={BROKER_PASSWORD}]",
-         "--add-scram", f"SCRAM-SHA-256=[name={USER},password={USER_PASSWORD}]"],
-        capture_output=True, text=True, timeout=120,
-    )
-    assert formatted.returncode == 0, formatted.stderr or formatted.stdout
-    with open(DIR / "server.log", "wb") as log:
-        proc = subprocess.Popen(
-            ["java", "-Xmx256m", "-Xms64m", "-XX:+UseSerialGC", "-Djava.awt.headless=true",
-             f"-Dlog4j2.configurationFile={ROOT / 'kafka' / 'log4j2.properties'}", "-Dkafka.root.level=WARN",
-             "-cp", str(ROOT / "kafka" / "lib" / "*"), "kafka.Kafka", str(DIR / "server.properties")],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-        )
-    try:
-        config = client_properties(USER_PASSWORD)
-
-        def ready() -> bool:
-            assert proc.poll() is None, f"the SASL broker exited; see {DIR / 'server.log'}"
-            return tool("kafka-topics", "--command-config", str(config), "--list").returncode == 0
-
-        wait_for(ready, 120, interval=1, what="the SASL test broker to accept alice")
+    with running_secured_broker():
         yield
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
 
 
 @dataclass
