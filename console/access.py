@@ -53,6 +53,17 @@ ACTIONS: dict[str, tuple[str, str]] = {
     "audit.view": ("admin", "global"),
     "access.manage": ("admin", "global"),
 }
+# What each action does, as a refusal says it ("You may not <words> topic 'x'.").
+WORDS: dict[str, str] = {
+    "console.view": "use", "cluster.view": "see", "topic.view": "see", "topic.create": "create",
+    "topic.edit_config": "edit the configs of", "topic.add_partitions": "add partitions to", "topic.purge": "purge",
+    "topic.delete": "delete", "messages.read": "read the messages of", "messages.produce": "produce to",
+    "group.view": "see", "group.reset_offsets": "reset the offsets of", "group.delete": "delete",
+    "reassignments.view": "see the reassignments of", "partitions.reassign": "reassign the partitions of",
+    "leaders.elect": "elect the leaders of", "leaders.elect_unclean": "run an unclean election on",
+    "analytics.view": "see the analytics of", "analytics.run": "run analytics on", "reports.schedule": "schedule the reports of",
+    "metrics.view": "read the metrics of", "audit.view": "read the audit log of", "access.manage": "manage the access to",
+}
 ROLE_ACTIONS: dict[str, frozenset[str]] = {
     role: frozenset(a for a, (least, _) in ACTIONS.items() if ROLES.index(least) <= ROLES.index(role)) for role in ROLES
 }

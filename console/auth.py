@@ -24,7 +24,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
 from django.shortcuts import render
 from rest_framework.permissions import BasePermission
 
-from console.access import ACTIONS, ROLES, Access, check_action, compile_access
+from console.access import ACTIONS, ROLES, WORDS, Access, check_action, compile_access
 
 if TYPE_CHECKING:  # rest_framework.views imports the API settings, which name this module
     from rest_framework.request import Request
@@ -113,7 +113,7 @@ def may(user: User, action: str, cluster: str | None = None, topic: str | None =
 def refusal(action: str, cluster: str | None = None, topic: str | None = None, group: str | None = None) -> str:
     what = f"topic '{topic}'" if topic is not None else f"consumer group '{group}'" if group is not None else (
         f"cluster '{cluster}'" if cluster else "this console")
-    return f"You may not {action.replace('.', ' ').replace('_', ' ')} on {what}."
+    return f"You may not {WORDS.get(action, action)} {what}."
 
 
 def require(user: User, action: str, cluster: str | None = None, topic: str | None = None, group: str | None = None) -> None:

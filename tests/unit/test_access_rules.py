@@ -100,3 +100,9 @@ def test_names_of_the_same_patterns_share_a_key_whatever_their_order() -> None:
 def test_a_bad_pattern_is_refused_with_a_sentence(pattern: Pattern, said: str) -> None:
     with pytest.raises(BadParameter, match=said):
         pattern.validated("topic_pattern")
+
+
+def test_every_action_has_the_words_a_refusal_uses() -> None:
+    from console.access import WORDS
+
+    assert set(WORDS) == set(ACTIONS)
