@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import secrets
 import threading
+import time
 from typing import Any
 
 from django.db.models.signals import post_delete, post_save
@@ -19,6 +20,7 @@ from console.auth import role_of
 from topics_app.masking import CompiledPolicy, Masker, masker_of
 from topics_app.models import MaskingGeneration, MaskingPolicy
 
+NAMES_KEPT_S = 5.0
 _lock = threading.Lock()
 _compiled: tuple[int, tuple[CompiledPolicy, ...]] = (-1, ())
 
@@ -62,15 +64,19 @@ def compiled() -> tuple[CompiledPolicy, ...]:
 
 
 def names_of(user: Any) -> frozenset[str]:
-    """The console role and Django group names a policy may name for this user (one query per request)."""
-    known: frozenset[str] | None = getattr(user, "_masking_names", None)
-    if known is not None:
-        return known
+    """The console role and Django group names a policy may name for this user.
+
+    Kept on the user object for NAMES_KEPT_S: a request loads its user anew, but a websocket keeps
+    its user for hours, and a user taken out of an exempt group must see the mark within seconds."""
+    kept: tuple[float, frozenset[str]] | None = getattr(user, "_masking_names", None)
+    now = time.monotonic()
+    if kept is not None and now - kept[0] < NAMES_KEPT_S:
+        return kept[1]
     role = role_of(user)
     groups = set(user.groups.values_list("name", flat=True)) if getattr(user, "is_authenticated", False) else set()
     names = frozenset(groups | ({role} if role else set()))
-    with contextlib.suppress(AttributeError):  # a user object that takes no attributes is asked again
-        user._masking_names = names
+    with contextlib.suppress(AttributeError):  # a user object that takes no attributes is asked each time
+        user._masking_names = (now, names)
     return names
 
 

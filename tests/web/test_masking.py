@@ -231,3 +231,23 @@ async def test_scan_and_tail_over_the_socket_mask_for_a_masked_user_only(kafka_r
     entries = await sync_to_async(lambda: list(AuditEntry.objects.filter(action="read_messages").order_by("id")))()
     assert [e.details["how"] for e in entries] == ["scan", "tail"]
     assert all(e.details["client"] == "203.0.113.9" and e.username == who for e in entries)
+
+
+@pytest.mark.asyncio
+@pytest.mark.django_db(transaction=True)
+async def test_an_open_socket_masks_the_next_scan_once_the_user_leaves_the_exempt_group(
+        kafka_reads: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    from topics_app import masking_policies
+
+    monkeypatch.setattr(masking_policies, "NAMES_KEPT_S", 0.0)  # (5 s in service)
+    await sync_to_async(make_policy)()
+    user = await sync_to_async(user_in)("leaver", "viewer", "pii-readers")
+    comm = await socket(user)
+    seen: list[str] = []
+    await comm.send_json_to({"action": "scan", "id": 1, "params": {"start": "oldest"}})
+    assert EMAIL in (await until(comm, "result", seen))["html"]
+    await sync_to_async(lambda: user.groups.remove(Group.objects.get(name="pii-readers")))()
+    await comm.send_json_to({"action": "scan", "id": 2, "params": {"start": "oldest"}})
+    second = await until(comm, "result", seen)
+    await comm.disconnect()
+    assert "****" in second["html"] and EMAIL not in second["html"]
