@@ -2,13 +2,14 @@
 
 The console keeps a cluster's settings in librdkafka's terms (console/gateway/config.py); Spark's
 connector takes the Java client's, each prefixed with "kafka.". `connector_options` maps one to the
-other and touches nothing; `spark_options` adds the one step that needs files (the Java client
-reads a client certificate and its key from one PEM file, the key encrypted). Paths are handed on as they are: with a
+other and touches nothing; `spark_options` adds the one step that needs a file (the Java client
+reads a client certificate and its key from one keystore). Paths are handed on as they are: with a
 Spark cluster on other hosts, the CA file must exist at the same path on every worker.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import tempfile
@@ -56,7 +57,7 @@ class SecuritySettings(Protocol):
 
 @dataclass(frozen=True)
 class Keystore:
-    """A PEM file with the client's certificates and its key, encrypted with `password` (PKCS#8)."""
+    """A PKCS#12 file with the client's certificates and its key, encrypted with `password`."""
 
     location: str
     password: str = field(repr=False)
@@ -110,9 +111,10 @@ def _ssl(cluster: SecuritySettings, keystore: Keystore | None) -> dict[str, str]
                                    "other: a client certificate needs both.")
     if keystore is None:
         raise SecurityOptionsError(f"Cluster '{cluster.name}': Spark's Kafka client reads a client certificate and its "
-                                   "encrypted key from one PEM file (analytics.kafka_security.spark_options writes it).")
-    options["kafka.ssl.keystore.type"] = "PEM"
+                                   "key from one keystore (analytics.kafka_security.spark_options writes it).")
+    options["kafka.ssl.keystore.type"] = "PKCS12"
     options["kafka.ssl.keystore.location"] = keystore.location
+    options["kafka.ssl.keystore.password"] = keystore.password
     options["kafka.ssl.key.password"] = keystore.password
     return options
 
@@ -123,9 +125,10 @@ def jaas_quoted(value: str) -> str:
 
 
 def secrets_of(cluster: SecuritySettings, options: dict[str, str] | None = None) -> list[str]:
-    """The cluster's passwords (and a keystore's in `options`), as given and as quoted in a JAAS line."""
-    passwords = (cluster.sasl_password, cluster.ssl_key_password, (options or {}).get("kafka.ssl.key.password", ""))
-    found = {s for p in passwords if p for s in (p, jaas_quoted(p))}
+    """The cluster's passwords (and a keystore's in `options`), as given and as quoted in a JAAS line,
+    each also as Python's repr and JSON escape it (an exception may show the options as a dict)."""
+    passwords = [cluster.sasl_password, cluster.ssl_key_password, *(v for k, v in (options or {}).items() if k.endswith("password"))]
+    found = {e for p in passwords if p for q in (p, jaas_quoted(p)) for e in (q, repr(q)[1:-1], json.dumps(q)[1:-1])}
     return sorted(found, key=len, reverse=True)
 
 
@@ -143,15 +146,16 @@ def spark_options(cluster: SecuritySettings) -> Iterator[dict[str, str]]:
     """`connector_options` of `cluster`; for a client certificate, its key and certificates in one
     file, private to this user and removed when the block ends.
 
-    The Java client reads only an encrypted PKCS#8 key from a file (librdkafka reads any PEM key, so
-    the console's own file may be another form): the key is written again, encrypted with
+    librdkafka reads the PEM files the console is given; the Java client reads a PEM keystore file
+    only with its key encrypted, and the JVM decrypts none of the PKCS#8 encryptions a current
+    OpenSSL writes (PBES2). So the key and certificates go into a PKCS#12 file, encrypted with
     ssl_key_password, or with a random password for this run when the key has none."""
     protocol = (cluster.security_protocol or "").upper()
     if not (protocol.endswith("SSL") and cluster.ssl_certificate_location and cluster.ssl_key_location):
         yield connector_options(cluster)
         return
     with tempfile.TemporaryDirectory(prefix="kafka-console-keystore-") as directory:
-        path = Path(directory) / "client.pem"
+        path = Path(directory) / "client.p12"
         password = cluster.ssl_key_password or token_urlsafe(24)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "wb") as out:
@@ -160,8 +164,11 @@ def spark_options(cluster: SecuritySettings) -> Iterator[dict[str, str]]:
 
 
 def client_keystore(cluster: SecuritySettings, password: str) -> bytes:
-    """The client key as PKCS#8 PEM encrypted with `password`, then the certificate file's certificates."""
+    """The client key and the certificate file's certificates (its own first) as PKCS#12, encrypted with `password`."""
+    from cryptography import x509
     from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed448, ed25519, rsa
+    from cryptography.hazmat.primitives.serialization import pkcs12
 
     cert_path, key_path = cluster.ssl_certificate_location, cluster.ssl_key_location
     try:
@@ -176,6 +183,12 @@ def client_keystore(cluster: SecuritySettings, password: str) -> bytes:
     except (ValueError, TypeError):
         raise SecurityOptionsError(f"Cluster '{cluster.name}': {key_path} is not a PEM private key that ssl_key_password "
                                    "opens.") from None
-    pkcs8 = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                              serialization.BestAvailableEncryption(password.encode()))
-    return pkcs8 + b"".join(c + b"\n" for c in certificates)
+    try:
+        own, *chain = [x509.load_pem_x509_certificate(c) for c in certificates]
+    except ValueError:
+        raise SecurityOptionsError(f"Cluster '{cluster.name}': {cert_path} holds a certificate that cannot be read.") from None
+    if not isinstance(key, (rsa.RSAPrivateKey, dsa.DSAPrivateKey, ec.EllipticCurvePrivateKey, ed25519.Ed25519PrivateKey,
+                            ed448.Ed448PrivateKey)):
+        raise SecurityOptionsError(f"Cluster '{cluster.name}': {key_path} holds a kind of key a keystore cannot hold.")
+    return pkcs12.serialize_key_and_certificates(b"client", key, own, chain or None,
+                                                 serialization.BestAvailableEncryption(password.encode()))

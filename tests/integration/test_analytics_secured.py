@@ -45,7 +45,7 @@ def samples(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[list[byt
     path = tmp_path_factory.mktemp("secured-samples") / "samples.jsonl"
     path.write_bytes(b"\n".join(value for _key, value in s.records) + b"\n")
     with running_secured_broker():
-        config = secured_cluster("secured").librdkafka()
+        config: dict[str, str | int | float | bool] = {**secured_cluster("secured").librdkafka()}
         topic = django_settings.ANALYTICS_SAMPLES_TOPIC
         admin = AdminClient(config)  # (kept: a collected client ends the request before its answer)
         admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(60)

@@ -12,6 +12,7 @@ import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.serialization import pkcs12
 from cryptography.x509.oid import NameOID
 
 from analytics.kafka_security import (
@@ -82,18 +83,19 @@ def test_ssl_with_a_ca_has_a_pem_truststore_and_no_sasl() -> None:
     }
 
 
-def test_ssl_with_a_client_certificate_uses_the_written_pem_keystore_and_its_password() -> None:
+def test_ssl_with_a_client_certificate_uses_the_written_keystore_and_its_password() -> None:
     settings = cluster(security_protocol="SSL", ssl_ca_location="/ca.pem", ssl_certificate_location="/me.crt",
                        ssl_key_location="/me.key", ssl_key_password="kpw")
-    assert connector_options(settings, Keystore("/tmp/x/client.pem", "run-pw")) == {
+    assert connector_options(settings, Keystore("/tmp/x/client.p12", "run-pw")) == {
         "kafka.security.protocol": "SSL",
         "kafka.ssl.truststore.type": "PEM",
         "kafka.ssl.truststore.location": "/ca.pem",
-        "kafka.ssl.keystore.type": "PEM",
-        "kafka.ssl.keystore.location": "/tmp/x/client.pem",
+        "kafka.ssl.keystore.type": "PKCS12",
+        "kafka.ssl.keystore.location": "/tmp/x/client.p12",
+        "kafka.ssl.keystore.password": "run-pw",
         "kafka.ssl.key.password": "run-pw",
     }
-    with pytest.raises(SecurityOptionsError, match="reads a client certificate and its encrypted key from one PEM file"):
+    with pytest.raises(SecurityOptionsError, match="reads a client certificate and its key from one keystore"):
         connector_options(settings)
 
 
@@ -120,7 +122,7 @@ def test_an_error_echoing_the_options_shows_no_password() -> None:
     options = connector_options(settings)
     text = f"Kafka refused {options} (key password keypw)"
     shown = masked(text, secrets_of(settings))
-    assert 's3"cret' not in shown and 's3\\"cret' not in shown and "keypw" not in shown
+    assert "cret" not in shown and "keypw" not in shown
     assert 'username=\\"alice\\"' in shown or 'username="alice"' in shown
     # A password that is not the cluster's (the keystore's of a run, say) is masked wherever it is named.
     assert masked('... username="x" password="ot\\"her"; ...', []) == '... username="x" password=***; ...'
@@ -144,20 +146,21 @@ def _certificate_and_key(directory: Path, password: bytes | None) -> tuple[Path,
 
 
 @pytest.mark.parametrize("password", ["kpw", ""])
-def test_a_certificate_and_key_become_one_private_encrypted_pkcs8_keystore_while_the_run_lasts(tmp_path: Path,
+def test_a_certificate_and_key_become_one_private_encrypted_keystore_while_the_run_lasts(tmp_path: Path,
                                                                                              password: str) -> None:
     cert, key = _certificate_and_key(tmp_path, password.encode())
     settings = cluster(security_protocol="SSL", ssl_certificate_location=str(cert), ssl_key_location=str(key),
                        ssl_key_password=password)
     with spark_options(settings) as options:
         keystore = Path(options["kafka.ssl.keystore.location"])
-        text = keystore.read_bytes()
-        assert text.startswith(b"-----BEGIN ENCRYPTED PRIVATE KEY-----") and text.count(b"-----BEGIN CERTIFICATE-----") == 1
         assert stat.S_IMODE(os.stat(keystore).st_mode) == 0o600
-        # The Java client needs a password for a key in a file: the cluster's, or one made for the run.
-        run_password = options["kafka.ssl.key.password"]
+        # A keystore file needs a password: the key's own, or one made for the run.
+        run_password = options["kafka.ssl.keystore.password"]
+        assert options["kafka.ssl.key.password"] == run_password
         assert run_password == password if password else len(run_password) >= 24
-        serialization.load_pem_private_key(text, run_password.encode())
+        stored = pkcs12.load_pkcs12(keystore.read_bytes(), run_password.encode())
+        assert stored.key is not None and stored.cert is not None
+        assert stored.cert.certificate.public_bytes(serialization.Encoding.PEM) == cert.read_bytes()
         assert run_password in secrets_of(settings, options)
     assert not keystore.exists() and not keystore.parent.exists()
 
