@@ -9,6 +9,7 @@ policies.
 from __future__ import annotations
 
 import contextlib
+import logging
 import secrets
 import threading
 import time
@@ -17,8 +18,11 @@ from typing import Any
 from django.db.models.signals import post_delete, post_save
 
 from console.auth import role_of
+from console.errors import BadParameter, ConsoleError
 from topics_app.masking import CompiledPolicy, Masker, masker_of
 from topics_app.models import MaskingGeneration, MaskingPolicy
+
+log = logging.getLogger(__name__)
 
 NAMES_KEPT_S = 5.0
 _lock = threading.Lock()
@@ -59,8 +63,24 @@ def compiled() -> tuple[CompiledPolicy, ...]:
         if _compiled[0] != current:
             # Read after the generation: a change committed in between changes it again, and the
             # next lookup rebuilds.
-            _compiled = (current, tuple(p.compiled() for p in MaskingPolicy.objects.filter(enabled=True)))
+            _compiled = (current, tuple(_compile(p) for p in MaskingPolicy.objects.filter(enabled=True)))
         return _compiled[1]
+
+
+class PolicyBroken(ConsoleError):
+    """A stored policy that does not compile (written around the admin's and the API's checks)."""
+
+    http_status = 503
+
+
+def _compile(policy: MaskingPolicy) -> CompiledPolicy:
+    try:
+        return policy.compiled()
+    except (BadParameter, KeyError, TypeError, AttributeError, ValueError) as exc:
+        log.error("masking policy %r does not compile: %s", policy.name, exc)
+        # Messages stay unread rather than shown unmasked: what the policy meant to hide is unknown.
+        raise PolicyBroken(f"The masking policy '{policy.name}' is not valid, so no messages are shown. "
+                           "An admin can fix or disable it in the admin pages or through /api/v1/masking-policies/.") from None
 
 
 def names_of(user: Any) -> frozenset[str]:

@@ -251,3 +251,12 @@ async def test_an_open_socket_masks_the_next_scan_once_the_user_leaves_the_exemp
     second = await until(comm, "result", seen)
     await comm.disconnect()
     assert "****" in second["html"] and EMAIL not in second["html"]
+
+
+def test_a_stored_policy_that_does_not_compile_stops_reads_with_a_sentence(masked: Client) -> None:
+    MaskingPolicy.objects.create(name="hand-written", topic_kind="regex", topic_pattern="(orders", targets=[{"kind": "key"}])
+    response = masked.get(API, {"start": "oldest"})
+    assert response.status_code == 503 and "masking policy 'hand-written' is not valid" in response.json()["detail"]
+    assert_nothing_clear(body(response))
+    page = masked.get(MESSAGES + "?run=1&start=oldest")
+    assert page.status_code == 503 and "is not valid" in body(page)
