@@ -229,6 +229,9 @@ class CallbackView(OIDCAuthenticationCallbackView):
                                            "(its token or userinfo endpoint); try again later, or log in with a local account.")
         except SuspiciousOperation as exc:
             log.warning("OpenID Connect login refused: %s", exc)
+            if "state" in str(exc):  # mozilla-django-oidc's words for an answer to no sign-in of this session
+                return _back_to_login(request, f"This answer from {provider} belongs to no sign-in started in this browser "
+                                               "(or was used already); sign in again from the login page.")
             return _back_to_login(request, f"Sign-in with {provider} was refused: {exc} Sign in again from the login page.")
 
     def login_failure(self) -> HttpResponse:

@@ -143,6 +143,14 @@ def test_a_callback_the_console_did_not_start_is_refused_with_a_message(oidc_con
     assert "Sign-in with Test IdP failed" in text(response)
 
 
+def test_an_answer_to_another_sign_in_is_refused_with_a_message(oidc_console) -> None:
+    client = Client()
+    client.get("/oidc/authenticate/")  # a sign-in of this session, whose state the answer below does not carry
+    response = client.get("/oidc/callback/?code=forged&state=forged", follow=True)
+    assert "_auth_user_id" not in client.session
+    assert "This answer from Test IdP belongs to no sign-in started in this browser" in text(response)
+
+
 def test_a_refusal_at_the_provider_is_shown_in_its_words(oidc_console) -> None:
     response = Client().get("/oidc/callback/?error=access_denied&error_description=The+user+denied+access", follow=True)
     assert "Sign-in with Test IdP did not complete: the provider said 'The user denied access'." in text(response)
