@@ -15,6 +15,8 @@ import threading
 import time
 from typing import Any
 
+from django.contrib.auth.models import Group
+from django.db import connection
 from django.db.models.signals import post_delete, post_save
 
 from console.auth import role_of
@@ -29,9 +31,16 @@ _lock = threading.Lock()
 _compiled: tuple[int, tuple[CompiledPolicy, ...]] = (-1, ())
 
 
+def _rows(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
+    """Plain SQL for the two reads every message request makes: the ORM's own cost is ten times the query's."""
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
 def generation() -> int:
-    value = MaskingGeneration.objects.filter(pk=1).values_list("value", flat=True).first()
-    return value or 0
+    rows = _rows(f"SELECT value FROM {MaskingGeneration._meta.db_table} WHERE id = %s", [1])
+    return int(rows[0][0]) if rows else 0
 
 
 def bump() -> None:
@@ -93,7 +102,13 @@ def names_of(user: Any) -> frozenset[str]:
     if kept is not None and now - kept[0] < NAMES_KEPT_S:
         return kept[1]
     role = role_of(user)
-    groups = set(user.groups.values_list("name", flat=True)) if getattr(user, "is_authenticated", False) else set()
+    groups = set()
+    if getattr(user, "is_authenticated", False):
+        through = user.groups.through._meta
+        member = through.get_field("user").column
+        group = through.get_field("group").column
+        groups = {name for (name,) in _rows(f"SELECT g.name FROM {Group._meta.db_table} g JOIN {through.db_table} m "
+                                            f"ON m.{group} = g.id WHERE m.{member} = %s", [user.pk])}
     names = frozenset(groups | ({role} if role else set()))
     with contextlib.suppress(AttributeError):  # a user object that takes no attributes is asked each time
         user._masking_names = (now, names)
