@@ -39,7 +39,8 @@ _RENDERER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="live-fragments
 # counts kept per version but its template drawn again, 0.3 ms for the topics and groups lists,
 # whose rows are kept: fifty open overviews took 0.45 s of the one render thread a version.) Only
 # the render thread reads and writes it.
-_DRAWN: dict[tuple[live.Fragment, str, tuple[tuple[str, str], ...]], tuple[tuple[Any, ...], tuple[int | None, dict[str, str]]]] = {}
+_DRAWN: dict[tuple[live.Fragment, str, tuple[tuple[str, str], ...], tuple[Any, ...]],
+             tuple[tuple[Any, ...], tuple[int | None, dict[str, str]]]] = {}
 DRAWN_KEPT = 256
 
 

@@ -76,10 +76,14 @@
         setBanner(msg.message);
       }
     };
-    ws.onclose = function () {
+    ws.onclose = function (ev) {
       socketUp = false;
       showState();
-      setTimeout(function () { connect(Math.min(delay * 2, 10000)); }, delay);
+      // 4401 signed out, 4403 no longer allowed: the banner holds the server's sentence and the page stops
+      // trying; 4429, too many sockets for this user: tried again slowly, as one may have closed meanwhile.
+      if (ev.code === 4401 || ev.code === 4403) { stateEl.textContent = "closed"; return; }
+      var wait = ev.code === 4429 ? 30000 : delay;
+      setTimeout(function () { connect(Math.min(delay * 2, 10000)); }, wait);
     };
   }
   connect(1000);

@@ -70,7 +70,16 @@
         showError(msg.message); scanButton.disabled = false; stopButton.disabled = true;
       }
     };
-    ws.onclose = function () { setTimeout(connect, 2000); };
+    ws.onclose = function (ev) {
+      // 4401 signed out, 4403 no longer allowed: the error box holds the server's sentence and the page
+      // stops trying; 4429, too many sockets for this user: tried again slowly.
+      if (ev.code === 4401 || ev.code === 4403) {
+        ws = null; tailing = false;
+        scanButton.disabled = stopButton.disabled = tailButton.disabled = pauseButton.disabled = true;
+        return;
+      }
+      setTimeout(connect, ev.code === 4429 ? 30000 : 2000);
+    };
   }
   connect();
 

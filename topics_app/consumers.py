@@ -15,17 +15,18 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
-from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
+from console.auth import may
 from console.errors import ConsoleError
 from console.gateway.messages import Record, ScanProgress
+from console.socket_guard import GuardedConsumer
 from topics_app import browse
 from topics_app.views import message_rows
 
 log = logging.getLogger(__name__)
 
 
-class MessagesConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
+class MessagesConsumer(GuardedConsumer):
     async def connect(self) -> None:
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
@@ -39,7 +40,12 @@ class MessagesConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         self.scan_task: asyncio.Task[None] | None = None
         self.tail_stop = threading.Event()
         self.tail_task: asyncio.Task[None] | None = None
+        if not await self.guard_open():
+            return
         await self.accept()
+
+    def still_allowed(self, user: Any) -> bool:
+        return may(user, "messages.read", cluster=self.cluster, topic=self.topic)
 
     async def disconnect(self, code: int) -> None:
         # The reading threads see these within one batch (well under a second) and end.
@@ -89,6 +95,10 @@ class MessagesConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             # A new scan replaces the running one, which ends within one batch.
             self.scan_stop.set()
             await asyncio.wait([self.scan_task])
+        refusal = await self.take_slot("scans")  # (after the replaced scan gave its slot back)
+        if refusal is not None:
+            await self._send({"type": "error", **ident, "message": refusal})
+            return
         await self._audit(req, "scan")
         stop = self.scan_stop = threading.Event()
         self.scan_task = asyncio.ensure_future(self._run_scan(req, stop, ident))
@@ -115,6 +125,8 @@ class MessagesConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
                               "message": f"The scan failed unexpectedly ({type(exc).__name__}); the server log has the details."})
         else:
             await self._send(result)
+        finally:
+            await self.free_slot("scans")
 
     async def _request(self, params: dict[str, str]) -> browse.BrowseRequest:
         """The read with this user's masking (topics_app/masking.py); a bad request is refused here."""
@@ -129,6 +141,10 @@ class MessagesConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         if self.tail_task is not None and not self.tail_task.done():
             return
         req = await self._request(params)
+        refusal = await self.take_slot("tails")
+        if refusal is not None:
+            await self._send({"type": "error", "message": refusal})
+            return
         await self._audit(req, "tail")
         stop = self.tail_stop = threading.Event()
 
@@ -148,6 +164,7 @@ class MessagesConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
             except ConsoleError as exc:
                 await self._send({"type": "error", "message": exc.message})
             finally:
+                await self.free_slot("tails")
                 await self._send({"type": "tail_stopped"})
 
         self.tail_task = asyncio.ensure_future(run())
