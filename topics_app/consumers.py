@@ -116,7 +116,10 @@ class MessagesConsumer(GuardedConsumer):
                     "later": later, "positions": browse.positions_param(progress), **browse.progress_dict(progress)}
 
         try:
-            result = await sync_to_async(work, thread_sensitive=False)()
+            try:
+                result = await sync_to_async(work, thread_sensitive=False)()
+            finally:  # (given back before the page hears that the scan ended, so that it may start another)
+                await self.free_slot("scans")
         except ConsoleError as exc:
             await self._send({"type": "error", **ident, "message": exc.message})
         except Exception as exc:
@@ -125,8 +128,6 @@ class MessagesConsumer(GuardedConsumer):
                               "message": f"The scan failed unexpectedly ({type(exc).__name__}); the server log has the details."})
         else:
             await self._send(result)
-        finally:
-            await self.free_slot("scans")
 
     async def _request(self, params: dict[str, str]) -> browse.BrowseRequest:
         """The read with this user's masking (topics_app/masking.py); a bad request is refused here."""
