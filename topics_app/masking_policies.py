@@ -1,9 +1,9 @@
 """Masking policies as each process applies them: compiled once, recompiled when one changes.
 
-Every save or delete of a policy changes `MaskingGeneration` (signals, connected by the app); each lookup reads that
-one number and recompiles only when it changed, so a change made in any process counts from the next
-request on in every process, and a request costs one indexed read plus a loop over the compiled
-policies.
+Every save or delete of a policy changes `MaskingGeneration` (signals, connected by the app); each
+lookup reads that one number and recompiles only when it changed, so a change made in any process
+counts from the next request on in every process. A request costs two small reads (the generation,
+the user's groups) and a loop over the compiled policies.
 """
 
 from __future__ import annotations
