@@ -12,7 +12,7 @@ from rest_framework.views import APIView
 
 from analytics import service
 from analytics.models import AnalyticsRun, ReportSchedule
-from analytics.views import report_file, update_schedule
+from analytics.views import already_queued, report_file, update_schedule
 from brokers_app import services
 from console import gateway
 from console.api_edge import Body, StrictIntegerField, validated
@@ -40,8 +40,10 @@ class Runs(APIView):
     def post(self, request: Request, cluster: str) -> Response:
         d = validated(RunBody, request)
         with audited(request.user, "analytics_run", cluster=cluster, details=dict(d)):
-            run = service.request_run(cluster, request.user, "run", d["start_ms"], d["end_ms"])
-        return Response(run.as_dict(), status=202)
+            run, already = service.run_now(cluster, request.user, d["start_ms"], d["end_ms"])
+        if already:  # (200, not 202: nothing new was queued)
+            return Response({**run.as_dict(), "already_queued": True, "message": already_queued(run)})
+        return Response({**run.as_dict(), "already_queued": False}, status=202)
 
 
 class RunDetail(APIView):

@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import io
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
+import redis
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from analytics import queue
 from analytics.models import AnalyticsRun, ReportSchedule
 from console import gateway
-from console.errors import BadParameter
+from console.errors import BadParameter, LimitReached
 from console.gateway.errors import NotFound
 from console.inert import chart_text, csv_writer
 
@@ -56,15 +60,54 @@ def request_run(cluster: str, user: Any, kind: str = "run", start_ms: int | None
     with transaction.atomic():
         run = AnalyticsRun.objects.create(cluster=cluster, kind=kind, schedule=schedule, window_start_ms=start, window_end_ms=end,
                                           requested_by=getattr(user, "username", "") or "", stage="queued")
-    dispatch(run.id)
+    dispatch(run)
     return run
 
 
-def dispatch(run_id: int) -> None:
+def run_now(cluster: str, user: Any, start_ms: int | None = None, end_ms: int | None = None) -> tuple[AnalyticsRun, bool]:
+    """"Run now": a new run, or the cluster's run still queued (True), since a second run queued
+    behind it would compute the same tables again; a user may have at most
+    CONSOLE_ANALYTICS_MAX_QUEUED_PER_USER runs queued."""
+    gateway.cluster_config(cluster)
+    start, end = check_window(start_ms, end_ms)
+    with _run_now_lock(cluster):
+        queued = AnalyticsRun.objects.filter(cluster=cluster, kind="run", state=AnalyticsRun.QUEUED).order_by("id").first()
+        if queued is not None:
+            return queued, True
+        name = getattr(user, "username", "") or ""
+        limit = settings.CONSOLE_ANALYTICS_MAX_QUEUED_PER_USER
+        if name and AnalyticsRun.objects.filter(requested_by=name, state=AnalyticsRun.QUEUED).count() >= limit:
+            raise LimitReached(f"You already have {limit} analytics runs queued, the most one user may "
+                               "(CONSOLE_ANALYTICS_MAX_QUEUED_PER_USER): wait until one has started.")
+        return request_run(cluster, user, "run", start, end), False
+
+
+@contextmanager
+def _run_now_lock(cluster: str) -> Iterator[None]:
+    """Held while looking for a queued run and queuing one, so that two "Run now" at once (in two
+    web processes) cannot both find none. Without Redis it is not held, and the run cannot be queued
+    anyway (Redis is the Celery broker)."""
+    from console.watcher import store
+
+    lock = store.client().lock(f"console:analytics:run-now:{cluster}", timeout=10, blocking_timeout=5)
+    try:
+        held = bool(lock.acquire())
+    except redis.RedisError:
+        held = False
+    try:
+        yield
+    finally:
+        if held:
+            with suppress(redis.RedisError):  # (it expires after its timeout)
+                lock.release()
+
+
+def dispatch(run: AnalyticsRun) -> None:
     from analytics.tasks import run_analytics
 
+    run_id = run.id
     try:
-        run_analytics.apply_async((run_id,), queue="analytics")
+        run_analytics.apply_async((run_id,), queue="analytics", task_id=queue.task_id(run))
     except Exception as exc:  # noqa: BLE001 - the run fails with the reason rather than waiting forever
         AnalyticsRun.objects.filter(id=run_id).update(state=AnalyticsRun.FAILED, error=f"Could not queue the run: {exc}"[:500],
                                                       finished_at=timezone.now())

@@ -168,6 +168,18 @@ def send_report(run: AnalyticsRun) -> str:
 
 
 @shared_task(ignore_result=True)
+def fail_lost_runs() -> list[int]:
+    """Beat, every minute: runs whose queue message was lost (analytics/queue.py) fail with that reason."""
+    from analytics import queue
+
+    failed = queue.fail_lost_runs()
+    for run in AnalyticsRun.objects.filter(id__in=failed):
+        log.warning("analytics run %s failed: its queue message was lost", run.id)
+        notify(run)
+    return failed
+
+
+@shared_task(ignore_result=True)
 def due_reports() -> list[int]:
     """Beat, every 30 s: queue a report for each enabled schedule whose time has come."""
     queued = []

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
@@ -37,6 +38,11 @@ def parse_time(params: Mapping[str, str], name: str) -> int | None:
     return int(dt.timestamp() * 1000)
 
 
+def already_queued(run: AnalyticsRun) -> str:
+    return (f"Run #{run.id} is already queued for cluster '{run.cluster}' (asked by {run.requested_by or 'the schedule'}): "
+            "it computes the tables once it starts, so no second run was queued.")
+
+
 def runs_context(cluster: str) -> dict[str, Any]:
     return {"runs": list(AnalyticsRun.objects.filter(cluster=cluster)[:20]), "cluster": cluster}
 
@@ -54,7 +60,9 @@ def analytics_page(request: HttpRequest, cluster: str) -> HttpResponse:
         try:
             start, end = parse_time(request.POST, "start"), parse_time(request.POST, "end")
             with audited(request.user, "analytics_run", cluster=cluster, details={"start_ms": start, "end_ms": end}):
-                service.request_run(cluster, request.user, "run", start, end)
+                run, already = service.run_now(cluster, request.user, start, end)
+            if already:
+                messages.info(request, already_queued(run))
             return redirect(reverse("analytics", args=[cluster]))
         except ConsoleError as exc:
             error, status = exc.message, exc.http_status

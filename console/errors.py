@@ -48,3 +48,9 @@ class Conflict(ConsoleError):
     """The request is fine but the state does not allow it now (a job already running, a finished job)."""
 
     http_status = 409
+
+
+class LimitReached(ConsoleError):
+    """The user already has as much of this running or queued as one user may (a per-user limit)."""
+
+    http_status = 429
