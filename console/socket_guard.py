@@ -74,14 +74,16 @@ class GuardedConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         self._guard_held: set[str] = set()
         self._guard_id = uuid.uuid4().hex
         verdict = (await database_sync_to_async(_verdicts)([self])).get(self)
-        if verdict is None:
-            refusal = await self.take_slot("sockets")
-            if refusal is not None:
-                verdict = Verdict(CLOSE_LIMIT, refusal)
         if verdict is not None:
+            # Refused outright: the page itself was refused the same way (a login form, a 403).
+            self._guard_shut = True
+            await self.close(code=verdict.code)
+            return False
+        refusal = await self.take_slot("sockets")
+        if refusal is not None:
             # Accepted only to say why: a socket refused before it opens reaches the page as a bare failure.
             await self.accept()
-            await self._guard_close(verdict)
+            await self._guard_close(Verdict(CLOSE_LIMIT, refusal))
             return False
         _watch().add(self)
         return True

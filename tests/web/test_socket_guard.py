@@ -169,3 +169,13 @@ async def test_a_socket_whose_session_is_still_there_stays_open(endless_tail: En
     while time.monotonic() < deadline:
         assert (await comm.receive_json_from(timeout=2))["type"] == "records"
     await comm.disconnect()
+
+
+async def test_a_socket_its_user_may_not_open_is_refused_at_connect(redis_server: str, settings: Any) -> None:
+    settings.CONSOLE_DEFAULT_ROLE = "none"
+    user, session = await logged_in()  # (no role at all)
+    cookie = f"{django_settings.SESSION_COOKIE_NAME}={session}".encode()
+    for path in ("/ws/clusters/local/live/?view=overview", "/ws/clusters/local/topics/orders/messages/"):
+        comm = WebsocketCommunicator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)), path, headers=[(b"cookie", cookie)])
+        connected, code = await comm.connect()
+        assert (connected, code) == (False, 4403), path
