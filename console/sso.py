@@ -59,13 +59,16 @@ def mapped_role(groups: Iterable[str], role_map: Mapping[str, str]) -> str | Non
     return next((role for role in reversed(ROLES) if role in found), None)
 
 
-def groups_to_role(groups: Iterable[str], provider: str = "oidc") -> str:
+def groups_to_role(groups: Iterable[str], provider: str = "oidc", scoped: bool = False) -> str | None:
     """The console role for a user of `provider` ("oidc" or "ldap") in these groups: the highest
-    mapped one, else viewer, or a refusal when CONSOLE_SSO_REQUIRE_MAPPED_GROUP is set."""
+    mapped one; else, for a user whose groups have role bindings (`scoped`), no role (the bindings
+    say what they may do); else viewer, or a refusal when CONSOLE_SSO_REQUIRE_MAPPED_GROUP is set."""
     role_map: Mapping[str, str] = getattr(settings, "CONSOLE_SSO_ROLE_MAPS", {}).get(provider, {})
     role = mapped_role(groups, role_map)
     if role is not None:
         return role
+    if scoped:
+        return None
     if getattr(settings, "CONSOLE_SSO_REQUIRE_MAPPED_GROUP", False):
         raise SignOnRefused("None of your groups at the sign-in provider is given a console role; ask an admin "
                             "to map one of them.")
@@ -80,17 +83,32 @@ def check_not_local(user: AbstractBaseUser) -> None:
                             "password, or ask an admin to remove it so that sign-on can use the name.")
 
 
-def assign_role(user: Any, groups: Iterable[str], provider: str) -> str:
-    """Give the user (saved) the role its groups map to, replacing any earlier role, and remember
-    the groups for the session. Raises SignOnRefused when the user may not log in."""
+def provider_group(provider: str, group: str) -> str:
+    """The Django group that stands for a provider's group: prefixed, so that a provider group
+    named `admin` can never be the console's admin role; role bindings name it (`oidc:team-a`)."""
+    return f"{provider}:{group}"[:150]
+
+
+def assign_role(user: Any, groups: Iterable[str], provider: str) -> str | None:
+    """Give the user (saved) the role its groups map to, replacing any earlier role, put them in the
+    provider's groups as Django groups (for scoped role bindings), and remember the groups for the
+    session. Raises SignOnRefused when the user may not log in."""
     from django.contrib.auth.models import Group
 
+    from console.models import RoleBinding
+
     kept = sorted(set(groups))
-    role = groups_to_role(kept, provider)
+    names = {provider_group(provider, g) for g in kept}
+    scoped = RoleBinding.objects.filter(subject_kind="group", subject__in=names).exists()
+    role = groups_to_role(kept, provider, scoped=scoped)
     current = [g for g in user.groups.all() if g.name in ROLES]
-    if [g.name for g in current] != [role]:
+    if [g.name for g in current] != ([role] if role else []):
         user.groups.remove(*current)
-        user.groups.add(Group.objects.get_or_create(name=role)[0])
+        if role is not None:
+            user.groups.add(Group.objects.get_or_create(name=role)[0])
+    stale = [g for g in user.groups.all() if g.name.startswith(f"{provider}:") and g.name not in names]
+    user.groups.remove(*stale)
+    user.groups.add(*(Group.objects.get_or_create(name=n)[0] for n in sorted(names)))
     user.sso_groups = kept
     user.sso_provider = provider
     return role

@@ -66,6 +66,29 @@ def test_a_login_replaces_the_earlier_role_and_keeps_other_groups(settings) -> N
     user = User.objects.create_user("sso-user")
     user.groups.add(Group.objects.get_or_create(name="admin")[0], Group.objects.get_or_create(name="team-a")[0])
     assert assign_role(user, ["kafka-ops", "kafka-ops", "x"], "oidc") == "operator"
-    assert sorted(user.groups.values_list("name", flat=True)) == ["operator", "team-a"]
+    assert sorted(user.groups.values_list("name", flat=True)) == ["oidc:kafka-ops", "oidc:x", "operator", "team-a"]
     assert user.sso_groups == ["kafka-ops", "x"]  # type: ignore[attr-defined]
     assert auth.role_of(User.objects.get(pk=user.pk)) == "operator"
+
+
+@pytest.mark.django_db
+def test_a_provider_group_with_a_role_binding_gives_its_scope_and_no_role_everywhere(settings) -> None:
+    from console.models import RoleBinding
+
+    settings.CONSOLE_SSO_ROLE_MAPS = {"oidc": ROLE_MAP, "ldap": {}}
+    RoleBinding.objects.create(subject_kind="group", subject="oidc:team-a", role="operator", topic_kind="prefix",
+                               topic_pattern="team-a.", group_kind="prefix", group_pattern="team-a")
+    user = User.objects.create_user("sso-team-a")
+    assert assign_role(user, ["team-a"], "oidc") is None  # (no mapped role: the binding says what they may do)
+    fresh = User.objects.get(pk=user.pk)
+    assert auth.may(fresh, "topic.purge", "local", topic="team-a.orders")
+    assert not auth.may(fresh, "topic.view", "local", topic="team-b.orders")
+    # A provider group named like a console role is a group of the provider, never the role.
+    assert assign_role(User.objects.get(pk=user.pk), ["team-a", "admin"], "oidc") is None
+    again = User.objects.get(pk=user.pk)
+    assert sorted(again.groups.values_list("name", flat=True)) == ["oidc:admin", "oidc:team-a"]
+    assert not auth.may(again, "topic.delete", "local", topic="team-b.orders")
+    # Leaving the group at the provider drops the scope at the next login.
+    assign_role(again, ["elsewhere"], "oidc")
+    assert sorted(User.objects.get(pk=user.pk).groups.values_list("name", flat=True)) == ["oidc:elsewhere", "viewer"]
+
