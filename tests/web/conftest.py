@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import Group, User
@@ -67,3 +69,39 @@ def client_as(users: dict[str, User]):  # noqa: ANN201 - returns a factory
         return c
 
     return login
+
+
+class EndlessTail:
+    """Stands in for topics_app.browse.run_tail: follows 'new records' (none) until stopped."""
+
+    def __init__(self) -> None:
+        self.ended = threading.Event()
+
+    def __call__(self, cluster: str, req: Any, on_records: Any, stop: threading.Event, on_ready: Any = None) -> None:
+        try:
+            if on_ready is not None:
+                on_ready()
+            deadline = time.monotonic() + 15  # (a failed test's tail ends too: the test's loop waits for its thread)
+            while not stop.wait(0.2) and time.monotonic() < deadline:
+                if not on_records([]):
+                    return
+        finally:
+            self.ended.set()
+
+
+@pytest.fixture
+def endless_tail(monkeypatch: pytest.MonkeyPatch) -> EndlessTail:
+    from topics_app import browse
+
+    fake = EndlessTail()
+    monkeypatch.setattr(browse, "run_tail", fake)
+    return fake
+
+
+@pytest.fixture
+def no_socket_slots(redis_server: str) -> None:
+    """No per-user websocket slots left in Redis by a former test (user ids start again in each
+    test's database)."""
+    keys = list(store.client().scan_iter("console:ws:*"))
+    if keys:
+        store.client().delete(*keys)

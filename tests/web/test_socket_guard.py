@@ -5,7 +5,6 @@ and never receives; a message that arrives after the logout is not run."""
 from __future__ import annotations
 
 import json
-import threading
 import time
 from importlib import import_module
 from typing import Any
@@ -20,46 +19,11 @@ from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_K
 from django.contrib.auth.models import Group, User
 
 from console.routing import websocket_urlpatterns
-from console.watcher import store
+from tests.web.conftest import EndlessTail
 
-pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("no_socket_slots")]
 
 CLOSED_WITHIN = 5.0  # seconds: the issue's bound (the recheck runs every 2 s by default)
-
-
-class EndlessTail:
-    """Stands in for browse.run_tail: follows 'new records' until stopped."""
-
-    def __init__(self) -> None:
-        self.ended = threading.Event()
-
-    def __call__(self, cluster: str, req: Any, on_records: Any, stop: threading.Event, on_ready: Any = None) -> None:
-        try:
-            if on_ready is not None:
-                on_ready()
-            deadline = time.monotonic() + 15  # (a failed test's tail ends too: the test's loop waits for its thread)
-            while not stop.wait(0.2) and time.monotonic() < deadline:
-                if not on_records([]):
-                    return
-        finally:
-            self.ended.set()
-
-
-@pytest.fixture
-def endless_tail(monkeypatch: pytest.MonkeyPatch) -> EndlessTail:
-    from topics_app import browse
-
-    fake = EndlessTail()
-    monkeypatch.setattr(browse, "run_tail", fake)
-    return fake
-
-
-@pytest.fixture(autouse=True)
-def _no_slots_left(redis_server: str) -> None:
-    # User ids start again in each test's database: slots a former test left must not count.
-    keys = list(store.client().scan_iter("console:ws:*"))
-    if keys:
-        store.client().delete(*keys)
 
 
 @database_sync_to_async

@@ -16,21 +16,13 @@ from django.contrib.auth.models import User
 from console import socket_limits
 from console.routing import websocket_urlpatterns
 from console.watcher import store
+from tests.web.conftest import EndlessTail
 from tests.web.test_messages_socket import EndlessScan
-from tests.web.test_socket_guard import EndlessTail
 
-pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("no_socket_slots")]
 
 MESSAGES = "/ws/clusters/local/topics/orders/messages/"
 LIVE = "/ws/clusters/local/live/?view=overview"
-
-
-@pytest.fixture(autouse=True)
-def _no_slots_left(redis_server: str) -> None:
-    # User ids start again in each test's database: slots a former test left must not count.
-    keys = list(store.client().scan_iter("console:ws:*"))
-    if keys:
-        store.client().delete(*keys)
 
 
 @pytest.fixture
@@ -39,15 +31,6 @@ def endless(monkeypatch: pytest.MonkeyPatch) -> EndlessScan:
 
     fake = EndlessScan()
     monkeypatch.setattr(browse, "run_scan", fake)
-    return fake
-
-
-@pytest.fixture
-def endless_tail(monkeypatch: pytest.MonkeyPatch) -> EndlessTail:
-    from topics_app import browse
-
-    fake = EndlessTail()
-    monkeypatch.setattr(browse, "run_tail", fake)
     return fake
 
 
