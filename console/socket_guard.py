@@ -49,6 +49,7 @@ class Verdict:
 SIGNED_OUT = Verdict(CLOSE_SIGNED_OUT, "Your session has ended (you logged out, or it expired): log in again to go on.")
 DEACTIVATED = Verdict(CLOSE_NOT_ALLOWED, "Your account has been deactivated: this page gets no more updates.")
 NOT_ALLOWED = Verdict(CLOSE_NOT_ALLOWED, "You may no longer see this: your access has changed. Reload the page.")
+NOT_ALLOWED_AT_OPEN = Verdict(CLOSE_NOT_ALLOWED, "You may not see this with your access: ask an admin for a role or binding that gives it.")
 
 
 class GuardedConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
@@ -74,16 +75,16 @@ class GuardedConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         self._guard_held: set[str] = set()
         self._guard_id = uuid.uuid4().hex
         verdict = (await database_sync_to_async(_verdicts)([self])).get(self)
+        if verdict is NOT_ALLOWED:
+            verdict = NOT_ALLOWED_AT_OPEN
+        if verdict is None:
+            refusal = await self.take_slot("sockets")
+            if refusal is not None:
+                verdict = Verdict(CLOSE_LIMIT, refusal)
         if verdict is not None:
-            # Refused outright: the page itself was refused the same way (a login form, a 403).
-            self._guard_shut = True
-            await self.close(code=verdict.code)
-            return False
-        refusal = await self.take_slot("sockets")
-        if refusal is not None:
             # Accepted only to say why: a socket refused before it opens reaches the page as a bare failure.
             await self.accept()
-            await self._guard_close(Verdict(CLOSE_LIMIT, refusal))
+            await self._guard_close(verdict)
             return False
         _watch().add(self)
         return True

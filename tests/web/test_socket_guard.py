@@ -135,11 +135,13 @@ async def test_a_socket_whose_session_is_still_there_stays_open(endless_tail: En
     await comm.disconnect()
 
 
-async def test_a_socket_its_user_may_not_open_is_refused_at_connect(redis_server: str, settings: Any) -> None:
+async def test_a_socket_its_user_may_not_open_is_refused_at_connect_with_the_reason(redis_server: str, settings: Any) -> None:
     settings.CONSOLE_DEFAULT_ROLE = "none"
     user, session = await logged_in()  # (no role at all)
     cookie = f"{django_settings.SESSION_COOKIE_NAME}={session}".encode()
     for path in ("/ws/clusters/local/live/?view=overview", "/ws/clusters/local/topics/orders/messages/"):
         comm = WebsocketCommunicator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)), path, headers=[(b"cookie", cookie)])
-        connected, code = await comm.connect()
-        assert (connected, code) == (False, 4403), path
+        assert (await comm.connect())[0], "accepted, to say why"
+        code, sent = await closed_within(comm, 3.0)
+        assert code == 4403 and [m["type"] for m in sent] in (["notice"], ["error"]), (path, sent)
+        assert "You may not see this" in sent[0]["message"]
