@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import Count, Max
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
 from django.shortcuts import render
 from rest_framework.permissions import BasePermission
@@ -41,11 +40,34 @@ COMPILED_KEPT = 4096
 _BINDINGS: dict[str, Any] = {"generation": None, "by_subject": {}}
 
 
-def _generation() -> tuple[Any, ...]:
-    from console.models import RoleBinding
+def _groups_and_generation(user_pk: Any) -> tuple[tuple[str, ...], tuple[Any, ...]]:
+    """The user's group names and the bindings' generation, in plain SQL: through the ORM these two
+    reads were most of the check's time (0.5 of 0.8 ms at 1,000 bindings)."""
+    from django.contrib.auth.models import Group, User
+    from django.db import connection
 
-    found = RoleBinding.objects.aggregate(n=Count("id"), at=Max("updated_at"))
-    return (found["n"], found["at"])
+    from console.models import AccessVersion
+
+    memberships = User.groups.through._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT g.name FROM {Group._meta.db_table} g JOIN {memberships} m ON m.group_id = g.id "  # noqa: S608
+                       "WHERE m.user_id = %s", [user_pk])
+        groups = tuple(sorted(row[0] for row in cursor.fetchall()))
+        cursor.execute(f"SELECT value FROM {AccessVersion._meta.db_table} WHERE id = 1")  # noqa: S608
+        row = cursor.fetchone()
+    return groups, (row[0] if row else None,)
+
+
+def bump_generation(**kwargs: Any) -> None:
+    """After any change of a role binding (saved or deleted, by any process): every process compiles
+    the bindings again on its next request. (An F() update, so concurrent changes each count.)"""
+    from django.db.models import F
+
+    from console.models import AccessVersion
+
+    if not AccessVersion.objects.filter(pk=1).update(value=F("value") + 1):
+        AccessVersion.objects.get_or_create(pk=1)
+        AccessVersion.objects.filter(pk=1).update(value=F("value") + 1)
 
 
 def _bindings(generation: tuple[Any, ...]) -> dict[tuple[str, str], list[Any]]:
@@ -70,8 +92,7 @@ def access_for(user: User) -> Access:
         access = Access(())
     else:
         superuser = bool(getattr(user, "is_superuser", False))
-        groups = tuple(sorted(user.groups.values_list("name", flat=True)))  # type: ignore[union-attr,attr-defined]
-        generation = _generation()
+        groups, generation = _groups_and_generation(user.pk)
         key = (generation, user.pk, user.get_username(), groups, superuser)
         access = _COMPILED.get(key)  # type: ignore[assignment]
         if access is None:
@@ -113,7 +134,8 @@ def may(user: User, action: str, cluster: str | None = None, topic: str | None =
 def refusal(action: str, cluster: str | None = None, topic: str | None = None, group: str | None = None) -> str:
     what = f"topic '{topic}'" if topic is not None else f"consumer group '{group}'" if group is not None else (
         f"cluster '{cluster}'" if cluster else "this console")
-    return f"You may not {WORDS.get(action, action)} {what}."
+    least = ACTIONS[action][0] if action in ACTIONS else "admin"
+    return f"You may not {WORDS.get(action, action)} {what}: it needs the {least} role, or a binding that gives {action}."
 
 
 def require(user: User, action: str, cluster: str | None = None, topic: str | None = None, group: str | None = None) -> None:

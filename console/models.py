@@ -47,3 +47,10 @@ class RoleBinding(models.Model):
     class Meta:
         ordering = ["subject_kind", "subject", "id"]
         indexes = [models.Index(fields=["subject_kind", "subject"])]
+
+
+class AccessVersion(models.Model):
+    """One row whose number moves with every change of the role bindings: each process reads it per
+    request (a primary-key lookup) and compiles the bindings again only when it moved."""
+
+    value = models.BigIntegerField(default=0)
