@@ -26,6 +26,7 @@ from console.api_edge import (
     validated,
 )
 from console.audit import audited
+from console.auth import visible
 from console.errors import BadParameter
 from console.params import bool_param, int_param
 from topics_app import browse, services
@@ -139,7 +140,7 @@ def outcome(result: services.Outcome, status: int = 200) -> Response:
 
 
 class TopicList(APIView):
-    roles = {"GET": "viewer", "POST": "operator"}
+    actions = {"GET": "topic.view", "POST": "topic.create"}
 
     @extend_schema(
         responses=OpenApiTypes.OBJECT, summary="Topics: search, sort, paginate (from the snapshot)",
@@ -155,6 +156,7 @@ class TopicList(APIView):
             snap, query=p.get("q", ""), regex=bool_param(p, "regex"), sort=ordering.lstrip("-"),
             descending=ordering.startswith("-"), page=int_param(p, "page", 1, minimum=1) or 1,
             per_page=int_param(p, "page_size", 50, minimum=1, maximum=1000) or 50, internal=bool_param(p, "internal"),
+            visible=visible("topic.view", cluster, "topics"),
         )
         return Response({"count": page.total, "page": page.page, "pages": page.pages, "results": page.rows})
 
@@ -172,7 +174,7 @@ class TopicList(APIView):
 
 
 class TopicDetail(APIView):
-    roles = {"GET": "viewer", "DELETE": "admin"}
+    actions = {"GET": "topic.view", "DELETE": "topic.delete"}
     body_on_delete = True
 
     @extend_schema(responses=OpenApiTypes.OBJECT, summary="A topic: summary, partitions, consumer groups")
@@ -180,7 +182,7 @@ class TopicDetail(APIView):
         snap = require_snapshot(live(cluster))
         summary = services.topic_summary(snap, topic)
         return Response({**summary, "partition_count": summary["partitions"], "partitions": services.partitions(snap, topic),
-                         "consumer_groups": services.topic_group_lags(snap, topic)})
+                         "consumer_groups": services.topic_group_lags(snap, topic, visible("group.view", cluster, "groups"))})
 
     @extend_schema(request=TopicDeleteBody, responses=OutcomeSerializer,
                    summary="Delete a topic (admin); the body repeats its name")
@@ -193,7 +195,7 @@ class TopicDetail(APIView):
 
 
 class TopicConfigs(APIView):
-    roles = {"GET": "viewer", "PATCH": "operator"}
+    actions = {"GET": "topic.view", "PATCH": "topic.edit_config"}
 
     @extend_schema(responses=OpenApiTypes.OBJECT, summary="Every config with its source; sensitive values masked")
     def get(self, request: Request, cluster: str, topic: str) -> Response:
@@ -214,7 +216,7 @@ class TopicConfigs(APIView):
 
 
 class TopicRecords(APIView):
-    roles = {"DELETE": "operator"}
+    actions = {"DELETE": "topic.purge"}
     body_on_delete = True
 
     @extend_schema(request=PurgeBody, responses=OutcomeSerializer,
@@ -232,7 +234,7 @@ class TopicRecords(APIView):
 
 
 class PartitionList(APIView):
-    roles = {"GET": "viewer", "POST": "operator"}
+    actions = {"GET": "topic.view", "POST": "topic.add_partitions"}
 
     @extend_schema(request=PartitionsBody, responses=OutcomeSerializer,
                    summary="Add partitions: the new total count; dry_run for Kafka's verdict only")
@@ -262,7 +264,7 @@ class PartitionList(APIView):
 
 
 class TopicMessages(APIView):
-    roles = {"GET": "viewer", "POST": "operator"}
+    actions = {"GET": "messages.read", "POST": "messages.produce"}
 
     @extend_schema(
         responses={(200, "application/json"): OpenApiTypes.OBJECT, (200, "application/x-ndjson"): OpenApiTypes.STR,
@@ -312,7 +314,7 @@ class TopicMessages(APIView):
 
 
 class RepublishMessage(APIView):
-    roles = {"POST": "operator"}
+    actions = {"POST": "messages.produce"}
 
     @extend_schema(request=RepublishBody, responses={201: OpenApiResponse(OpenApiTypes.OBJECT, description="Where it went")},
                    summary="Republish one message (partition, offset) to target_topic (default: the same topic)")
