@@ -31,6 +31,9 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=40)
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--append", action="store_true")
+    parser.add_argument("--scoped", action="store_true",
+                        help="as a user bound to the topics and groups starting 'sim.topic-001' / 'sim.group-001' (1,000 each "
+                             "at the defaults) instead of an admin: the lists are cut to the user's names")
     args = parser.parse_args()
     with running_redis():
         result = measure(args)
@@ -57,16 +60,26 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     watcher.cycle()
     watcher.sample_offsets()
     watcher.cycle()
-    call_command("ensureuser", "bench-admin", "--role", "admin", "--password", "bench-password", verbosity=0)
+    user = "bench-scoped" if args.scoped else "bench-admin"
+    call_command("ensureuser", user, "--role", "none" if args.scoped else "admin", "--password", "bench-password", verbosity=0)
+    if args.scoped:
+        from console.models import RoleBinding
+
+        RoleBinding.objects.filter(subject=user).delete()
+        RoleBinding.objects.create(subject_kind="user", subject=user, role="viewer", cluster="local", topic_kind="prefix",
+                                   topic_pattern="sim.topic-001", group_kind="prefix", group_pattern="sim.group-001")
+    from django.contrib.auth.models import User
+
     client = Client(HTTP_HOST="localhost")
-    assert client.login(username="bench-admin", password="bench-password")
+    client.force_login(User.objects.get(username=user))  # (the login form's throttling wants a request)
     urls = {
         "topics_page": "/clusters/local/topics/",
         "topics_api": "/api/v1/clusters/local/topics/",
         "groups_page": "/clusters/local/groups/",
         "groups_api": "/api/v1/clusters/local/consumer-groups/",
     }
-    out: dict[str, Any] = {"topics": args.topics, "partitions": args.topics * args.partitions_per_topic, "groups": args.groups}
+    out: dict[str, Any] = {"topics": args.topics, "partitions": args.topics * args.partitions_per_topic, "groups": args.groups,
+                           "scoped": args.scoped}
     for name, url in urls.items():
         response = client.get(url)  # warm-up: the first request after a new snapshot parses it
         assert response.status_code == 200, (url, response.status_code)
@@ -90,7 +103,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 
 def append(args: argparse.Namespace, r: dict[str, Any]) -> None:
     command = (f".venv/bin/python -m bench.pages --topics {args.topics} --partitions-per-topic {args.partitions_per_topic} "
-               f"--groups {args.groups} --requests {args.requests}")
+               f"--groups {args.groups} --requests {args.requests}{' --scoped' if args.scoped else ''}")
     text = "\n".join([
         f"\n## List pages against their API on a simulated cluster (issue 11), {datetime.now(UTC):%Y-%m-%d %H:%M} UTC\n",
         f"Command: `{command}` (no Kafka: bench/simulate.py's model published by the real watcher; Django's test client "
