@@ -43,7 +43,7 @@ def main() -> None:
 def _measure(n_bindings: int, requests: int, n_topics: int) -> dict[str, float | int]:
     from django.contrib.auth.models import Group, User
 
-    from console.auth import access_for, may
+    from console.auth import access_for, bump_generation, may
     from console.models import RoleBinding
 
     groups = [Group.objects.create(name=f"team-{i}") for i in range(200)]
@@ -56,6 +56,7 @@ def _measure(n_bindings: int, requests: int, n_topics: int) -> dict[str, float |
                     group_kind="prefix", group_pattern=f"team-{i}/")
         for i in range(n_bindings)
     ])
+    bump_generation()  # (bulk_create sends no post_save)
     times = []
     for i in range(requests):
         fresh = User.objects.get(pk=user.pk)  # (a request loads its user anew)
@@ -64,6 +65,7 @@ def _measure(n_bindings: int, requests: int, n_topics: int) -> dict[str, float |
         may(fresh, "group.reset_offsets", "local", group=f"team-{i % 7}/svc")
         times.append((time.perf_counter() - started) * 1000)
     times.sort()
+    socket_ms = _socket_message(user, requests)
     names = [f"team-{i % 400}.t{i}" for i in range(n_topics)]
     predicate = access_for(User.objects.get(pk=user.pk)).names("topic.view", "local", "topics")
     assert predicate is not None
@@ -72,7 +74,42 @@ def _measure(n_bindings: int, requests: int, n_topics: int) -> dict[str, float |
     cut_ms = (time.perf_counter() - started) * 1000
     return {"bindings": n_bindings, "requests": requests, "check_p50_ms": round(statistics.median(times), 3),
             "check_p99_ms": round(times[int(len(times) * 0.99) - 1], 3), "topics": n_topics, "visible": len(shown),
-            "list_cut_ms": round(cut_ms, 2)}
+            "list_cut_ms": round(cut_ms, 2), "socket_message_p50_ms": socket_ms}
+
+
+def _socket_message(user: object, requests: int) -> float:
+    """What a websocket message pays before it runs: its session read again, its user's row, and
+    `may()` for its topic (console/socket_guard.py's check, as one socket)."""
+    from importlib import import_module
+
+    from django.conf import settings
+    from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
+
+    from console.auth import may
+    from console.socket_guard import _verdicts
+
+    session = import_module(settings.SESSION_ENGINE).SessionStore()
+    session[SESSION_KEY] = str(user.pk)  # type: ignore[attr-defined]
+    session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+    session[HASH_SESSION_KEY] = user.get_session_auth_hash()  # type: ignore[attr-defined]
+    session.save()
+
+    class Socket:
+        _guard_has_session = True
+        _guard_session_key = session.session_key
+        _guard_user_id = user.pk  # type: ignore[attr-defined]
+
+        def still_allowed(self, u: object) -> bool:
+            return may(u, "messages.read", "local", topic="team-0.orders")  # type: ignore[arg-type]
+
+    socket = Socket()
+    times = []
+    for _ in range(requests):
+        started = time.perf_counter()
+        verdict = _verdicts([socket])  # type: ignore[list-item]
+        times.append((time.perf_counter() - started) * 1000)
+        assert not verdict, verdict
+    return round(statistics.median(times), 3)
 
 
 if __name__ == "__main__":

@@ -37,7 +37,7 @@ User = AbstractBaseUser | AnonymousUser
 # bindings are read again only when their generation (count, newest change) moves.
 _COMPILED: OrderedDict[tuple[Any, ...], Access] = OrderedDict()
 COMPILED_KEPT = 4096
-_BINDINGS: dict[str, Any] = {"generation": None, "by_subject": {}}
+_BINDINGS: dict[str, Any] = {"generation": object(), "by_subject": {}}  # (no generation read yet)
 
 
 def _groups_and_generation(user_pk: Any) -> tuple[tuple[str, ...], tuple[Any, ...]]:
@@ -60,14 +60,13 @@ def _groups_and_generation(user_pk: Any) -> tuple[tuple[str, ...], tuple[Any, ..
 
 def bump_generation(**kwargs: Any) -> None:
     """After any change of a role binding (saved or deleted, by any process): every process compiles
-    the bindings again on its next request. (An F() update, so concurrent changes each count.)"""
-    from django.db.models import F
+    the bindings again on its next request. A random number, not a count: a count that a rolled-back
+    transaction (or a restored database) took back would come again and name other bindings."""
+    import secrets
 
     from console.models import AccessVersion
 
-    if not AccessVersion.objects.filter(pk=1).update(value=F("value") + 1):
-        AccessVersion.objects.get_or_create(pk=1)
-        AccessVersion.objects.filter(pk=1).update(value=F("value") + 1)
+    AccessVersion.objects.update_or_create(pk=1, defaults={"value": secrets.randbits(62)})
 
 
 def _bindings(generation: tuple[Any, ...]) -> dict[tuple[str, str], list[Any]]:
