@@ -28,8 +28,8 @@ def main() -> None:
     import django
 
     django.setup()
-    from django.test.utils import setup_test_environment
     from django.test.runner import DiscoverRunner
+    from django.test.utils import setup_test_environment
 
     setup_test_environment()
     runner = DiscoverRunner(verbosity=0)

@@ -11,8 +11,19 @@ import pytest
 from django.contrib.auth.models import Group, User
 from django.test import Client
 
+from console import gateway
+from console.gateway.errors import ClusterUnavailable
 from console.watcher import store
-from console.watcher.snapshot import BrokerState, PartitionState, QuorumMember, QuorumState, Snapshot, TopicState
+from console.watcher.snapshot import (
+    BrokerState,
+    GroupState,
+    MemberState,
+    PartitionState,
+    QuorumMember,
+    QuorumState,
+    Snapshot,
+    TopicState,
+)
 
 
 def sample_snapshot(version: int = 1) -> Snapshot:
@@ -105,3 +116,63 @@ def no_socket_slots(redis_server: str) -> None:
     keys = list(store.client().scan_iter("console:ws:*"))
     if keys:
         store.client().delete(*keys)
+
+
+# A gateway that refuses every use, and the snapshots the permission walks ask about ----------------
+
+
+class NoKafka:
+    """Stands in for a cluster's gateway: any use is noted and refused as an unreachable cluster, so
+    no request here reaches Kafka or waits for it."""
+
+    def __init__(self, cluster: str, used: list[str]) -> None:
+        self._cluster = cluster
+        self._used = used
+
+    def __getattr__(self, name: str) -> Any:
+        self._used.append(name)
+        raise ClusterUnavailable(f"Cluster '{self._cluster}' is not reachable (no Kafka in this test).")
+
+
+@pytest.fixture
+def gateway_uses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    used: list[str] = []
+
+    def for_cluster(name: str) -> NoKafka:
+        gateway.cluster_config(name)  # an unknown cluster is still a 404
+        return NoKafka(name, used)
+
+    monkeypatch.setattr(gateway, "for_cluster", for_cluster)
+    monkeypatch.setattr(gateway, "for_bootstrap", lambda servers, timeout=3.0: NoKafka(servers, used))
+    return used
+
+
+@pytest.fixture
+def with_group(snapshot: Snapshot) -> Snapshot:
+    gid = "team/service"  # (a "/" exercises the group-name converter)
+    member = MemberState("m-1", "client-1", "/127.0.0.1", [["orders", 0]])
+    snapshot.groups = {**snapshot.groups, gid: GroupState(gid, "Stable", "consumer", "classic", "range", [member], {"orders:0": 5})}
+    snapshot.topic_groups["orders"] = [gid]
+    snapshot.version += 1
+    store.save(snapshot, snapshot.content_bytes())
+    return snapshot
+
+
+TEAM_B_TOPIC, TEAM_B_GROUP = "team-b.orders", "team-b/svc"
+
+
+@pytest.fixture
+def teams(snapshot: Snapshot) -> Snapshot:
+    """Two teams' topics (`team-a.orders`, `team-b.orders`) and groups (`team-a/svc`, `team-b/svc`)."""
+    for name in ("team-a.orders", TEAM_B_TOPIC):
+        snapshot.topics[name] = TopicState(name, False, [PartitionState(0, 1, [1, 2, 3], [1, 2, 3], [], 0, 10)], min_isr=2)
+    groups = dict(snapshot.groups)
+    for gid, topic in (("team-a/svc", "team-a.orders"), (TEAM_B_GROUP, TEAM_B_TOPIC)):
+        member = MemberState("m-" + gid, "client", "/127.0.0.1", [[topic, 0]])
+        groups[gid] = GroupState(gid, "Stable", "consumer", "classic", "range", [member], {f"{topic}:0": 5})
+        snapshot.topic_groups[topic] = [gid]
+    snapshot.groups = groups
+    snapshot.version += 1
+    store.save(snapshot, snapshot.content_bytes())
+    return snapshot
+

@@ -24,8 +24,6 @@ from tests.web.test_route_roles import (
     Route,
     client_for,
     expected_roles,
-    gateway_uses,  # noqa: F401 - fixtures shared with the route table's test
-    with_group,  # noqa: F401
 )
 
 pytestmark = pytest.mark.usefixtures("with_group")

@@ -31,12 +31,9 @@ from django.urls.resolvers import RegexPattern, RoutePattern
 from django.views import View
 from rest_framework.views import APIView
 
-from console import gateway
 from console.access import ACTIONS
 from console.auth import ROLES, ActionPermission
-from console.gateway.errors import ClusterUnavailable
-from console.watcher import store
-from console.watcher.snapshot import GroupState, MemberState, Snapshot
+from console.watcher.snapshot import Snapshot
 from tests.web.conftest import make_user
 
 PUBLIC = "public"
@@ -341,43 +338,6 @@ def test_every_page_carries_the_tables_roles_unless_it_is_public_by_design() -> 
 
 
 # The requests ------------------------------------------------------------------------------------
-
-
-class NoKafka:
-    """Stands in for a cluster's gateway: any use is noted and refused as an unreachable cluster, so
-    no request here reaches Kafka or waits for it."""
-
-    def __init__(self, cluster: str, used: list[str]) -> None:
-        self._cluster = cluster
-        self._used = used
-
-    def __getattr__(self, name: str) -> Any:
-        self._used.append(name)
-        raise ClusterUnavailable(f"Cluster '{self._cluster}' is not reachable (no Kafka in this test).")
-
-
-@pytest.fixture
-def gateway_uses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    used: list[str] = []
-
-    def for_cluster(name: str) -> NoKafka:
-        gateway.cluster_config(name)  # an unknown cluster is still a 404
-        return NoKafka(name, used)
-
-    monkeypatch.setattr(gateway, "for_cluster", for_cluster)
-    monkeypatch.setattr(gateway, "for_bootstrap", lambda servers, timeout=3.0: NoKafka(servers, used))
-    return used
-
-
-@pytest.fixture
-def with_group(snapshot: Snapshot) -> Snapshot:
-    gid = SAMPLES["group"]
-    member = MemberState("m-1", "client-1", "/127.0.0.1", [["orders", 0]])
-    snapshot.groups = {**snapshot.groups, gid: GroupState(gid, "Stable", "consumer", "classic", "range", [member], {"orders:0": 5})}
-    snapshot.topic_groups["orders"] = [gid]
-    snapshot.version += 1
-    store.save(snapshot, snapshot.content_bytes())
-    return snapshot
 
 
 # One request handler for every case: building the middleware stack (WhiteNoise indexes every

@@ -17,30 +17,9 @@ from django.contrib.auth.models import Group, User
 from django.test import Client
 
 from console.models import AuditEntry, RoleBinding
-from console.watcher import store
-from console.watcher.snapshot import GroupState, MemberState, PartitionState, Snapshot, TopicState
-from tests.web.test_route_roles import ROUTES, SAMPLES, UNDECLARED_PAGES, Route, expected_roles, gateway_uses  # noqa: F401
-
-TEAM_B_TOPIC, TEAM_B_GROUP = "team-b.orders", "team-b/svc"
-
-
-def _topic(name: str) -> TopicState:
-    return TopicState(name, False, [PartitionState(0, 1, [1, 2, 3], [1, 2, 3], [], 0, 10)], min_isr=2)
-
-
-@pytest.fixture
-def teams(snapshot: Snapshot) -> Snapshot:
-    for name in ("team-a.orders", TEAM_B_TOPIC):
-        snapshot.topics[name] = _topic(name)
-    groups = dict(snapshot.groups)
-    for gid, topic in (("team-a/svc", "team-a.orders"), (TEAM_B_GROUP, TEAM_B_TOPIC)):
-        member = MemberState("m-" + gid, "client", "/127.0.0.1", [[topic, 0]])
-        groups[gid] = GroupState(gid, "Stable", "consumer", "classic", "range", [member], {f"{topic}:0": 5})
-        snapshot.topic_groups[topic] = [gid]
-    snapshot.groups = groups
-    snapshot.version += 1
-    store.save(snapshot, snapshot.content_bytes())
-    return snapshot
+from console.watcher.snapshot import Snapshot
+from tests.web.conftest import TEAM_B_GROUP, TEAM_B_TOPIC
+from tests.web.test_route_roles import ROUTES, SAMPLES, UNDECLARED_PAGES, Route, expected_roles
 
 
 def team_a_user(role: str = "operator", name: str = "alice") -> User:

@@ -23,8 +23,7 @@ from console.access import ACTIONS, ROLES
 from console.models import RoleBinding
 from console.routing import websocket_urlpatterns
 from console.watcher.snapshot import Snapshot
-from tests.web.conftest import make_user
-from tests.web.test_scoped_access import TEAM_B_GROUP, TEAM_B_TOPIC, teams  # noqa: F401 - the snapshot of two teams
+from tests.web.conftest import TEAM_B_GROUP, TEAM_B_TOPIC, make_user
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("no_socket_slots")]
 
@@ -70,7 +69,7 @@ def view_cases() -> list[Any]:
 
 
 @pytest.mark.parametrize(("view", "caller"), view_cases())
-async def test_a_live_view_opens_only_for_who_may_see_it(view: str, caller: str, teams: Snapshot) -> None:  # noqa: F811
+async def test_a_live_view_opens_only_for_who_may_see_it(view: str, caller: str, teams: Snapshot) -> None:
     user = await user_for(caller)
     params = {"view": view, "topic": TEAM_B_TOPIC, "group": TEAM_B_GROUP, "job": "1"}
     comm = communicator("/ws/clusters/local/live/?" + "&".join(f"{k}={quote(v)}" for k, v in params.items()), user)
@@ -84,7 +83,7 @@ async def test_a_live_view_opens_only_for_who_may_see_it(view: str, caller: str,
 
 
 @pytest.mark.parametrize("caller", [*ROLES, SCOPED])
-async def test_the_message_socket_of_team_bs_topic_opens_for_roles_not_for_team_a(caller: str, teams: Snapshot) -> None:  # noqa: F811
+async def test_the_message_socket_of_team_bs_topic_opens_for_roles_not_for_team_a(caller: str, teams: Snapshot) -> None:
     user = await user_for(caller)
     comm = communicator(f"/ws/clusters/local/topics/{TEAM_B_TOPIC}/messages/", user)
     refused = await is_refused(comm)
@@ -94,7 +93,7 @@ async def test_the_message_socket_of_team_bs_topic_opens_for_roles_not_for_team_
 
 
 @pytest.mark.parametrize("action", ["scan", "stop", "tail", "stop_tail", "produce", "delete", "", None])
-async def test_every_message_action_is_a_read_or_refused_by_name(action: Any, teams: Snapshot, monkeypatch: Any) -> None:  # noqa: F811
+async def test_every_message_action_is_a_read_or_refused_by_name(action: Any, teams: Snapshot, monkeypatch: Any) -> None:
     """The socket has no action that changes anything: produce, delete or anything unknown is an error."""
     from console import gateway
 
