@@ -42,7 +42,8 @@ class ClusterDetail(APIView):
     @extend_schema(responses=OpenApiTypes.OBJECT, summary="Cluster overview: counts, brokers, KRaft quorum")
     def get(self, request: Request, cluster: str) -> Response:
         live = services.live(cluster)
-        return Response({"status": live.status, **services.overview(require_snapshot(live))})
+        return Response({"status": live.status,
+                         **services.overview(require_snapshot(live), visible("topic.view", cluster, "topics"))})
 
 
 class BrokerList(APIView):

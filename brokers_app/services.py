@@ -14,7 +14,7 @@ from console import gateway
 from console.access import event_visible
 from console.errors import NoSnapshot
 from console.watcher import store
-from console.watcher.snapshot import Snapshot, tallied
+from console.watcher.snapshot import Snapshot, TopicTally, tallied
 
 
 @dataclass
@@ -112,13 +112,20 @@ def require_snapshot(current: Live) -> Snapshot:
     return current.snapshot
 
 
-def overview(snap: Snapshot) -> dict[str, Any]:
-    _, total = tallied(snap)
+def overview(snap: Snapshot, visible: Callable[[str], bool] | None = None) -> dict[str, Any]:
+    """The cluster's counts and broker rows; `visible`: the topics the user may see, which alone are
+    counted (a scoped user's overview counts their partitions, not the cluster's)."""
+    made, total = tallied(snap)
+    if visible is not None:
+        total = TopicTally.total(tally for name, (_, tally) in made.items() if visible(name))
+    counts = snap.counts(total)
+    if visible is not None:
+        counts["topics"] = sum(1 for name in made if visible(name))
     quorum = snap.quorum
     return {
         "cluster_id": snap.cluster_id,
         "controller_id": snap.controller_id,
-        "counts": snap.counts(total),
+        "counts": counts,
         "brokers": snap.broker_rows(total),
         "quorum": None
         if quorum is None

@@ -18,7 +18,8 @@ from console.watcher.diff import KINDS
 
 
 def overview_context(live: services.Live) -> dict[str, Any]:
-    return {"live": live, "data": services.overview(live.snapshot) if live.snapshot else None}
+    shown = visible("topic.view", live.cluster, "topics")
+    return {"live": live, "data": services.overview(live.snapshot, shown) if live.snapshot else None}
 
 
 def overview_fragment(live: services.Live, params: Mapping[str, str]) -> dict[str, str]:

@@ -240,3 +240,10 @@ def test_names_in_a_body_are_checked_as_the_url_is(path: str, body: dict[str, An
     assert response.status_code == 403, response.content
     assert "team-b" in response.json()["detail"]
     assert not gateway_uses
+
+
+def test_the_overviews_counts_are_of_team_as_topics_only(db: None, teams: Snapshot, users: dict[str, User]) -> None:
+    everyone = client_of(users["viewer"]).get("/api/v1/clusters/local/").json()["counts"]
+    scoped = client_of(team_a_user(role="viewer")).get("/api/v1/clusters/local/").json()["counts"]
+    assert scoped["topics"] == 1 and scoped["partitions"] == 1 and scoped["brokers"] == everyone["brokers"]
+    assert everyone["topics"] > 1 and everyone["partitions"] > 1
