@@ -402,7 +402,9 @@ def test_a_run_slower_than_its_timeout_has_its_spark_jobs_cancelled_and_fails_sa
     settings.ANALYTICS_RUN_TIMEOUT = 4
     monkeypatch.setattr(tasks, "_spark", spark)
     monkeypatch.setattr(tasks, "notify", lambda run: None)
-    monkeypatch.setattr(tasks.gateway, "cluster_config", lambda name: SimpleNamespace(bootstrap_servers="127.0.0.1:9"))
+    from console.gateway.config import ClusterConfig
+
+    monkeypatch.setattr(tasks.gateway, "cluster_config", lambda name: ClusterConfig(name, "127.0.0.1:9"))
     monkeypatch.setattr(tasks.gateway, "for_cluster", lambda name: SimpleNamespace(topic_metadata=lambda topic: None))
     reached: list[bool] = []
 
@@ -410,7 +412,7 @@ def test_a_run_slower_than_its_timeout_has_its_spark_jobs_cancelled_and_fails_sa
         time.sleep(120)
         return x
 
-    def slow(session: Any, *args: Any) -> Path:
+    def slow(session: Any, *args: Any, **kwargs: Any) -> Path:
         reached.append(True)
         session.sparkContext.parallelize(range(2), 2).map(nap).collect()
         raise AssertionError("the slow job was not cancelled")
