@@ -57,8 +57,12 @@ def _workers_hold(ids: set[str]) -> set[str]:
     from console.celery import app
 
     try:
-        inspect = app.control.inspect(timeout=1.0)
-        replies = [inspect.reserved(), inspect.active()]
+        # A connection of its own, closed here: the pool's would keep a channel waiting for replies
+        # (BRPOP), and kombu closes pooled channels in a forked child by reading from that socket,
+        # which hangs the child (a multiprocessing fork in a process that asked the workers once).
+        with app.connection_for_write() as conn:
+            inspect = app.control.inspect(timeout=1.0, connection=conn)
+            replies = [inspect.reserved(), inspect.active()]
     except Exception:  # noqa: BLE001 - no answer is not a reason to keep or to fail a run
         log.warning("could not ask the Celery workers for their tasks", exc_info=True)
         return set()
