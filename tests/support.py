@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import requests
 
@@ -254,3 +254,16 @@ def crash_reports(log: bytes, read: int, context: int = 60, reach: int = 400) ->
 
 def unique(prefix: str) -> str:
     return f"{prefix}-{int(time.time() * 1000) % 10_000_000}"
+
+
+T = TypeVar("T")
+
+
+def off_the_test_thread(call: Callable[[], T]) -> T:
+    """`call()` in a thread of its own, for async_to_sync in a test that needs no database: a browser test
+    earlier in the session leaves Playwright's event loop running in the test thread, where
+    async_to_sync refuses to run (pytest-django runs the tests without a database last)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(call).result()

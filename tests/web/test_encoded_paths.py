@@ -19,6 +19,7 @@ from django.db import close_old_connections
 from console.rawpath import EncodedSlashes, routed_path
 from console.watcher import store
 from console.watcher.snapshot import GroupState, MemberState
+from tests.support import off_the_test_thread
 
 NAMES = ["team/service", "a%2Fb", "a~b/c"]
 
@@ -144,5 +145,5 @@ def test_the_middleware_rewrites_http_and_websocket_scopes_only(kind: str, expec
     scope: dict[str, Any] = {"type": kind}
     if expected:
         scope.update(path="/g/a/b/", raw_path=b"/g/a%2Fb/")
-    async_to_sync(EncodedSlashes(app))(scope, receive, send)
+    off_the_test_thread(lambda: async_to_sync(EncodedSlashes(app))(scope, receive, send))
     assert seen[0].get("path") == expected and seen[0].get("raw_path") == scope.get("raw_path")

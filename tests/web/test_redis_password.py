@@ -17,7 +17,7 @@ from kombu import Connection
 from console import realtime
 from console.redis_errors import RedisCredentialsRefused
 from console.watcher import store
-from tests.support import TEST_VAR, wait_for
+from tests.support import TEST_VAR, off_the_test_thread, wait_for
 from tests.web.conftest import sample_snapshot
 
 PASSWORD = "s3cret-for-tests"
@@ -82,10 +82,14 @@ def test_a_wrong_password_is_named_as_such_and_never_shown(locked_redis: int, us
 def test_the_channel_layer_delivers_with_the_password_in_the_url(locked_redis: int, use_redis) -> None:  # noqa: ANN001
     use_redis(f"redis://:{PASSWORD}@127.0.0.1:{locked_redis}/0")
     layer = get_channel_layer()
-    channel = async_to_sync(layer.new_channel)()
-    async_to_sync(layer.group_add)("cluster.pw", channel)
-    realtime.group_send("cluster.pw", {"type": "cluster.update", "version": 3})
-    assert async_to_sync(layer.receive)(channel)["version"] == 3
+
+    def deliver() -> dict:
+        channel = async_to_sync(layer.new_channel)()
+        async_to_sync(layer.group_add)("cluster.pw", channel)
+        realtime.group_send("cluster.pw", {"type": "cluster.update", "version": 3})
+        return async_to_sync(layer.receive)(channel)
+
+    assert off_the_test_thread(deliver)["version"] == 3
 
 
 def test_the_channel_layer_without_the_password_says_to_put_it_in_redis_url(locked_redis: int, use_redis) -> None:  # noqa: ANN001
