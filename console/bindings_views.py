@@ -9,21 +9,43 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from console import bindings
 from console.access import ACTIONS, PATTERN_KINDS, ROLES
+from console.api_edge import Body, StrictCharField, validated
 from console.auth import allow
 from console.errors import BadParameter, ConsoleError
 from console.models import RoleBinding
 
 
-def _body(request: Request) -> dict[str, Any]:
-    if not isinstance(request.data, dict):
-        raise BadParameter("The body must be a JSON object.")
-    return dict(request.data)
+class BindingBody(Body):
+    """A role binding; console/bindings.py checks the values (roles, actions, patterns, the subject)."""
+
+    subject_kind = StrictCharField(required=False, default="user", help_text="user or group")
+    subject = StrictCharField(max_length=150, help_text="The user's or Django group's name (SSO: oidc:<group>, ldap:<group>).")
+    role = StrictCharField(required=False, allow_blank=True, default="", help_text="viewer, operator or admin; or empty with actions")
+    actions = serializers.ListField(child=StrictCharField(max_length=64), required=False, default=list,
+                                    help_text="Action names (console/access.py), instead of a role.")
+    cluster = StrictCharField(required=False, default="*", max_length=64, help_text="A cluster's name, or * for every one.")
+    topic_kind = StrictCharField(required=False, default="all", help_text="all, literal, prefix, regex or none")
+    topic_pattern = StrictCharField(required=False, allow_blank=True, default="", max_length=500)
+    group_kind = StrictCharField(required=False, default="all", help_text="all, literal, prefix, regex or none")
+    group_pattern = StrictCharField(required=False, allow_blank=True, default="", max_length=500)
+    note = StrictCharField(required=False, allow_blank=True, default="", max_length=300)
+
+
+class BindingPatch(BindingBody):
+    """The fields to change; those not named keep their values."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for f in self.fields.values():
+            f.required = False
+            f.default = serializers.empty
 
 
 class Bindings(APIView):
@@ -33,9 +55,9 @@ class Bindings(APIView):
     def get(self, request: Request) -> Response:
         return Response({"bindings": [bindings.as_dict(b) for b in RoleBinding.objects.all()]})
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT, summary="Create a role binding")
+    @extend_schema(request=BindingBody, responses=OpenApiTypes.OBJECT, summary="Create a role binding")
     def post(self, request: Request) -> Response:
-        return Response(bindings.as_dict(bindings.create(request.user, _body(request))), status=201)
+        return Response(bindings.as_dict(bindings.create(request.user, validated(BindingBody, request))), status=201)
 
 
 class BindingDetail(APIView):
@@ -45,9 +67,9 @@ class BindingDetail(APIView):
     def get(self, request: Request, binding_id: int) -> Response:
         return Response(bindings.as_dict(bindings.get(binding_id)))
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT, summary="Change a role binding")
+    @extend_schema(request=BindingPatch, responses=OpenApiTypes.OBJECT, summary="Change a role binding")
     def patch(self, request: Request, binding_id: int) -> Response:
-        return Response(bindings.as_dict(bindings.update(request.user, binding_id, _body(request))))
+        return Response(bindings.as_dict(bindings.update(request.user, binding_id, validated(BindingPatch, request))))
 
     @extend_schema(responses={204: None}, summary="Delete a role binding")
     def delete(self, request: Request, binding_id: int) -> Response:

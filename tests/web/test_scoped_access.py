@@ -170,7 +170,7 @@ def test_admins_manage_bindings_through_the_api_and_every_change_is_audited(db: 
     ({"subject": "viewer", "role": "viewer", "cluster": "elsewhere"}, "configured cluster"),
     ({"subject": "no-such-user", "role": "viewer"}, "There is no user"),
     ({"subject": "viewer"}, "needs a 'role'"),
-    ({"subject": "viewer", "role": "viewer", "colour": "red"}, "Unknown field"),
+    ({"subject": "viewer", "role": "viewer", "colour": "red"}, "'colour' is not a field of this request"),
 ])
 def test_a_bad_binding_is_refused_with_a_sentence(body: dict[str, Any], said: str, db: None, users: dict[str, User]) -> None:
     response = client_of(users["admin"]).post("/api/v1/role-bindings/", body, content_type="application/json")
