@@ -13,8 +13,7 @@ from rest_framework.views import APIView
 from analytics import service
 from analytics.models import AnalyticsRun, ReportSchedule
 from analytics.views import already_queued, report_file, update_schedule
-from brokers_app import services
-from console import gateway
+from console import gateway, snapshots
 from console.api_edge import Body, StrictIntegerField, validated
 from console.audit import audited
 from console.gateway.errors import NotFound
@@ -61,7 +60,7 @@ class TopicHistory(APIView):
     @extend_schema(responses=OpenApiTypes.OBJECT, summary="A topic's throughput history from the latest analytics run",
                    parameters=[OpenApiParameter("resolution", int, description="60, 300 or 3600 seconds")])
     def get(self, request: Request, cluster: str, topic: str) -> Response:
-        snap = services.require_snapshot(services.live(cluster))
+        snap = snapshots.require_snapshot(snapshots.live(cluster))
         if topic not in snap.topics:
             raise NotFound(f"Topic '{topic}' does not exist on cluster '{cluster}'.")
         resolution = int_param(request.query_params, "resolution", 60, minimum=60, maximum=3600) or 60
@@ -77,7 +76,7 @@ class GroupHistory(APIView):
 
     @extend_schema(responses=OpenApiTypes.OBJECT, summary="A group's lag, time lag and status history from the latest analytics run")
     def get(self, request: Request, cluster: str, group: str) -> Response:
-        snap = services.require_snapshot(services.live(cluster))
+        snap = snapshots.require_snapshot(snapshots.live(cluster))
         history = service.group_history(cluster, group)
         if group not in snap.groups and not history["t"]:
             raise NotFound(f"Consumer group '{group}' does not exist on cluster '{cluster}'.")

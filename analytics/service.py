@@ -87,7 +87,7 @@ def _run_now_lock(cluster: str) -> Iterator[None]:
     """Held while looking for a queued run and queuing one, so that two "Run now" at once (in two
     web processes) cannot both find none. Without Redis it is not held, and the run cannot be queued
     anyway (Redis is the Celery broker)."""
-    from console.watcher import store
+    from console.snapshots import store
 
     lock = store.client().lock(f"console:analytics:run-now:{cluster}", timeout=10, blocking_timeout=5)
     try:

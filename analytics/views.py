@@ -14,8 +14,7 @@ from django.urls import reverse
 
 from analytics import service
 from analytics.models import AnalyticsRun, ReportSchedule
-from brokers_app import services
-from console import gateway
+from console import gateway, snapshots
 from console.audit import audited
 from console.auth import allow
 from console.errors import BadParameter, ConsoleError
@@ -47,13 +46,13 @@ def runs_context(cluster: str) -> dict[str, Any]:
     return {"runs": list(AnalyticsRun.objects.filter(cluster=cluster)[:20]), "cluster": cluster}
 
 
-def runs_fragment(live: services.Live, params: Mapping[str, str]) -> dict[str, str]:
+def runs_fragment(live: snapshots.Live, params: Mapping[str, str]) -> dict[str, str]:
     return {"analytics-runs": render_to_string("analytics/_runs.html", runs_context(live.cluster))}
 
 
 @allow(GET="analytics.view", POST="analytics.run")
 def analytics_page(request: HttpRequest, cluster: str) -> HttpResponse:
-    live = services.live(cluster)
+    live = snapshots.live(cluster)
     status = 200
     error = None
     if request.method == "POST":
@@ -75,7 +74,7 @@ def analytics_page(request: HttpRequest, cluster: str) -> HttpResponse:
 
 @allow(GET="analytics.view", POST="reports.schedule")
 def reports_page(request: HttpRequest, cluster: str) -> HttpResponse:
-    live = services.live(cluster)
+    live = snapshots.live(cluster)
     gateway.cluster_config(cluster)
     schedules = service.ensure_schedules(cluster)
     status, error = 200, None
@@ -129,7 +128,7 @@ def update_schedule(user: Any, cluster: str, data: Mapping[str, Any]) -> ReportS
 
 @allow(GET="analytics.view")
 def report_page(request: HttpRequest, cluster: str, report_id: int) -> HttpResponse:
-    live = services.live(cluster)
+    live = snapshots.live(cluster)
     run = service.get_run(report_id, cluster, "report")
     ready = run.state == AnalyticsRun.DONE
     return render(request, "analytics/report.html", {

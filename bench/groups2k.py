@@ -73,7 +73,7 @@ def setup_groups() -> float:
 
 def main() -> None:
     setup_django()
-    from console.watcher import store
+    from console.snapshots import store
 
     r: dict[str, Any] = {}
     with running_redis(), running_cluster(heap="768m") as cluster, running_stack(cluster) as stack:

@@ -32,8 +32,8 @@ def measure() -> dict[str, float]:
 
     setup_django()
     from console.gateway.types import PartitionTable
+    from console.snapshots.model import PartitionState
     from console.watcher.diff import _partition, _partition_all
-    from console.watcher.snapshot import PartitionState
 
     rng = random.Random(1)
     layout = []

@@ -79,7 +79,7 @@ def server_time(session: requests.Session, url: str, n: int) -> dict[str, Any]:
 
 
 def watcher_window(stack: Any, seconds: float) -> dict[str, Any]:
-    from console.watcher import store
+    from console.snapshots import store
 
     first = wait_for(lambda: store.load_stats("local"), 10, what="watcher stats")
     time.sleep(seconds)

@@ -20,7 +20,7 @@ from tests.support import BOOTSTRAP, ROOT, running_cluster, running_redis, stack
 
 
 def watch(seconds: int, samples: bool) -> dict[str, Any]:
-    from console.watcher import store
+    from console.snapshots import store
 
     store.client().flushall()
     proc = subprocess.Popen([sys.executable, "manage.py", "watch"], cwd=ROOT, env=stack_env(ANALYTICS_SAMPLES="1" if samples else "0"),

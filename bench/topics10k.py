@@ -36,7 +36,7 @@ def create_topics(n: int) -> float:
 
 def main() -> None:
     setup_django()
-    from console.watcher import store
+    from console.snapshots import store
 
     results: dict[str, Any] = {}
     with running_redis(), running_cluster(heap="1g") as cluster, running_stack(cluster) as stack:

@@ -65,7 +65,7 @@ def main() -> None:
                 figures.update(change_to_page(pushes, figures.pop("page_after")))
             print(json.dumps({"views": views, "watcher": watcher_figures(out)}), flush=True)
             return
-        from console.watcher import store
+        from console.snapshots import store
 
         reads: list[tuple[int, float, float]] = []
         seen: int | None = None

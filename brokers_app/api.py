@@ -11,14 +11,14 @@ from rest_framework.views import APIView
 
 from brokers_app import elections, jobs, placement, services
 from brokers_app.models import ReassignmentJob
-from brokers_app.services import require_snapshot
 from brokers_app.views import event_filters
-from console import gateway
+from console import gateway, snapshots
 from console.api_edge import INT32_MAX, Body, StrictCharField, StrictIntegerField, validated
 from console.audit import audited
 from console.auth import access_for, may, visible
 from console.errors import BadParameter, Forbidden
 from console.params import int_param
+from console.snapshots import require_snapshot
 
 
 class ClusterList(APIView):
@@ -29,7 +29,7 @@ class ClusterList(APIView):
         result = []
         shown = access_for(request.user).clusters("cluster.view")
         for config in gateway.cluster_configs():
-            live = services.live(config.name)
+            live = snapshots.live(config.name)
             if not shown(config.name):
                 continue
             result.append({"name": config.name, "bootstrap_servers": config.bootstrap_servers, **live.status})
@@ -41,7 +41,7 @@ class ClusterDetail(APIView):
 
     @extend_schema(responses=OpenApiTypes.OBJECT, summary="Cluster overview: counts, brokers, KRaft quorum")
     def get(self, request: Request, cluster: str) -> Response:
-        live = services.live(cluster)
+        live = snapshots.live(cluster)
         return Response({"status": live.status,
                          **services.overview(require_snapshot(live), visible("topic.view", cluster, "topics"))})
 
@@ -51,7 +51,7 @@ class BrokerList(APIView):
 
     @extend_schema(responses=OpenApiTypes.OBJECT, summary="Brokers with up/down, leaders and replicas")
     def get(self, request: Request, cluster: str) -> Response:
-        live = services.live(cluster)
+        live = snapshots.live(cluster)
         return Response({"status": live.status, "brokers": require_snapshot(live).broker_rows()})
 
 
@@ -105,7 +105,7 @@ class LeaderElections(APIView):
         unclean = d["type"] == "unclean"
         if unclean and not may(request.user, "leaders.elect_unclean", cluster):
             raise Forbidden("An unclean leader election needs the admin role (the leaders.elect_unclean action).")
-        snap = require_snapshot(services.live(cluster))
+        snap = require_snapshot(snapshots.live(cluster))
         parts = [(p["topic"], p["partition"]) for p in d["partitions"]]
         with audited(request.user, "elect_leaders", cluster=cluster, target=d["type"],
                      details={"topics": d["topics"], "partitions": [f"{t}-{p}" for t, p in parts]}) as entry:
@@ -132,7 +132,7 @@ class PlanBody(Body):
 
 def make_plan(cluster: str, d: dict) -> dict:
     """The plan for a validated request body, from the watcher's snapshot (refusals as 400)."""
-    snap = require_snapshot(services.live(cluster))
+    snap = require_snapshot(snapshots.live(cluster))
     layout = placement.layout_from_snapshot(snap)
     try:
         if d["kind"] == "import":

@@ -13,8 +13,8 @@ from typing import Any
 from console import gateway
 from console.errors import BadParameter
 from console.gateway.errors import NotFound
-from console.watcher import store
-from console.watcher.snapshot import Snapshot
+from console.snapshots import store
+from console.snapshots.model import Snapshot
 
 UNCLEAN_WARNING = ("An unclean election makes an out-of-sync replica the leader: messages that only the lost leader "
                    "had are gone for good, and consumers may see offsets go back.")

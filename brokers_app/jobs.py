@@ -28,7 +28,7 @@ from brokers_app.models import ReassignmentJob
 from console import gateway
 from console.errors import BadParameter, Conflict
 from console.gateway.errors import GatewayError, NotFound
-from console.watcher import store
+from console.snapshots import store
 
 log = logging.getLogger(__name__)
 

@@ -40,7 +40,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from console.watcher.snapshot import Snapshot
+    from console.snapshots.model import Snapshot
 
 TopicPartition = tuple[str, int]
 Assignment = dict[TopicPartition, tuple[int, ...]]

@@ -13,9 +13,9 @@ from django.conf import settings
 from django.utils import timezone
 
 import console.celery  # noqa: F401  (the app every shared_task here is sent through: console/__init__.py)
-from brokers_app import balance, jobs, services
+from brokers_app import balance, jobs
 from brokers_app.models import Event
-from console import gateway
+from console import gateway, snapshots
 from console.retention import prune
 
 log = logging.getLogger(__name__)
@@ -42,11 +42,11 @@ BALANCE_KEY = "balance:{cluster}"
 @shared_task(ignore_result=True)
 def balance_watch() -> int:
     """Beat, every few minutes: raise an event for each imbalance that appeared since the last look."""
-    from console.watcher import store
+    from console.snapshots import store
 
     raised = 0
     for config in gateway.cluster_configs():
-        snap = services.live(config.name, fresh=False).snapshot
+        snap = snapshots.live(config.name, fresh=False).snapshot
         if snap is None or not snap.reachable:
             continue
         found = balance.findings(snap, settings.BALANCE_SKEW_THRESHOLD)

@@ -12,23 +12,24 @@ from django.template.loader import render_to_string
 
 from brokers_app import services
 from brokers_app.models import Event
+from console import snapshots
 from console.auth import allow, visible
 from console.params import choice_param, int_param, topic_param
 from console.watcher.diff import KINDS
 
 
-def overview_context(live: services.Live) -> dict[str, Any]:
+def overview_context(live: snapshots.Live) -> dict[str, Any]:
     shown = visible("topic.view", live.cluster, "topics")
     return {"live": live, "data": services.overview(live.snapshot, shown) if live.snapshot else None}
 
 
-def overview_fragment(live: services.Live, params: Mapping[str, str]) -> dict[str, str]:
+def overview_fragment(live: snapshots.Live, params: Mapping[str, str]) -> dict[str, str]:
     return {"live-overview": render_to_string("brokers_app/_overview.html", overview_context(live))}
 
 
 @allow(GET="cluster.view")
 def overview(request: HttpRequest, cluster: str) -> HttpResponse:
-    live = services.live(cluster)
+    live = snapshots.live(cluster)
     return render(request, "brokers_app/overview.html", {**overview_context(live), "view": "overview"})
 
 
@@ -42,7 +43,7 @@ def event_filters(params: Mapping[str, str]) -> dict[str, Any]:
 
 @allow(GET="cluster.view")
 def events(request: HttpRequest, cluster: str) -> HttpResponse:
-    live = services.live(cluster)
+    live = snapshots.live(cluster)
     filters = event_filters(request.GET)
     before = int_param(request.GET, "before", minimum=1)
     rows = services.events(cluster, before=before, limit=200, **filters, topics=visible("topic.view", cluster, "topics"),
@@ -114,7 +115,7 @@ def reassignments(request: HttpRequest, cluster: str) -> HttpResponse:
     from brokers_app.models import ReassignmentJob
     from console.errors import ConsoleError
 
-    live = services.live(cluster)
+    live = snapshots.live(cluster)
     context: dict[str, Any] = {"live": live, "view": "reassignments", "kinds": PLAN_KINDS, "form": request.POST or request.GET}
     status = 200
     try:
@@ -122,7 +123,7 @@ def reassignments(request: HttpRequest, cluster: str) -> HttpResponse:
             from brokers_app import elections
             from console.audit import audited
 
-            snap = services.require_snapshot(live)
+            snap = snapshots.require_snapshot(live)
             with audited(request.user, "elect_leaders", cluster=cluster, target="preferred", details={"scope": "cluster"}) as entry:
                 result = elections.elect(cluster, snap, False, [], [])
                 entry.update({k: result[k] for k in ("elected", "not_needed", "failed")})
@@ -147,7 +148,7 @@ def job_context(cluster: str, job_id: int) -> dict[str, Any]:
     return {"job": job, "plan": job.as_dict(), "progress": job.progress}
 
 
-def job_fragment(live: services.Live, params: Mapping[str, str]) -> dict[str, str]:
+def job_fragment(live: snapshots.Live, params: Mapping[str, str]) -> dict[str, str]:
     job_id = params.get("job", "")
     if not job_id.isdigit() or len(job_id) > 18:
         return {}
@@ -163,7 +164,7 @@ def reassignment(request: HttpRequest, cluster: str, job_id: int) -> HttpRespons
     from console.audit import audited
     from console.errors import ConsoleError
 
-    live = services.live(cluster)
+    live = snapshots.live(cluster)
     context = {"live": live, "view": "reassignment", **job_context(cluster, job_id)}
     status = 200
     if request.method == "POST":

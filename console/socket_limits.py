@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import redis
 from django.conf import settings
 
-from console.watcher import store
+from console.snapshots import store
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ import time
 from celery import shared_task
 
 import console.celery  # noqa: F401  (the app every shared_task here is sent through: console/__init__.py)
-from console.watcher import store
+from console.snapshots import store
 
 
 @shared_task(ignore_result=True)

@@ -20,7 +20,7 @@ from console.auth import access_for, allow
 from console.errors import BadParameter
 from console.gateway import causes
 from console.redis_errors import credentials_sentence
-from console.watcher import store
+from console.snapshots import store
 
 log = logging.getLogger(__name__)
 

@@ -12,12 +12,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from brokers_app.services import live, require_snapshot
 from console.api_edge import INT32_MAX, INT64_MAX, Body, StrictBooleanField, StrictCharField, StrictIntegerField, validated
 from console.audit import audited
 from console.auth import visible
 from console.errors import BadParameter
 from console.params import bool_param, int_param
+from console.snapshots import live, require_snapshot
 from console.tokens import MetricsTokenMixin
 from consumers_app import services
 from topics_app.browse import _timestamp_ms

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from console.watcher.snapshot import Snapshot
+from console.snapshots.model import Snapshot
 from consumers_app import services
 
 STATUS_VALUE = {"NOTFOUND": 0, "OK": 1, "WARN": 2, "ERR": 3, "STOP": 3, "STALL": 3, "REWIND": 3}

@@ -17,8 +17,8 @@ from console.auth import require
 from console.errors import BadParameter
 from console.gateway.errors import NotFound
 from console.listing import ordered, paginate, search
-from console.watcher import store
-from console.watcher.snapshot import GroupState, Snapshot
+from console.snapshots import store
+from console.snapshots.model import GroupState, Snapshot
 
 SORTS = {
     "group": "group",
@@ -304,7 +304,7 @@ def lag_history(cluster: str, group_id: str, seconds: float = 3600) -> dict[str,
     """The watcher's samples of the group's total lag and time lag over the last hour, for the chart."""
     import time
 
-    from console.watcher import store
+    from console.snapshots import store
 
     try:
         points = store.lag_history(cluster, group_id, time.time() - seconds)

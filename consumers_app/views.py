@@ -11,13 +11,12 @@ from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
 
-from brokers_app.services import Live, require_snapshot
-from brokers_app.services import live as live_snapshot
-from console import listing
+from console import listing, snapshots
 from console.audit import audited
 from console.auth import allow, may, visible
 from console.errors import BadParameter, ConsoleError
 from console.params import int_param
+from console.snapshots import Live, require_snapshot
 from consumers_app import services
 from topics_app.browse import _timestamp_ms
 
@@ -43,7 +42,7 @@ def groups_fragment(live: Live, params: Mapping[str, str]) -> dict[str, str]:
 @allow(GET="group.view")
 def groups(request: HttpRequest, cluster: str) -> HttpResponse:
     params = list_params(request.GET)
-    live = live_snapshot(cluster)
+    live = snapshots.live(cluster)
     busiest = listing.rendered_rows("consumers_app/_busiest.html", cluster, "busiest",
                                     [{"rows": services.most_rebalancing(cluster, visible=visible("group.view", cluster, "groups"))}],
                                     kept=False)[0]
@@ -68,7 +67,7 @@ def detail_fragment(live: Live, params: Mapping[str, str]) -> dict[str, str]:
 def group_detail(request: HttpRequest, cluster: str, group: str) -> HttpResponse:
     from analytics.service import group_history, history_or_none
 
-    live = live_snapshot(cluster)
+    live = snapshots.live(cluster)
     return render(request, "consumers_app/group.html", {**detail_context(live, group), "view": "group",
                                                         "analytics_history": history_or_none(group_history, cluster, group),
                                                         "can_change": may(request.user, "group.reset_offsets", cluster, group=group)})
@@ -97,7 +96,7 @@ def reset_spec(p: Mapping[str, str]) -> services.ResetSpec:
 @allow(GET="group.reset_offsets", POST="group.reset_offsets")
 def group_reset(request: HttpRequest, cluster: str, group: str) -> HttpResponse:
     """Preview first (always); apply only from the preview, and only while the group is empty."""
-    live = live_snapshot(cluster)
+    live = snapshots.live(cluster)
     snap = require_snapshot(live)
     services.group(snap, group)
     context: dict[str, Any] = {"live": live, "view": "status", "group_id": group, "form": request.POST or request.GET}
@@ -122,7 +121,7 @@ def group_reset(request: HttpRequest, cluster: str, group: str) -> HttpResponse:
 
 @allow(POST="group.delete")
 def group_delete(request: HttpRequest, cluster: str, group: str) -> HttpResponse:
-    snap = require_snapshot(live_snapshot(cluster))
+    snap = require_snapshot(snapshots.live(cluster))
     try:  # a refusal is the form's error: shown as a message on the group's page
         topic = request.POST.get("topic", "").strip()
         confirm = request.POST.get("confirm", "")

@@ -22,11 +22,11 @@ import numpy.typing as npt
 from django.conf import settings
 from django.db import close_old_connections
 
-from console.watcher import store
+from console.snapshots import store
+from console.snapshots.model import Commits, GroupPartitions, GroupState
 from console.watcher.columns import ABSENT, OffsetColumns, PassOffsets
 from console.watcher.history import LagHistoryFilter
 from console.watcher.registry import EmitEvents, EventRow
-from console.watcher.snapshot import Commits, GroupPartitions, GroupState
 from consumers_app.lagcolumns import CODE_OK, GROUP_RANK, STATUS_NAMES, STATUS_OF_RANK, Rows, TimeColumns, WindowColumns
 from consumers_app.rebalance import MembersOf, Observation, Rebalance, RebalanceTracker
 

@@ -14,7 +14,6 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from brokers_app.services import live, require_snapshot
 from console.api_edge import (
     INT32_MAX,
     INT64_MAX,
@@ -29,6 +28,7 @@ from console.audit import audited
 from console.auth import visible
 from console.errors import BadParameter
 from console.params import bool_param, int_param
+from console.snapshots import live, require_snapshot
 from topics_app import browse, services
 from topics_app.messages import to_csv, to_jsonl
 from topics_app.validation import MAX_NAME_LENGTH, check_topic_name

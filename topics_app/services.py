@@ -14,8 +14,8 @@ from console.errors import BadParameter, Forbidden
 from console.gateway.errors import ClusterUnavailable, NotFound
 from console.gateway.types import ConfigValue
 from console.listing import ordered, paginate, search
-from console.watcher import store
-from console.watcher.snapshot import PartitionState, Snapshot, TopicState, TopicTally, tallied
+from console.snapshots import store
+from console.snapshots.model import PartitionState, Snapshot, TopicState, TopicTally, tallied
 from topics_app import data_loss
 from topics_app.validation import check_counts, check_topic_name
 
@@ -251,7 +251,7 @@ class Outcome:
 
 
 def _snapshot(cluster: str) -> Snapshot:
-    from brokers_app.services import live
+    from console.snapshots import live
 
     snap = live(cluster).snapshot
     if snap is None or not snap.reachable:

@@ -11,14 +11,13 @@ from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
 
-from brokers_app.services import Live, require_snapshot
-from brokers_app.services import live as live_snapshot
-from console import listing
+from console import listing, snapshots
 from console.audit import audited
 from console.auth import allow, may, visible
 from console.errors import BadParameter, ConsoleError
 from console.gateway.errors import GatewayError
 from console.params import bool_param, int_param
+from console.snapshots import Live, require_snapshot
 from topics_app import browse, services
 from topics_app.messages import DECODINGS
 from topics_app.validation import parse_configs
@@ -48,7 +47,7 @@ def layout_fragment(live: Live, params: Mapping[str, str]) -> dict[str, str]:
 @allow(GET="cluster.view")
 def layout(request: HttpRequest, cluster: str) -> HttpResponse:
     params = layout_params(request.GET)
-    live = live_snapshot(cluster)
+    live = snapshots.live(cluster)
     return render(request, "topics_app/layout.html", {**layout_context(live, params), "view": "layout"})
 
 
@@ -74,7 +73,7 @@ def at_risk_fragment(live: Live, params: Mapping[str, str]) -> dict[str, str]:
 @allow(GET="cluster.view")
 def at_risk(request: HttpRequest, cluster: str) -> HttpResponse:
     broker = int_param(request.GET, "broker", minimum=0)
-    live = live_snapshot(cluster)
+    live = snapshots.live(cluster)
     return render(request, "topics_app/at_risk.html", {**at_risk_context(live, broker), "view": "at_risk"})
 
 
@@ -98,7 +97,7 @@ def topics_fragment(live: Live, params: Mapping[str, str]) -> dict[str, str]:
 @allow(GET="topic.view")
 def topics(request: HttpRequest, cluster: str) -> HttpResponse:
     params = list_params(request.GET)
-    live = live_snapshot(cluster)
+    live = snapshots.live(cluster)
     return render(request, "topics_app/topics.html", {**topics_context(live, params), "view": "topics"})
 
 
@@ -120,7 +119,7 @@ def detail_fragment(live: Live, params: Mapping[str, str]) -> dict[str, str]:
 
 @allow(GET="topic.view")
 def topic_detail(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
-    live = live_snapshot(cluster)
+    live = snapshots.live(cluster)
     context = detail_context(live, topic)
     configs, config_error = None, None
     try:
@@ -154,7 +153,7 @@ def _action(request: HttpRequest, cluster: str, title: str, template: str, run: 
         except ConsoleError as exc:  # a form error: the form shows it beside what was typed
             context["error"] = exc.message
             status = exc.http_status
-    live = live_snapshot(cluster)
+    live = snapshots.live(cluster)
     return render(request, template, {**context, "live": live, "view": "status"}, status=status)
 
 
@@ -259,7 +258,7 @@ def messages_page(request: HttpRequest, cluster: str, topic: str) -> HttpRespons
     """The browser: with `run=1` the first page is scanned and rendered here (within the scan time
     budget); without it the page asks its websocket for the newest messages as soon as it opens. The
     websocket then takes over for progress, stop, paging and live tail."""
-    live = live_snapshot(cluster)
+    live = snapshots.live(cluster)
     t = services.topic(live.snapshot, topic) if live.snapshot else None
     context: dict[str, Any] = {"live": live, "view": "status", "topic_name": topic, "topic": t, "form": request.GET,
                                "decodings": DECODINGS, "can_produce": may(request.user, "messages.produce", cluster, topic)}

@@ -25,7 +25,7 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from console.watcher.snapshot import ReplicaSizes, broker_key, replica_sizes_of
+from console.snapshots.model import ReplicaSizes, broker_key, replica_sizes_of
 
 TopicPartition = tuple[str, int]
 V = TypeVar("V")

@@ -8,7 +8,7 @@ from itertools import compress
 from operator import is_not
 from typing import Any
 
-from console.watcher.snapshot import PartitionState, Snapshot, TopicState
+from console.snapshots.model import PartitionState, Snapshot, TopicState
 
 INFO, WARNING, CRITICAL = "info", "warning", "critical"
 

@@ -31,13 +31,8 @@ from console.gateway.client import ClusterGateway
 from console.gateway.errors import GatewayError
 from console.gateway.types import ClusterMetadata, PartitionRow, PartitionTable, Quorum, Topic, partition_rows
 from console.lifecycle import failure_seen
-from console.watcher import store
-from console.watcher.diff import Change, diff
-from console.watcher.publisher import Publisher
-from console.watcher.registry import EventRow
-from console.watcher.sampler import Layout, Sample, Sampler
-from console.watcher.sampling_process import GatewayFactory, RemoteSampler
-from console.watcher.snapshot import (
+from console.snapshots import store
+from console.snapshots.model import (
     BrokerState,
     ContentParts,
     GroupBytes,
@@ -51,6 +46,11 @@ from console.watcher.snapshot import (
     broker_key,
     no_gc,
 )
+from console.watcher.diff import Change, diff
+from console.watcher.publisher import Publisher
+from console.watcher.registry import EventRow
+from console.watcher.sampler import Layout, Sample, Sampler
+from console.watcher.sampling_process import GatewayFactory, RemoteSampler
 from console.watcher.turns import CycleFirst
 
 log = logging.getLogger(__name__)

@@ -17,10 +17,11 @@ from typing import Any
 
 from console.lifecycle import failure_seen
 from console.realtime import cluster_group, group_send
-from console.watcher import registry, store
+from console.snapshots import store
+from console.snapshots.model import ContentParts, Snapshot
+from console.watcher import registry
 from console.watcher.diff import Change
 from console.watcher.registry import EventRow
-from console.watcher.snapshot import ContentParts, Snapshot
 
 log = logging.getLogger(__name__)
 

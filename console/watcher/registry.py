@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
-from console.watcher.snapshot import GroupState
+from console.snapshots.model import GroupState
 
 
 @dataclass(frozen=True)

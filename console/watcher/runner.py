@@ -16,7 +16,7 @@ from django.conf import settings
 
 from console import gateway
 from console.lifecycle import failures_seen, return_free_memory
-from console.watcher import store
+from console.snapshots import store
 from console.watcher.loop import ClusterWatcher
 
 log = logging.getLogger(__name__)

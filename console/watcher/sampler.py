@@ -27,12 +27,13 @@ from django.conf import settings
 from console.gateway.client import ClusterGateway
 from console.gateway.errors import GatewayError
 from console.gateway.types import ConsumerGroup
-from console.watcher import registry, store
+from console.snapshots import store
+from console.snapshots.model import Commits, GroupPartitions, GroupState, MemberState
+from console.snapshots.store import GroupParts
+from console.watcher import registry
 from console.watcher.columns import ABSENT, OffsetColumns, PassOffsets, SizeColumns, topic_runs
 from console.watcher.numbers import PARTITION_NUMBERS
 from console.watcher.registry import EmitEvents, EventRow
-from console.watcher.snapshot import Commits, GroupPartitions, GroupState, MemberState
-from console.watcher.store import GroupParts
 
 log = logging.getLogger(__name__)
 

@@ -34,7 +34,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 from console.lifecycle import die_with_parent, exit_reason, tune_malloc
-from console.watcher import store
+from console.snapshots import store
+from console.snapshots.model import GROUP_PART, GroupState, group_part
 from console.watcher.columns import (
     ListColumns,
     OffsetColumns,
@@ -45,7 +46,6 @@ from console.watcher.columns import (
     unpack_sizes,
 )
 from console.watcher.sampler import Sample, TopicPartition
-from console.watcher.snapshot import GROUP_PART, GroupState, group_part
 from console.watcher.turns import CycleFirst
 
 log = logging.getLogger(__name__)

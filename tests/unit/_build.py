@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from console.watcher.snapshot import BrokerState, PartitionState, Snapshot, TopicState
+from console.snapshots.model import BrokerState, PartitionState, Snapshot, TopicState
 
 TAKEN_AT = 1_700_000_000.0
 

@@ -8,7 +8,7 @@ from array import array
 import orjson
 import pytest
 
-from console.watcher.snapshot import Commits, GroupPartitions, GroupState, MemberState, Snapshot, group_part, part_json
+from console.snapshots.model import Commits, GroupPartitions, GroupState, MemberState, Snapshot, group_part, part_json
 
 
 def _commits(offsets: dict[str, int]) -> Commits:

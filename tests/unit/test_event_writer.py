@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from console import realtime
+from console.snapshots.model import Snapshot
 from console.watcher import publisher as publisher_module
 from console.watcher import registry
 from console.watcher.diff import Change
 from console.watcher.publisher import Publisher
-from console.watcher.snapshot import Snapshot
 
 
 class Store:

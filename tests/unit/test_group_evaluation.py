@@ -9,8 +9,8 @@ import random
 import pytest
 from django.conf import settings
 
-from console.watcher import store
-from console.watcher.snapshot import GroupState, MemberState
+from console.snapshots import store
+from console.snapshots.model import GroupState, MemberState
 from consumers_app import watching
 from consumers_app.lagcolumns import TimeColumns, WindowColumns
 from consumers_app.lagstatus import PartitionResult, PartitionWindow, evaluate_group, evaluate_partition
@@ -267,8 +267,8 @@ def test_steady_batches_recorded_as_the_last_sample_equal_the_reference(seed, mo
     group at every sample."""
     from array import array
 
+    from console.snapshots.model import Commits, GroupPartitions
     from console.watcher.columns import PassOffsets, topic_runs
-    from console.watcher.snapshot import Commits, GroupPartitions
 
     monkeypatch.setattr(store, "append_lag_history", lambda *args, **kwargs: True)
     if seed % 2:

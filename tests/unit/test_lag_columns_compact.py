@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import orjson
 
-from console.watcher.snapshot import GroupState, Snapshot, group_part, part_json
+from console.snapshots.model import GroupState, Snapshot, group_part, part_json
 from consumers_app.lagcolumns import STATUS_NAMES
 from consumers_app.watching import LagSeconds, LagStatuses
 

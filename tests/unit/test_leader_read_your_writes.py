@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from brokers_app.services import change_shown
+from console.snapshots import change_shown
 
 from ._build import part, snapshot, topic
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from console.watcher import snapshot as snapshot_module
-from console.watcher.snapshot import GroupState, MemberState, Snapshot
+from console.snapshots import model as snapshot_module
+from console.snapshots.model import GroupState, MemberState, Snapshot
 from consumers_app import services as groups
 from tests.unit._build import part, snapshot, topic
 from topics_app import services as topics
@@ -205,7 +205,7 @@ def test_a_topics_tally_says_what_its_partitions_properties_say() -> None:
     each figure equals what TopicState's and PartitionState's own properties say, for partitions with
     and without offsets and sizes, offline, under-replicated, under min ISR, of mixed replica counts,
     and for a topic without partitions."""
-    from console.watcher.snapshot import TopicState, TopicTally
+    from console.snapshots.model import TopicState, TopicTally
 
     sized = replace(part(0, leader=2, replicas=(2, 3, 4), isr=(2,), start_offset=5, end_offset=9), size=100)
     backwards = replace(part(1, leader=-1, replicas=(3, 4), isr=(), start_offset=9, end_offset=4), size=None)
@@ -244,7 +244,7 @@ def test_the_overview_and_the_topics_list_of_topics_read_from_the_store_do_not_p
     counts and broker rows and the topics list's rows come from the tally stored with it, equal to
     those of the topics the watcher stored, with no topic's partitions parsed."""
     from brokers_app import services as brokers
-    from console.watcher.snapshot import StoredTopic, TopicBytes
+    from console.snapshots.model import StoredTopic, TopicBytes
 
     written = replace(snapshot(
         topic("healthy", replace(part(0, leader=1, start_offset=5, end_offset=50), size=100), replace(part(1, leader=2), size=7)),

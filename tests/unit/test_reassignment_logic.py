@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from brokers_app.balance import findings
 from brokers_app.jobs import DONE, MOVING, PENDING, Move, next_batch, rate_and_eta, throttle_configs
-from console.watcher.snapshot import BrokerState, PartitionState, Snapshot, TopicState
+from console.snapshots.model import BrokerState, PartitionState, Snapshot, TopicState
 
 
 def m(p: int, before: tuple[int, ...], after: tuple[int, ...], size: int = 100) -> Move:

@@ -305,7 +305,7 @@ def test_members_read_over_the_watchers_member_states_give_the_same_rebalances(s
     carried over as it was), fed to one tracker each way, give the same rebalances."""
     import random
 
-    from console.watcher.snapshot import MemberState
+    from console.snapshots.model import MemberState
     from consumers_app.rebalance import MembersOf
 
     rng = random.Random(seed)
@@ -354,7 +354,7 @@ def test_members_read_over_the_watchers_member_states_give_the_same_rebalances(s
 
 
 def test_a_describe_seen_again_notes_its_time_only_when_it_is_the_last_one_settled() -> None:
-    from console.watcher.snapshot import MemberState
+    from console.snapshots.model import MemberState
     from consumers_app.rebalance import MembersOf
 
     members = [MemberState("m-1", "c", "/h", (("t", 0),))]

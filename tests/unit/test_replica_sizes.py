@@ -9,7 +9,7 @@ from array import array
 import orjson
 import pytest
 
-from console.watcher.snapshot import (
+from console.snapshots.model import (
     PartitionState,
     ReplicaSizes,
     Snapshot,

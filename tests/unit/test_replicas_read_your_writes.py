@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from brokers_app import jobs
-from brokers_app.services import change_shown
+from console.snapshots import change_shown
 
 from ._build import part, snapshot, topic
 
@@ -29,7 +29,7 @@ class _Job:
 
 
 def test_a_finished_job_notes_the_replica_sets_it_left(monkeypatch: pytest.MonkeyPatch) -> None:
-    from console.watcher import store
+    from console.snapshots import store
 
     noted: list[tuple[str, dict[str, Any]]] = []
     monkeypatch.setattr(store, "note_change", lambda cluster, expect: noted.append((cluster, expect)))

@@ -6,7 +6,7 @@ import json
 
 from analytics.records import read_record
 from analytics.sampling import build_records
-from console.watcher.snapshot import GroupState, MemberState
+from console.snapshots.model import GroupState, MemberState
 
 
 def group(gid: str, offsets: dict[str, int], members: int = 1, group_type: str = "classic") -> GroupState:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from console.gateway.types import Broker, ClusterMetadata, Partition, Quorum, QuorumReplica, Topic
+from console.snapshots.model import QuorumMember, QuorumState
 from console.watcher.loop import build_snapshot
-from console.watcher.snapshot import QuorumMember, QuorumState
 
 from ._build import broker, part, snapshot, topic
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from console.snapshots.model import ReplicaSizes
 from console.watcher.columns import ListColumns, OffsetColumns, PackedOffsets, PackedSizes, SizeColumns, pack, unpack_sizes
-from console.watcher.snapshot import ReplicaSizes
 
 
 def updated(columns: OffsetColumns, changes: Mapping[tuple[str, int], int]) -> OffsetColumns:
@@ -130,7 +130,7 @@ def _split(answer: dict[tuple[str, int], dict[int, int]]) -> list[dict[tuple[str
 
 @pytest.mark.parametrize("seed", range(20))
 def test_size_columns_equal_the_mappings_the_snapshot_keeps_and_say_what_changed(seed: int) -> None:
-    from console.watcher.snapshot import replica_sizes
+    from console.snapshots.model import replica_sizes
 
     rng = random.Random(seed)
     before: SizeColumns | None = None
@@ -168,7 +168,7 @@ def test_size_columns_equal_the_mappings_the_snapshot_keeps_and_say_what_changed
 
 def test_analytics_takes_the_largest_replica_from_size_columns_as_from_mappings() -> None:
     from analytics.sampling import build_records
-    from console.watcher.snapshot import replica_sizes
+    from console.snapshots.model import replica_sizes
 
     answer = {("a", 0): {1: 10, 2: 30}, ("a", 2): {3: 5}, ("b", 0): {1: 7}}
     ends = {("a", 0): 100, ("a", 1): 50, ("a", 2): 9, ("b", 0): 1}
@@ -233,7 +233,7 @@ def test_the_merger_renews_each_groups_part_in_place_as_its_piece_arrives_and_th
     import sys
 
     import console.watcher.sampling_process as sp
-    from console.watcher.store import GroupParts, digest
+    from console.snapshots.store import GroupParts, digest
 
     class Part(bytes):  # (bytes the test can tell apart from equal ones)
         pass
@@ -313,7 +313,7 @@ def test_a_new_sampling_processs_first_pass_holds_only_the_groups_it_brought() -
 def test_group_parts_say_when_they_hold_every_part() -> None:
     """What a save that writes everything needs (GroupParts.complete), and a part renewed between a
     save's taking and its writing kept for the next save."""
-    from console.watcher.store import GroupParts, digest
+    from console.snapshots.store import GroupParts, digest
 
     parts = GroupParts()
     parts.put([("g:a", b"a1"), ("g:b", b"b1")])
@@ -337,7 +337,7 @@ def test_group_parts_write_ahead_only_groups_whose_last_part_is_in_redis_and_hol
     was written goes to Redis at once and only its digest stays, named as written ahead until a
     save took it; a new group's part, and one for a group whose part is held (a save may be writing
     the older one), are held; parts Redis refuses are held; without a writer everything is held."""
-    from console.watcher.store import GroupParts, StoreUnavailable, digest
+    from console.snapshots.store import GroupParts, StoreUnavailable, digest
 
     redis: dict[str, bytes] = {}
     refuse = [False]
@@ -379,8 +379,8 @@ def test_a_pass_offsets_answer_as_arrays_is_the_answer_and_a_groups_partitions_r
     dict's values, None or KeyError where it has none."""
     from array import array
 
+    from console.snapshots.model import Commits, GroupPartitions
     from console.watcher.columns import PassOffsets, topic_runs
-    from console.watcher.snapshot import Commits, GroupPartitions
     from consumers_app.watching import _Entries
 
     rng = random.Random(seed)
@@ -422,8 +422,8 @@ def test_a_pass_offsets_answer_shares_the_last_answers_array_of_each_topic_whose
     partitions is found so again, without reading them, while their arrays are the same objects."""
     from array import array
 
+    from console.snapshots.model import Commits, GroupPartitions
     from console.watcher.columns import PassOffsets, topic_runs
-    from console.watcher.snapshot import Commits, GroupPartitions
     from consumers_app import watching
     from consumers_app.watching import _Entries
 
@@ -494,7 +494,7 @@ def test_a_topic_answered_as_before_keeps_its_size_arrays_without_making_them_ag
     s); in another order it is laid out and, equal, keeps them all the same; changed, it has new ones."""
     import numpy as np
 
-    from console.watcher.snapshot import replica_sizes
+    from console.snapshots.model import replica_sizes
 
     answer = {("a", 0): {1: 10, 2: 30}, ("a", 1): {2: 5, 3: 6}, ("b", 0): {1: 7}, ("b", 2): {3: 8}}
     first = SizeColumns.read([answer], None)
@@ -527,7 +527,7 @@ def test_group_parts_name_every_group_whose_digest_changed_since_they_were_last_
     put in are the digests now, over random sequences of what the sampling thread and the cycles do."""
     import random
 
-    from console.watcher.store import GroupParts, StoreUnavailable
+    from console.snapshots.store import GroupParts, StoreUnavailable
 
     refuse = [False]
 
@@ -574,8 +574,8 @@ def test_topic_bytes_name_every_part_serialised_anew_or_gone_since_they_were_las
     import random
     from dataclasses import replace
 
-    from console.watcher.snapshot import PartitionState, TopicBytes, TopicState
-    from console.watcher.store import digests_of
+    from console.snapshots.model import PartitionState, TopicBytes, TopicState
+    from console.snapshots.store import digests_of
 
     def _topic_state(name: str, partitions: int, end: int) -> TopicState:
         return TopicState(name, False, [PartitionState(p, 1, [1, 2], [1, 2], [], 0, end + p, None, {}) for p in range(partitions)])
@@ -613,7 +613,7 @@ def test_topic_bytes_name_every_part_serialised_anew_or_gone_since_they_were_las
 def test_topic_bytes_nobody_asks_stop_listing_what_they_serialised_and_say_all_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
     """A cache whose names nobody takes (the groups' in the watcher's own process) holds no growing
     list: past TOUCHED_MAX it says "all" (None) when asked, then lists again."""
-    from console.watcher.snapshot import PartitionState, TopicBytes, TopicState
+    from console.snapshots.model import PartitionState, TopicBytes, TopicState
 
     monkeypatch.setattr(TopicBytes, "TOUCHED_MAX", 10)
     cache = TopicBytes()

@@ -7,8 +7,8 @@ from copy import deepcopy
 
 import pytest
 
+from console.snapshots.model import Snapshot
 from console.watcher.diff import CRITICAL, INFO, KINDS, WARNING, Change, diff
-from console.watcher.snapshot import Snapshot
 
 from ._build import broker, part, snapshot, topic
 
@@ -515,8 +515,8 @@ def test_a_partitions_events_with_its_isr_replicas_and_min_isr_as_they_were_are_
     looking at every kind of event says (`_partition_all`), and leader moves alone are among them."""
     import random
 
+    from console.snapshots.model import PartitionState
     from console.watcher.diff import _partition, _partition_all
-    from console.watcher.snapshot import PartitionState
 
     rng = random.Random(11)
     fast = 0

@@ -135,7 +135,7 @@ def test_after_a_failure_what_is_not_frozen_yet_is_collected_once_before_it_is(c
     then does both."""
     from console.gateway.errors import ClusterUnavailable
     from console.lifecycle import failure_seen
-    from console.watcher.store import StoreUnavailable
+    from console.snapshots.store import StoreUnavailable
 
     calls = collector.calls
     runner.settle_gc(0.1)
@@ -169,7 +169,7 @@ def test_what_a_failed_redis_call_leaves_in_a_reference_cycle_is_freed_after_its
 
     import redis
 
-    from console.watcher.store import StoreUnavailable
+    from console.snapshots.store import StoreUnavailable
 
     monkeypatch.setattr(runner, "return_free_memory", lambda: None)
     monkeypatch.setattr(runner, "full_collections", runner.FullCollections())  # (one just done: none due)
@@ -181,7 +181,7 @@ def test_what_a_failed_redis_call_leaves_in_a_reference_cycle_is_freed_after_its
     class Content:
         pass
 
-    def save(content: Content) -> None:  # (as console.watcher.store's saves do)
+    def save(content: Content) -> None:  # (as console.snapshots.store's saves do)
         try:
             down.set("console:snapshot", b"{}")
         except redis.RedisError as exc:

@@ -298,7 +298,7 @@ def test_the_partitions_to_sample_are_each_snapshots_online_ones_and_the_same_li
     import random
     from dataclasses import replace
 
-    from console.watcher.snapshot import PartitionState, Snapshot, TopicState
+    from console.snapshots.model import PartitionState, Snapshot, TopicState
 
     rng = random.Random(5)
 

@@ -1,4 +1,4 @@
-"""console.watcher.snapshot: derived views, serialisation and the change key."""
+"""console.snapshots.model: derived views, serialisation and the change key."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from console.watcher.snapshot import PartitionState, QuorumMember, QuorumState, Snapshot, TopicState
+from console.snapshots.model import PartitionState, QuorumMember, QuorumState, Snapshot, TopicState
 
 from ._build import broker, part, snapshot, topic
 
@@ -350,7 +350,7 @@ def test_stamp_round_trip_restores_version_timestamps_and_quorum():
 def test_content_serialised_through_the_topic_cache_is_the_same_bytes_and_reserialises_only_new_topics():
     from dataclasses import replace
 
-    from console.watcher.snapshot import TopicBytes
+    from console.snapshots.model import TopicBytes
 
     snap = snapshot(topic("orders", part(0, end_offset=5), part(1, leader=2)), topic("a\"<odd>/é", min_isr=2), topic("b"))
     cache = TopicBytes()
@@ -366,7 +366,7 @@ def test_content_serialised_through_the_topic_cache_is_the_same_bytes_and_reseri
 def test_a_topics_stored_part_is_its_summary_then_its_json_compressed_and_earlier_forms_still_read():
     import orjson
 
-    from console.watcher.snapshot import CONTENT_OPTIONS, StoredTopic, TopicBytes, TopicTally, part_json, topic_part
+    from console.snapshots.model import CONTENT_OPTIONS, StoredTopic, TopicBytes, TopicTally, part_json, topic_part
 
     parts = [part(n, leader=1 + n % 3, replicas=(1 + n % 3, 1 + (n + 1) % 3), end_offset=10_000 + n * 7) for n in range(30)]
     t = topic("a\"<odd>/é", *parts, min_isr=2)
@@ -397,7 +397,7 @@ def test_a_topics_stored_part_is_its_summary_then_its_json_compressed_and_earlie
 def test_a_group_stored_by_an_earlier_version_loads_and_its_evaluation_round_trips():
     """Groups once stored their evaluation as a dict per partition ("lag"); a snapshot still in Redis
     from then loads (the field is dropped, the next sample fills the columns in)."""
-    from console.watcher.snapshot import GroupState
+    from console.snapshots.model import GroupState
 
     old = {"cluster": "main", "groups": {"g": {"group_id": "g", "state": "Stable", "protocol_type": "consumer",
                                                 "group_type": "classic", "assignor": "range", "members": [],
@@ -424,7 +424,7 @@ def test_a_changed_topic_reserialises_only_its_new_partition_objects_and_writes_
 
     import orjson
 
-    from console.watcher.snapshot import CONTENT_OPTIONS, TopicBytes, _encode, part_json, replica_sizes_of
+    from console.snapshots.model import CONTENT_OPTIONS, TopicBytes, _encode, part_json, replica_sizes_of
 
     rng = random.Random(seed)
 
@@ -484,7 +484,7 @@ def test_a_groups_part_is_compressed_with_a_preset_dictionary_a_fifth_smaller_an
 
     import orjson
 
-    from console.watcher.snapshot import CONTENT_OPTIONS, GROUP_DICTIONARY, GroupState, MemberState, group_part, part_json
+    from console.snapshots.model import CONTENT_OPTIONS, GROUP_DICTIONARY, GroupState, MemberState, group_part, part_json
 
     offsets = {f"payments.settled:{p}": 7_000_000 + 13 * p for p in range(30)}
     g = GroupState(group_id="settlement-workers", state="Stable", protocol_type="consumer", group_type="classic",
@@ -513,7 +513,7 @@ def test_the_tally_stored_with_a_changed_topics_part_is_what_a_walk_of_its_parti
     the tally it was moved from is left as it was."""
     import random
 
-    from console.watcher.snapshot import TopicBytes, TopicTally, topic_summary
+    from console.snapshots.model import TopicBytes, TopicTally, topic_summary
 
     rng = random.Random(11)
     moved = []

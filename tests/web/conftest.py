@@ -13,8 +13,8 @@ from django.test import Client
 
 from console import gateway
 from console.gateway.errors import ClusterUnavailable
-from console.watcher import store
-from console.watcher.snapshot import (
+from console.snapshots import store
+from console.snapshots.model import (
     BrokerState,
     GroupState,
     MemberState,

@@ -14,8 +14,8 @@ import pytest
 
 from console import gateway
 from console.gateway.types import ConfigValue
-from console.watcher import store
-from console.watcher.snapshot import GroupState, Snapshot
+from console.snapshots import store
+from console.snapshots.model import GroupState, Snapshot
 
 GROUP = "billing/settle"
 DEFAULTS = {"retention.ms": "604800000", "retention.bytes": "-1", "cleanup.policy": "delete",

@@ -73,7 +73,7 @@ def test_malformed_page_parameters_are_a_400_page_with_the_reason(client_as, sna
 
 
 def test_api_answers_503_with_a_reason_before_the_first_snapshot(client_as, redis_server) -> None:
-    from console.watcher import store
+    from console.snapshots import store
 
     store.client().delete("console:snapshot:local", "console:snapshot:local:stamp")
     store._cache.clear()

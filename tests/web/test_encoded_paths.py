@@ -17,8 +17,8 @@ from django.core.signals import request_finished, request_started
 from django.db import close_old_connections
 
 from console.rawpath import EncodedSlashes, routed_path
-from console.watcher import store
-from console.watcher.snapshot import GroupState, MemberState
+from console.snapshots import store
+from console.snapshots.model import GroupState, MemberState
 from tests.support import off_the_test_thread
 
 NAMES = ["team/service", "a%2Fb", "a~b/c"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from console.models import AuditEntry
-from console.watcher.snapshot import Snapshot
+from console.snapshots.model import Snapshot
 from tests.web.kafka_double import GROUP, KafkaDouble, add_empty_group, replace_gateway
 
 API = "/api/v1/clusters/local/consumer-groups/billing~2Fsettle/"

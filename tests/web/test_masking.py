@@ -21,7 +21,7 @@ from console import gateway
 from console.gateway.messages import Record, ScanProgress
 from console.models import AuditEntry
 from console.routing import websocket_urlpatterns
-from console.watcher import store
+from console.snapshots import store
 from tests.web.conftest import sample_snapshot
 from topics_app import browse
 from topics_app.models import MaskingPolicy

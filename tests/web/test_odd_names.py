@@ -10,8 +10,8 @@ import pytest
 from channels.testing import WebsocketCommunicator
 
 from console.converters import decode_name, encode_name
-from console.watcher import store
-from console.watcher.snapshot import GroupState, MemberState
+from console.snapshots import store
+from console.snapshots.model import GroupState, MemberState
 
 ODD = ["team/service", "</script><script>alert(1)</script>", "a%2Fb", "a?b#c", "with space", "ünïcode", "..", "~x~", "quo\"te'"]
 

@@ -85,8 +85,8 @@ def test_group_page_carries_the_lag_history_for_its_chart(client_as, snapshot) -
     import json
     import time
 
-    from console.watcher import store
-    from console.watcher.snapshot import GroupState
+    from console.snapshots import store
+    from console.snapshots.model import GroupState
 
     snapshot.groups["billing"] = GroupState("billing", "Stable", "consumer", "classic", "range", [], {"orders:0": 5})
     snapshot.version += 1
@@ -124,8 +124,8 @@ def test_groups_page_ranks_the_groups_that_rebalance_most(client_as, snapshot) -
 def test_new_protocol_group_page_shows_epochs_reconciliation_and_generations(client_as, snapshot) -> None:
     from datetime import UTC, datetime, timedelta
 
-    from console.watcher import store
-    from console.watcher.snapshot import GroupState, MemberState
+    from console.snapshots import store
+    from console.snapshots.model import GroupState, MemberState
     from consumers_app.models import Rebalance
 
     members = [MemberState("m-a", "app-a", "10.0.0.1", [["orders", 0]], None, 7, [["orders", 0], ["orders", 1]]),
@@ -147,8 +147,8 @@ def test_new_protocol_group_page_shows_epochs_reconciliation_and_generations(cli
 
 
 def test_share_group_lag_is_the_figure_kafka_reports(client_as, snapshot) -> None:
-    from console.watcher import store
-    from console.watcher.snapshot import GroupState
+    from console.snapshots import store
+    from console.snapshots.model import GroupState
 
     snapshot.groups["queue"] = GroupState("queue", "Empty", "share", "share", "simple", [], {"orders:0": 5},
                                           generation=3, broker_lag={"orders:0": 2})
@@ -161,8 +161,8 @@ def test_share_group_lag_is_the_figure_kafka_reports(client_as, snapshot) -> Non
 
 
 def test_groups_list_filters_by_state_and_type(client_as, snapshot) -> None:
-    from console.watcher import store
-    from console.watcher.snapshot import GroupState
+    from console.snapshots import store
+    from console.snapshots.model import GroupState
 
     snapshot.groups.update({
         "a-classic": GroupState("a-classic", "Stable", "consumer", "classic", "range", [], {}),
@@ -215,7 +215,7 @@ def test_a_group_whose_stored_part_cannot_be_read_gets_a_sentence_not_a_server_e
     """Groups are parsed when a page first asks for them (store.GroupsRead): a part this version
     cannot read (a later version's, or damaged) answers the pages and the API that need it with
     503 and a sentence, and the pages that do not need it render."""
-    from console.watcher import store
+    from console.snapshots import store
 
     store.client().hset("console:snapshot:local:parts", "g:billing", b"x\x01 damaged")
     store._cache.pop("local", None)

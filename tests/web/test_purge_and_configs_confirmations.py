@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from console.models import AuditEntry
-from console.watcher.snapshot import Snapshot
+from console.snapshots.model import Snapshot
 from tests.web.kafka_double import KafkaDouble, replace_gateway
 
 API = "/api/v1/clusters/local/topics/orders/"

@@ -16,7 +16,7 @@ from kombu import Connection
 
 from console import realtime
 from console.redis_errors import RedisCredentialsRefused
-from console.watcher import store
+from console.snapshots import store
 from tests.support import TEST_VAR, off_the_test_thread, wait_for
 from tests.web.conftest import sample_snapshot
 

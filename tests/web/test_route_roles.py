@@ -33,7 +33,7 @@ from rest_framework.views import APIView
 
 from console.access import ACTIONS
 from console.auth import ROLES, ActionPermission
-from console.watcher.snapshot import Snapshot
+from console.snapshots.model import Snapshot
 from tests.web.conftest import make_user
 
 PUBLIC = "public"

@@ -165,8 +165,8 @@ def test_a_groups_next_description_is_compared_with_its_state_not_a_kept_copy() 
     from dataclasses import replace
 
     from console.gateway.types import ConsumerGroup, GroupMember
+    from console.snapshots.model import GroupState, MemberState
     from console.watcher.sampler import _described_as
-    from console.watcher.snapshot import GroupState, MemberState
 
     member = GroupMember("m-1", "client-1", "/10.0.0.1", (("t", 0), ("t", 1)), instance_id=None, epoch=3)
     g = ConsumerGroup(group_id="g", state="Stable", protocol_type="consumer", group_type="consumer", assignor="uniform",

@@ -220,8 +220,8 @@ def test_member_texts_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_states_kept_per_group_and_member_have_no_attribute_dicts() -> None:
     """Slotted: 50,000 group states, 100,000 members and their rebalance trackers held an attribute
     dict each (about 50 MB of the sampling process at that scale)."""
+    from console.snapshots.model import GroupState, MemberState
     from console.watcher.history import LagHistoryFilter
-    from console.watcher.snapshot import GroupState, MemberState
     from consumers_app.rebalance import Member, Observation, RebalanceTracker
 
     made = [GroupState("g", "Stable", "consumer", "classic", "range", [], {}), MemberState("m", "c", "h", ()),
@@ -239,7 +239,7 @@ def test_replica_sizes_are_read_a_few_brokers_at_a_time_and_merged(redis_server:
     time, so no answer holds the whole cluster (118 MB at 300,000 partitions), and merges them."""
     import console.watcher.sampler as sampler_module
     from console.gateway.errors import ClusterUnavailable
-    from console.watcher.snapshot import replica_sizes
+    from console.snapshots.model import replica_sizes
 
     monkeypatch.setattr(sampler_module, "SIZE_BROKERS", 2)
     _model, gw, partitions = small_cluster(groups=2, brokers=5)
@@ -272,7 +272,7 @@ def test_replica_sizes_are_read_a_few_brokers_at_a_time_and_merged(redis_server:
 
 def test_groups_committing_on_the_same_partitions_share_one_group_partitions_and_the_evaluation_uses_it(
         redis_server: str) -> None:
-    from console.watcher.snapshot import Commits
+    from console.snapshots.model import Commits
 
     model, gw, partitions = small_cluster()  # 4 topics, 2 groups on each
     with override_settings(ANALYTICS_SAMPLES=False):

@@ -15,7 +15,7 @@ from django.test import override_settings
 
 from bench.simulate import Model, SimGateway
 from console.gateway.errors import ClusterUnavailable
-from console.watcher import store
+from console.snapshots import store
 from console.watcher.sampler import Sampler
 
 pytestmark = pytest.mark.django_db

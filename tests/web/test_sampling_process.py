@@ -20,7 +20,7 @@ import pytest
 from django.test import override_settings
 
 from bench.simulate import Model, RemoteModelFactory, RemoteModelGateway, SimGateway, start_model_server
-from console.watcher import store
+from console.snapshots import store
 from console.watcher.loop import ClusterWatcher
 from console.watcher.sampling_process import DeltaMaker
 
@@ -561,8 +561,8 @@ def test_a_passs_groups_are_serialised_piece_by_piece_as_they_are_sent(redis_ser
 def test_the_delta_maker_keeps_no_groups_time_lags_or_statuses_from_the_pass_before_yet_sends_each_change() -> None:
     """What a pass's delta compares each group with: its packed figures by value, not the objects
     (they kept the whole previous pass's time lags alive through the next pass, to its peak)."""
+    from console.snapshots.model import GroupState
     from console.watcher.sampler import Sample
-    from console.watcher.snapshot import GroupState
     from consumers_app.watching import LagSeconds, LagStatuses
 
     def statuses(codes: list[int]) -> Sequence[str]:
@@ -605,9 +605,9 @@ def test_the_delta_maker_digests_no_group_when_the_pass_says_none_changed_since_
     (`groups_changed` False, against the groups it was compared with) sends no group, without
     digesting any (an idle cluster's every pass); a pass compared with groups other than the ones
     sent last (a pass not sent in between) is digested, and what changed is sent."""
+    from console.snapshots.model import GroupState
     from console.watcher import sampling_process
     from console.watcher.sampler import Sample
-    from console.watcher.snapshot import GroupState
 
     digested = groups_passed_to(monkeypatch, sampling_process, "_marks")
 

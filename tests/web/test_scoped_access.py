@@ -17,7 +17,7 @@ from django.contrib.auth.models import Group, User
 from django.test import Client
 
 from console.models import AuditEntry, RoleBinding
-from console.watcher.snapshot import Snapshot
+from console.snapshots.model import Snapshot
 from tests.web.conftest import TEAM_B_GROUP, TEAM_B_TOPIC
 from tests.web.test_route_roles import ROUTES, SAMPLES, UNDECLARED_PAGES, Route, expected_roles
 

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, cast
 
 import pytest
 
-from console.watcher import store
-from console.watcher.snapshot import Snapshot, TopicBytes
+from console.snapshots import store
+from console.snapshots.model import Snapshot, TopicBytes
 from tests.unit._build import part, snapshot, topic
 
 if TYPE_CHECKING:
@@ -133,7 +133,7 @@ def test_whole_content_bytes_rewrite_everything(cluster: str) -> None:
 
 
 def test_groups_are_parts_of_their_own_and_a_changed_evaluation_rewrites_only_its_group(cluster: str) -> None:
-    from console.watcher.snapshot import GroupBytes, GroupState
+    from console.snapshots.model import GroupBytes, GroupState
 
     def group(gid: str, offset: int) -> GroupState:
         return GroupState(group_id=gid, state="Stable", protocol_type="consumer", group_type="classic", assignor="range",
@@ -177,7 +177,7 @@ def test_a_reader_parses_a_group_when_first_asked_for_and_once_for_every_version
     parsing them all took 0.3 to 0.7 s of each of those versions' reads in a web process, though
     the live pages but the groups list ask for no group (and that one, by default, for the fifty
     it shows). A reader holds each group's part and parses it when first asked (GroupsRead)."""
-    from console.watcher.snapshot import GroupBytes, GroupsRead, GroupState
+    from console.snapshots.model import GroupBytes, GroupsRead, GroupState
     from consumers_app import services
 
     def group(gid: str, offset: int) -> GroupState:
@@ -226,7 +226,7 @@ def test_groups_are_stored_compressed_and_a_plain_json_group_still_reads(cluster
 
     import orjson
 
-    from console.watcher.snapshot import CONTENT_OPTIONS, GroupBytes, GroupState, MemberState, part_json
+    from console.snapshots.model import CONTENT_OPTIONS, GroupBytes, GroupState, MemberState, part_json
 
     offsets = {f"orders.v1:{p}": 1_000_000 + p for p in range(30)}
     g = GroupState(group_id="odd/%<'\"é>", state="Stable", protocol_type="consumer", group_type="classic", assignor="range",
@@ -260,7 +260,7 @@ def test_a_group_part_that_cannot_be_read_is_a_clear_fault_when_asked_for_and_th
     import zlib
 
     from console.errors import ConsoleError, PartUnreadable
-    from console.watcher.snapshot import GroupBytes, GroupsRead, TopicBytes
+    from console.snapshots.model import GroupBytes, GroupsRead, TopicBytes
 
     v1 = replace(snapshot(topic("orders.v1")), cluster=cluster, version=1)
     store.save(v1, v1.content_parts(TopicBytes(), GroupBytes()), None)
@@ -415,7 +415,7 @@ def test_topics_are_read_from_their_summaries_and_a_topic_part_that_cannot_be_re
     summary that cannot be read makes the snapshot unreadable (StoreUnreadable). The watcher, which
     parses every topic when it starts, takes such a store as holding nothing and writes it again."""
     from console.errors import ConsoleError, PartUnreadable
-    from console.watcher.snapshot import GroupBytes, StoredTopic, TopicState
+    from console.snapshots.model import GroupBytes, StoredTopic, TopicState
 
     layout = topic("orders.v1", part(0, leader=1), part(1, leader=2, isr=(2,)), min_isr=2)
     v1 = replace(snapshot(layout, topic("other")), cluster=cluster, version=1)

@@ -15,7 +15,7 @@ from django.contrib.auth.models import User
 
 from console import socket_limits
 from console.routing import websocket_urlpatterns
-from console.watcher import store
+from console.snapshots import store
 from tests.web.conftest import EndlessTail
 from tests.web.test_messages_socket import EndlessScan
 

@@ -22,7 +22,7 @@ from console import live
 from console.access import ACTIONS, ROLES
 from console.models import RoleBinding
 from console.routing import websocket_urlpatterns
-from console.watcher.snapshot import Snapshot
+from console.snapshots.model import Snapshot
 from tests.web.conftest import TEAM_B_GROUP, TEAM_B_TOPIC, make_user
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("no_socket_slots")]

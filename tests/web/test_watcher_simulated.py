@@ -19,7 +19,7 @@ from django.test import override_settings
 
 from bench.simulate import SPURIOUS_KINDS, Model, SimGateway
 from brokers_app.models import Event
-from console.watcher import store
+from console.snapshots import store
 from console.watcher.columns import SizeColumns
 from console.watcher.loop import ClusterWatcher
 
@@ -438,7 +438,7 @@ def test_a_cycle_that_rebuilds_topics_holds_no_second_copy_of_their_last_json(wa
     stored after is still exactly the snapshot (only the changed topics were written)."""
     import sys
 
-    from console.watcher.snapshot import TopicBytes
+    from console.snapshots.model import TopicBytes
 
     w, model, gw = watcher
     held: list[int] = []

@@ -14,7 +14,7 @@ from django.contrib.auth.models import AnonymousUser, User
 
 from console.realtime import cluster_group
 from console.routing import websocket_urlpatterns
-from console.watcher import store
+from console.snapshots import store
 from tests.web.conftest import sample_snapshot
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]
@@ -108,7 +108,7 @@ async def test_sockets_showing_the_same_page_get_one_drawing_per_version(redis_s
     took 9 ms of the one render thread a version); other params, a new version, a changed quorum
     are drawn again, and views that read more (a group's page: its lag history) are not shared."""
     from console import live
-    from console.watcher.snapshot import QuorumMember, QuorumState
+    from console.snapshots.model import QuorumMember, QuorumState
 
     snap = sample_snapshot(version=int(time.time() * 1000))
     store.save(snap, snap.content_bytes())

@@ -35,7 +35,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from console import gateway
 from console.gateway.client import GroupConsumer, MessageProducer, ShareGroupConsumer
 from console.gateway.errors import GatewayError
-from console.watcher import store
+from console.snapshots import store
 from consumers_app.lagstatus import DEFAULT_WINDOW
 
 TOPICS = [

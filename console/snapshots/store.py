@@ -20,7 +20,7 @@ from django.conf import settings
 
 from console.lifecycle import failure_seen
 from console.redis_errors import describe
-from console.watcher.snapshot import (
+from console.snapshots.model import (
     GROUP_PART,
     PARTS_FORMAT,
     TOPIC_PART,

@@ -1,0 +1,111 @@
+"""The one way apps read cluster state: a cluster's latest snapshot, how fresh it is, and waits
+for changes the console itself made (read-your-writes)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+
+from console import gateway
+from console.errors import NoSnapshot
+from console.snapshots import store
+from console.snapshots.model import Snapshot
+from console.snapshots.store import note_change
+
+__all__ = ["Live", "change_shown", "live", "note_change", "require_snapshot"]
+
+
+@dataclass
+class Live:
+    """A cluster's latest snapshot and what the page should warn about."""
+
+    cluster: str
+    snapshot: Snapshot | None
+    store_error: str | None = None
+
+    @property
+    def age(self) -> float | None:
+        if self.snapshot is None or self.snapshot.taken_at is None:
+            return None
+        return max(0.0, time.time() - self.snapshot.taken_at)
+
+    @property
+    def status(self) -> dict[str, Any]:
+        snap = self.snapshot
+        return {
+            "cluster": self.cluster,
+            "reachable": bool(snap and snap.reachable),
+            "error": snap.error if snap else None,
+            "cause": snap.cause if snap else None,  # kind of connection failure (console.gateway.causes)
+            "taken_at": snap.taken_at if snap else None,
+            "checked_at": snap.checked_at if snap else None,
+            "age_seconds": None if self.age is None else round(self.age, 1),
+            "store_error": self.store_error,
+            "version": snap.version if snap else None,
+        }
+
+
+def live(cluster: str, fresh: bool = True) -> Live:
+    """The snapshot of a configured cluster (UnknownCluster otherwise); Redis down serves the last copy.
+
+    `fresh`: when a change made through the console moments ago is not in the snapshot yet, wait
+    (at most READ_YOUR_WRITES_WAIT seconds after the change) for the watcher to show it, so the
+    next request after a change sees the change. Live pushes pass False: they follow the watcher."""
+    gateway.cluster_config(cluster)
+    try:
+        snap = store.load(cluster)
+        if fresh and snap is not None:
+            snap = _until_changes_show(cluster, snap)
+        return Live(cluster, snap)
+    except store.StoreUnreadable as exc:
+        return Live(cluster, store.cached(cluster), store_error=str(exc))
+    except store.StoreUnavailable:  # the cause is in the watcher's log; pages say only what is down
+        return Live(cluster, store.cached(cluster), store_error="Redis is unreachable; live updates are paused.")
+
+
+def change_shown(snap: Snapshot, what: str, when: float, expected: Any) -> bool:
+    """Does the snapshot show a change noted by store.note_change?"""
+    kind, _, name = what.partition(":")
+    if kind == "topic":
+        t = snap.topics.get(name)
+        return t is None if expected == 0 else (t is not None and len(t.partitions) >= int(expected))
+    if kind == "group":
+        if expected == 0:
+            return name not in snap.groups
+        return (snap.groups_at or 0.0) >= when
+    if kind == "offsets":
+        return (snap.offsets_at or 0.0) >= when
+    if kind in ("leader", "replicas"):  # "<kind>:<topic>:<partition>"
+        topic, _, number = name.rpartition(":")
+        shown = snap.partition(topic, int(number))
+        if shown is None:
+            return True  # (gone meanwhile: nothing to wait for)
+        if kind == "replicas":  # its replica set (sorted) after a reassignment
+            return sorted(shown.replicas) == list(expected)
+        return not shown.offline if expected == -1 else shown.leader == expected  # its elected leader (-1: any live one)
+    return True
+
+
+def _until_changes_show(cluster: str, snap: Snapshot) -> Snapshot:
+    wait: float = settings.READ_YOUR_WRITES_WAIT
+    if wait <= 0:
+        return snap
+    pending = store.pending_changes(cluster, wait)
+    while snap.reachable:
+        unmet = [when for what, (when, expected) in pending.items() if not change_shown(snap, what, when, expected)]
+        left = max(unmet, default=0.0) + wait - time.time()
+        if not unmet or left <= 0:
+            break
+        time.sleep(min(0.05, left))
+        snap = store.load(cluster) or snap
+    return snap
+
+
+def require_snapshot(current: Live) -> Snapshot:
+    """The snapshot, or the console's one "no snapshot yet" answer (503) for pages and API alike."""
+    if current.snapshot is None:
+        raise NoSnapshot(current.cluster)
+    return current.snapshot
