@@ -11,7 +11,7 @@ of its read (p50 / p99 / max), and the child's own figures. The child and this p
 machine's cores, as a web process and the watcher would on one host.
 
 `--views topics,groups,overview` measures the live pages' push instead of polling: one live
-websocket per view (console.consumers.LiveConsumer, through the Channels layer on the same Redis,
+websocket per view (console.sockets.LiveConsumer, through the Channels layer on the same Redis,
 in this process as in a web process; a logged-in user) receives the watcher's broadcasts and sends
 its redrawn fragments. For each broadcast: from the broadcast's sending (`sent_at`) to its status
 reaching the socket, and to the first fragment drawn from its version or a later one (fragments say

@@ -32,7 +32,7 @@ class OnMessage:
 FRAGMENTS: dict[str, Fragment] = {}
 # Views whose fragments are drawn from the snapshot and the page's params alone (no user, nothing
 # else read): a process draws each once per version and params, whatever number of sockets show it
-# (console.consumers.LiveConsumer).
+# (console.sockets.LiveConsumer).
 SHARED: set[str] = set()
 VIEWS: set[str] = {"status"}  # "status": only the cluster status, no fragments
 ON_MESSAGE: dict[str, OnMessage] = {}

@@ -1,7 +1,7 @@
 from django.urls import path
 
-from console.consumers import LiveConsumer
-from topics_app.consumers import MessagesConsumer
+from console.sockets import LiveConsumer
+from topics_app.sockets import MessagesConsumer
 
 websocket_urlpatterns = [
     path("ws/clusters/<str:cluster>/live/", LiveConsumer.as_asgi()),
