@@ -29,7 +29,7 @@ from console.gateway import for_bootstrap
 from console.gateway.client import ClusterGateway
 from console.gateway.errors import InvalidRequest
 from console.gateway.messages import ScanProgress, ScanSpec, scan
-from topics_app.messages import FilterSpec, build_matcher, build_raw_matcher
+from topics_app.message_filters import FilterSpec, build_matcher, build_raw_matcher
 
 ROOT = Path(__file__).resolve().parent.parent
 REGEX = r"status\W{1,4}FAILED"

@@ -30,7 +30,7 @@ from console.errors import BadParameter
 from console.params import bool_param, int_param
 from console.snapshots import live, require_snapshot
 from topics_app import browse, services
-from topics_app.messages import to_csv, to_jsonl
+from topics_app.export import to_csv, to_jsonl
 from topics_app.validation import MAX_NAME_LENGTH, check_topic_name
 
 # A console limit, not Kafka's: one form or call never asks for more partitions than this.

@@ -23,9 +23,10 @@ from console.auth import require
 from console.errors import BadParameter, ConsoleError, Forbidden
 from console.gateway.messages import Produced, Record, ScanProgress, ScanSpec, produce, scan, tail
 from console.params import choice_param, int_param
+from topics_app.decoding import DECODINGS, Decoded, decode
 from topics_app.masking import MARK, Masker, masked_parts
 from topics_app.masking_policies import masker_for
-from topics_app.messages import DECODINGS, Decoded, FilterSpec, build_matcher, build_raw_matcher, decode
+from topics_app.message_filters import FilterSpec, build_matcher, build_raw_matcher
 
 STARTS = {"newest", "oldest", "offset", "timestamp"}
 TARGETS = {"value", "key", "headers", "any"}

@@ -20,10 +20,11 @@ import orjson
 from console import patterns
 from console.errors import BadParameter
 from console.gateway.messages import Record
-from topics_app.messages import MARK, Step, parse_json_path
+from topics_app.json_path import Step, parse_json_path
 
 log = logging.getLogger(__name__)
 
+MARK = "****"  # what a masked key, value, header or JSON field shows instead of its content
 MARK_BYTES = MARK.encode()
 TOPIC_KINDS = ("literal", "prefix", "regex")
 TARGET_KINDS = ("json_path", "header", "key", "value")

@@ -19,7 +19,7 @@ from console.gateway.errors import GatewayError
 from console.params import bool_param, int_param
 from console.snapshots import Live, require_snapshot
 from topics_app import browse, services
-from topics_app.messages import DECODINGS
+from topics_app.decoding import DECODINGS
 from topics_app.validation import parse_configs
 
 

@@ -1,4 +1,4 @@
-"""topics_app.messages.decode: payloads rendered for display as JSON, text, MessagePack, hex or base64."""
+"""topics_app.decoding.decode: payloads rendered for display as JSON, text, MessagePack, hex or base64."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from django.utils.safestring import SafeData
 
 from console.errors import BadParameter
-from topics_app.messages import DECODINGS, decode
+from topics_app.decoding import DECODINGS, decode
 
 # auto --------------------------------------------------------------------------------------------
 

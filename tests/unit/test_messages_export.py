@@ -1,4 +1,4 @@
-"""topics_app.messages exports: JSON Lines and CSV of browsed records, binary as base64 with its format."""
+"""topics_app.export: JSON Lines and CSV of browsed records, binary as base64 with its format."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 
 from console.errors import BadParameter
 from console.gateway.messages import Record
-from topics_app.messages import CSV_COLUMNS, to_csv, to_jsonl
+from topics_app.export import CSV_COLUMNS, to_csv, to_jsonl
 
 
 def record(value: bytes | None = b"v", key: bytes | None = b"k", headers: tuple[tuple[str, bytes | None], ...] = (),

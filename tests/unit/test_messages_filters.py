@@ -1,4 +1,4 @@
-"""topics_app.messages filters: substring, regex and JSON path on key, value or headers, plus the raw pre-filter."""
+"""topics_app.message_filters and json_path: substring, regex and JSON path on key, value or headers, plus the raw pre-filter."""
 
 from __future__ import annotations
 
@@ -8,14 +8,8 @@ import pytest
 
 from console.errors import BadParameter
 from console.gateway.messages import Record
-from topics_app.messages import (
-    FilterSpec,
-    build_matcher,
-    build_raw_matcher,
-    json_path_values,
-    parse_json_path,
-    required_literals,
-)
+from topics_app.json_path import json_path_values, parse_json_path
+from topics_app.message_filters import FilterSpec, build_matcher, build_raw_matcher, required_literals
 
 
 def record(value: bytes | None = b"", key: bytes | None = None, headers: tuple[tuple[str, bytes | None], ...] = ()) -> Record:
