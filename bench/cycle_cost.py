@@ -38,7 +38,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     call_command("migrate", verbosity=0)
     settings.ANALYTICS_SAMPLES = False
     from console.watcher.loop import ClusterWatcher
-    from console.watcher.runner import tune_gc
+    from console.watcher.memory import tune_gc
 
     model = Model(args.partitions, args.groups, args.brokers, args.partitions_per_topic)
     gw = SimGateway(model, 0.0)

@@ -507,9 +507,10 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
     call_command("migrate", verbosity=0)
     settings.ANALYTICS_SAMPLES = False  # what the watcher writes for analytics is measured by bench.samples_overhead
     from brokers_app.models import Event
-    from console.watcher import runner
+    from console.watcher import memory
     from console.watcher.loop import ClusterWatcher
-    from console.watcher.runner import cycle_delay, settle_gc, tune_gc, young
+    from console.watcher.memory import settle_gc, tune_gc, young
+    from console.watcher.runner import cycle_delay
 
     built = time.monotonic()
     # The model in its own process (as a real cluster is), forked before this one starts threads.
@@ -713,9 +714,9 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
         # (the full collections in this process: how many, and the last one's time and unreachable objects)
         "first_pass_seconds": round(first_pass, 1),  # (from the first cycle to the first pass taken in)
         "sampler_restarts": watcher.remote.restarts if watcher.remote is not None else 0,
-        "full_collections": runner.full_collections.count,
-        "full_collection_last_seconds": round(runner.full_collections.seconds, 4),
-        "full_collection_last_found": runner.full_collections.found,
+        "full_collections": memory.full_collections.count,
+        "full_collection_last_seconds": round(memory.full_collections.seconds, 4),
+        "full_collection_last_found": memory.full_collections.found,
         "settle_gc_of_slowest_cycle_seconds": round(settle_times[cycle_times.index(ordered[-1])], 4) if ordered else None,
         # The five slowest cycles: wall and CPU seconds (the metadata thread's own: less CPU than wall
         # is time waiting for the GIL or a core), reading the metadata, until the snapshot was made,

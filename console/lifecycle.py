@@ -30,7 +30,7 @@ _libc: ctypes.CDLL | None = None
 # caught (GatewayError, StoreUnavailable, the Redis calls whose failure is only logged). A failure
 # tends to leave objects in reference cycles (an exception and the frames of its traceback), which
 # the watcher's processes, freezing what they keep after each cycle and pass, would otherwise keep
-# until their next full collection (console/watcher/runner.py settle_gc).
+# until their next full collection (console/watcher/memory.py settle_gc).
 _failures = [0]
 
 

@@ -24,8 +24,9 @@ from django.db import close_old_connections
 
 from console.snapshots import store
 from console.snapshots.model import Commits, GroupPartitions, GroupState
-from console.watcher.columns import ABSENT, OffsetColumns, PassOffsets
+from console.watcher.columns import ABSENT, OffsetColumns
 from console.watcher.history import LagHistoryFilter
+from console.watcher.pass_offsets import PassOffsets
 from console.watcher.registry import EmitEvents, EventRow
 from consumers_app.lagcolumns import CODE_OK, GROUP_RANK, STATUS_NAMES, STATUS_OF_RANK, Rows, TimeColumns, WindowColumns
 from consumers_app.rebalance import MembersOf, Observation, Rebalance, RebalanceTracker

@@ -31,9 +31,11 @@ from console.snapshots import store
 from console.snapshots.model import Commits, GroupPartitions, GroupState, MemberState
 from console.snapshots.store import GroupParts
 from console.watcher import registry
-from console.watcher.columns import ABSENT, OffsetColumns, PassOffsets, SizeColumns, topic_runs
+from console.watcher.columns import ABSENT, OffsetColumns
 from console.watcher.numbers import PARTITION_NUMBERS
+from console.watcher.pass_offsets import PassOffsets, topic_runs
 from console.watcher.registry import EmitEvents, EventRow
+from console.watcher.size_columns import SizeColumns
 
 log = logging.getLogger(__name__)
 

@@ -36,16 +36,9 @@ from typing import Any, cast
 from console.lifecycle import die_with_parent, exit_reason, tune_malloc
 from console.snapshots import store
 from console.snapshots.model import GROUP_PART, GroupState, group_part
-from console.watcher.columns import (
-    ListColumns,
-    OffsetColumns,
-    PackedOffsets,
-    PackedSizes,
-    SizeColumns,
-    pack,
-    unpack_sizes,
-)
+from console.watcher.columns import ListColumns, OffsetColumns, PackedOffsets, pack
 from console.watcher.sampler import Sample, TopicPartition
+from console.watcher.size_columns import PackedSizes, SizeColumns, unpack_sizes
 from console.watcher.turns import CycleFirst
 
 log = logging.getLogger(__name__)
@@ -599,8 +592,8 @@ def child_main(cluster: str, incremental: bool, factory: GatewayFactory | None, 
         setattr(settings, name, value)
     from console import gateway
     from console.watcher import registry
+    from console.watcher.memory import settle_gc, tune_gc
     from console.watcher.registry import EventRow
-    from console.watcher.runner import settle_gc, tune_gc
     from console.watcher.sampler import Sampler
 
     gw = factory() if factory is not None else gateway.for_cluster(cluster)

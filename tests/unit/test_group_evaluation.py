@@ -268,7 +268,7 @@ def test_steady_batches_recorded_as_the_last_sample_equal_the_reference(seed, mo
     from array import array
 
     from console.snapshots.model import Commits, GroupPartitions
-    from console.watcher.columns import PassOffsets, topic_runs
+    from console.watcher.pass_offsets import PassOffsets, topic_runs
 
     monkeypatch.setattr(store, "append_lag_history", lambda *args, **kwargs: True)
     if seed % 2:

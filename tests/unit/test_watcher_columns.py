@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from console.snapshots.model import ReplicaSizes
-from console.watcher.columns import ListColumns, OffsetColumns, PackedOffsets, PackedSizes, SizeColumns, pack, unpack_sizes
+from console.watcher.columns import ListColumns, OffsetColumns, PackedOffsets, pack
+from console.watcher.size_columns import PackedSizes, SizeColumns, unpack_sizes
 
 
 def updated(columns: OffsetColumns, changes: Mapping[tuple[str, int], int]) -> OffsetColumns:
@@ -380,7 +381,7 @@ def test_a_pass_offsets_answer_as_arrays_is_the_answer_and_a_groups_partitions_r
     from array import array
 
     from console.snapshots.model import Commits, GroupPartitions
-    from console.watcher.columns import PassOffsets, topic_runs
+    from console.watcher.pass_offsets import PassOffsets, topic_runs
     from consumers_app.watching import _Entries
 
     rng = random.Random(seed)
@@ -405,7 +406,7 @@ def test_a_pass_offsets_answer_as_arrays_is_the_answer_and_a_groups_partitions_r
 
 
 def test_a_pass_offsets_answer_refuses_a_partition_number_below_zero() -> None:
-    from console.watcher.columns import PassOffsets, topic_runs
+    from console.watcher.pass_offsets import PassOffsets, topic_runs
 
     with pytest.raises(ValueError, match="below 0"):
         PassOffsets.of([("t", -1)], topic_runs([("t", -1)]), {("t", -1): 5})
@@ -423,7 +424,7 @@ def test_a_pass_offsets_answer_shares_the_last_answers_array_of_each_topic_whose
     from array import array
 
     from console.snapshots.model import Commits, GroupPartitions
-    from console.watcher.columns import PassOffsets, topic_runs
+    from console.watcher.pass_offsets import PassOffsets, topic_runs
     from consumers_app import watching
     from consumers_app.watching import _Entries
 

@@ -1,4 +1,4 @@
-"""The watcher's collector after each cycle (console/watcher/runner.py settle_gc)."""
+"""The watcher's collector after each cycle (console/watcher/memory.py settle_gc)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import pytest
 from django.test import override_settings
 
-from console.watcher import runner
+from console.watcher import memory, runner
 
 
 @dataclass
@@ -24,26 +24,26 @@ class Collector:
 @pytest.fixture
 def collector(monkeypatch: pytest.MonkeyPatch) -> Collector:
     seen = Collector()
-    monkeypatch.setattr(runner.gc, "unfreeze", lambda: seen.calls.append("unfreeze"))
+    monkeypatch.setattr(memory.gc, "unfreeze", lambda: seen.calls.append("unfreeze"))
 
     def collect(*generation: int) -> int:
         seen.calls.append("collect")
         return seen.found
 
-    monkeypatch.setattr(runner.gc, "collect", collect)
-    monkeypatch.setattr(runner.gc, "freeze", lambda: seen.calls.append("freeze"))
-    monkeypatch.setattr(runner.gc, "get_freeze_count", lambda: seen.frozen)
-    monkeypatch.setattr(runner, "return_free_memory", lambda: None)
-    monkeypatch.setattr(runner, "full_collections", runner.FullCollections())
-    young = runner.YoungCollections()
-    young.failures = runner.failures_seen()  # (the failures earlier tests made: none since, for this one)
-    monkeypatch.setattr(runner, "young", young)
+    monkeypatch.setattr(memory.gc, "collect", collect)
+    monkeypatch.setattr(memory.gc, "freeze", lambda: seen.calls.append("freeze"))
+    monkeypatch.setattr(memory.gc, "get_freeze_count", lambda: seen.frozen)
+    monkeypatch.setattr(memory, "return_free_memory", lambda: None)
+    monkeypatch.setattr(memory, "full_collections", memory.FullCollections())
+    young = memory.YoungCollections()
+    young.failures = memory.failures_seen()  # (the failures earlier tests made: none since, for this one)
+    monkeypatch.setattr(memory, "young", young)
     return seen
 
 
 def _due(by: float = 1.0) -> None:
     """The last full collection as long ago as its wait, and `by` seconds more."""
-    runner.full_collections.last = time.monotonic() - runner.full_collections.wait - by
+    memory.full_collections.last = time.monotonic() - memory.full_collections.wait - by
 
 
 def test_the_full_collection_runs_after_a_cycle_that_leaves_room_for_it_or_once_overdue_by_its_wait_again(
@@ -53,21 +53,21 @@ def test_the_full_collection_runs_after_a_cycle_that_leaves_room_for_it_or_once_
     with override_settings(WATCHER_METADATA_INTERVAL=1.0):
         _due()
         # 500,000 objects at 1.5 us each: 0.75 s expected; with a 0.5 s cycle, more than 0.9 of the interval
-        runner.settle_gc(0.5)
+        memory.settle_gc(0.5)
         assert calls == ["freeze"]
         calls.clear()
-        runner.settle_gc(0.1)
+        memory.settle_gc(0.1)
         assert calls == full
         calls.clear()
-        runner.settle_gc(0.1)  # (done: not again before its wait)
+        memory.settle_gc(0.1)  # (done: not again before its wait)
         assert calls == ["freeze"]
         calls.clear()
-        _due(by=runner.full_collections.wait)  # overdue by its whole wait again: even after a long cycle
-        runner.settle_gc(5.0)
+        _due(by=memory.full_collections.wait)  # overdue by its whole wait again: even after a long cycle
+        memory.settle_gc(5.0)
         assert calls == full
         calls.clear()
         _due()
-        runner.settle_gc()  # (the sampling process's passes: no cycle to leave room)
+        memory.settle_gc()  # (the sampling process's passes: no cycle to leave room)
         assert calls == full
 
 
@@ -75,43 +75,43 @@ def test_what_a_full_collection_took_per_object_decides_whether_the_next_fits(
         collector: Collector, monkeypatch: pytest.MonkeyPatch) -> None:
     calls = collector.calls
     clock = [1000.0]
-    monkeypatch.setattr(runner.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(memory.time, "monotonic", lambda: clock[0])
 
     def slow_collect(*generation: int) -> int:  # 0.2 s for 500,000 objects: 0.4 us each
         calls.append("collect")
         clock[0] += 0.2
         return 0
 
-    monkeypatch.setattr(runner.gc, "collect", slow_collect)
+    monkeypatch.setattr(memory.gc, "collect", slow_collect)
     with override_settings(WATCHER_METADATA_INTERVAL=1.0):
         _due()
-        runner.settle_gc()
-        assert runner.full_collections.seconds == pytest.approx(0.2)
-        assert runner.full_collections.per_object == pytest.approx(0.4e-6)
+        memory.settle_gc()
+        assert memory.full_collections.seconds == pytest.approx(0.2)
+        assert memory.full_collections.per_object == pytest.approx(0.4e-6)
         calls.clear()
         _due()
         collector.frozen = 1_000_000  # 0.4 s expected now: after a 0.6 s cycle it does not fit
-        runner.settle_gc(0.6)
+        memory.settle_gc(0.6)
         assert calls == ["freeze"]
-        runner.settle_gc(0.45)
+        memory.settle_gc(0.45)
         assert calls == ["freeze", "unfreeze", "collect", "freeze"]
 
 
 def test_the_wait_doubles_while_a_full_collection_finds_next_to_nothing_and_comes_back_when_it_finds_garbage(
         collector: Collector) -> None:
     waits = []
-    for found in (0, 10, runner.GARBAGE_FEW - 1, runner.GARBAGE_FEW, 0):
+    for found in (0, 10, memory.GARBAGE_FEW - 1, memory.GARBAGE_FEW, 0):
         collector.found = found
         _due()
-        runner.settle_gc()
-        waits.append(runner.full_collections.wait)
-    first = runner.FULL_COLLECTION_INTERVAL
+        memory.settle_gc()
+        waits.append(memory.full_collections.wait)
+    first = memory.FULL_COLLECTION_INTERVAL
     assert waits == [2 * first, 4 * first, 8 * first, first, 2 * first]
     for _ in range(10):
         _due()
-        runner.settle_gc()
-    assert runner.full_collections.wait == runner.FULL_COLLECTION_LONGEST
-    assert runner.full_collections.count == 15
+        memory.settle_gc()
+    assert memory.full_collections.wait == memory.FULL_COLLECTION_LONGEST
+    assert memory.full_collections.count == 15
 
 
 def test_the_next_cycle_comes_sooner_after_one_whose_metadata_moved_and_never_takes_the_whole_core() -> None:
@@ -138,20 +138,20 @@ def test_after_a_failure_what_is_not_frozen_yet_is_collected_once_before_it_is(c
     from console.snapshots.store import StoreUnavailable
 
     calls = collector.calls
-    runner.settle_gc(0.1)
+    memory.settle_gc(0.1)
     assert calls == ["freeze"]
     for fail in (lambda: ClusterUnavailable("the cluster is down"), lambda: StoreUnavailable("Redis is unreachable"), failure_seen):
         calls.clear()
         fail()
-        runner.settle_gc(0.1)
+        memory.settle_gc(0.1)
         assert calls == ["collect", "freeze"]
         calls.clear()
-        runner.settle_gc(0.1)  # (nothing failed since)
+        memory.settle_gc(0.1)  # (nothing failed since)
         assert calls == ["freeze"]
     calls.clear()
     failure_seen()
     _due()
-    runner.settle_gc()
+    memory.settle_gc()
     assert calls == ["unfreeze", "collect", "freeze"]
 
 
@@ -171,8 +171,8 @@ def test_what_a_failed_redis_call_leaves_in_a_reference_cycle_is_freed_after_its
 
     from console.snapshots.store import StoreUnavailable
 
-    monkeypatch.setattr(runner, "return_free_memory", lambda: None)
-    monkeypatch.setattr(runner, "full_collections", runner.FullCollections())  # (one just done: none due)
+    monkeypatch.setattr(memory, "return_free_memory", lambda: None)
+    monkeypatch.setattr(memory, "full_collections", memory.FullCollections())  # (one just done: none due)
     with socket.socket() as s:  # (a port nothing listens on)
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -189,7 +189,7 @@ def test_what_a_failed_redis_call_leaves_in_a_reference_cycle_is_freed_after_its
 
     content = Content()
     held = weakref.ref(content)
-    found = runner.young.found
+    found = memory.young.found
     gc.collect()
     gc.disable()
     gc.freeze()  # (as after the last cycle)
@@ -202,9 +202,9 @@ def test_what_a_failed_redis_call_leaves_in_a_reference_cycle_is_freed_after_its
             pytest.fail("a Redis that is not there took a write")
         del content
         assert held() is not None, "redis-py leaves no reference cycle any more: this test's premise is gone"
-        runner.settle_gc(0.1)
+        memory.settle_gc(0.1)
         assert held() is None
-        assert runner.young.found > found
+        assert memory.young.found > found
     finally:
         gc.unfreeze()
         gc.enable()

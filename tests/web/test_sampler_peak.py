@@ -15,8 +15,9 @@ from bench.simulate import Model, SimGateway
 from console.gateway import client as gateway_client
 from console.gateway.errors import ClusterUnavailable
 from console.watcher import sampler as sampler_module
-from console.watcher.columns import OffsetColumns, SizeColumns, unpack_sizes
+from console.watcher.columns import OffsetColumns
 from console.watcher.sampler import Sampler
+from console.watcher.size_columns import SizeColumns, unpack_sizes
 
 pytestmark = pytest.mark.django_db
 
@@ -321,7 +322,7 @@ def test_an_offsets_answer_is_let_go_as_soon_as_it_is_taken_in_and_the_evaluatio
     import time
     from types import SimpleNamespace
 
-    from console.watcher.columns import PassOffsets
+    from console.watcher.pass_offsets import PassOffsets
 
     clock = SimpleNamespace(now=time.time())  # (both samplers' passes at the same times: their time lags compare)
     monkeypatch.setattr(sampler_module, "time", SimpleNamespace(time=lambda: clock.now, monotonic=time.monotonic))

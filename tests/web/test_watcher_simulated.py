@@ -20,8 +20,8 @@ from django.test import override_settings
 from bench.simulate import SPURIOUS_KINDS, Model, SimGateway
 from brokers_app.models import Event
 from console.snapshots import store
-from console.watcher.columns import SizeColumns
 from console.watcher.loop import ClusterWatcher
+from console.watcher.size_columns import SizeColumns
 
 pytestmark = pytest.mark.django_db
 
