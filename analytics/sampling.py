@@ -71,7 +71,7 @@ class SampleWriter:
 
     def _ensure_topic(self, live_brokers: int) -> str | None:
         """None when the topic is there (or was made); else why not, in a sentence."""
-        from console.gateway.messages import RecordSink
+        from console.gateway.messages.produce import RecordSink
 
         try:
             self.gateway.topic_metadata(self.topic)

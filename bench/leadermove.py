@@ -36,7 +36,7 @@ def main() -> None:
     from confluent_kafka import Producer
 
     from console import gateway
-    from console.gateway import messages
+    from console.gateway.messages import scan, scan_spec
 
     topic = "bench.leadermove"
     r: dict[str, Any] = {"rounds": []}
@@ -51,8 +51,8 @@ def main() -> None:
         def browse() -> tuple[float, bool, str]:
             started = time.monotonic()
             try:
-                spec = messages.ScanSpec(topic=topic, start="newest", newest_n=3, limit=PARTITIONS * 3)
-                records, _ = messages.scan(gw, spec, None)
+                spec = scan_spec.ScanSpec(topic=topic, start="newest", newest_n=3, limit=PARTITIONS * 3)
+                records, _ = scan.scan(gw, spec, None)
                 ends = gw.list_offsets([(topic, p) for p in range(PARTITIONS)], "latest")
                 ok = len(records) == PARTITIONS * 3 and len(ends) == PARTITIONS
                 return time.monotonic() - started, ok, "" if ok else f"{len(records)} records, {len(ends)} ends"

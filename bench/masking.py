@@ -29,7 +29,7 @@ django.setup()
 from django.contrib.auth.models import Group, User  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 
-from console.gateway.messages import Record  # noqa: E402
+from console.gateway.messages.records import Record  # noqa: E402
 from topics_app.masking import masker_of  # noqa: E402
 from topics_app.masking_policies import compiled, masker_for  # noqa: E402
 from topics_app.models import MaskingPolicy  # noqa: E402

@@ -55,8 +55,9 @@ def main() -> None:
     from confluent_kafka import TopicPartition
     from confluent_kafka.admin import AdminClient, OffsetSpec
 
-    from console.gateway.client import OFFSETS_CHUNK, ClusterGateway
+    from console.gateway.client import ClusterGateway
     from console.gateway.config import ClusterConfig
+    from console.gateway.offsets import OFFSETS_CHUNK
 
     n = args.partitions
     with running_cluster() as cluster:

@@ -28,7 +28,8 @@ from confluent_kafka import Producer
 from console.gateway import for_bootstrap
 from console.gateway.client import ClusterGateway
 from console.gateway.errors import InvalidRequest
-from console.gateway.messages import ScanProgress, ScanSpec, scan
+from console.gateway.messages.scan import scan
+from console.gateway.messages.scan_spec import ScanProgress, ScanSpec
 from topics_app.message_filters import FilterSpec, build_matcher, build_raw_matcher
 
 ROOT = Path(__file__).resolve().parent.parent

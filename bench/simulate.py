@@ -308,7 +308,7 @@ class SimGateway:
 
     def consumer_group_chunks(self, partition: Any = None) -> Generator[list[Any], None, None]:
         """As ClusterGateway's: every group listed at once, then described DESCRIBE_CHUNK at a time."""
-        from console.gateway.client import DESCRIBE_CHUNK
+        from console.gateway.groups import DESCRIBE_CHUNK
         from console.gateway.types import ConsumerGroup, GroupMember
 
         self._maybe_fail("list consumer groups")

@@ -11,7 +11,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 
 from console.errors import ConsoleError
-from console.gateway.client import request_counter
+from console.gateway.connections import request_counter
 
 # Paths anyone may open. The API answers 401 itself (DRF), so it is not redirected here.
 _PUBLIC_PREFIXES = ("/login/", "/oidc/", "/healthz", "/static/", "/api/", "/metrics")

@@ -21,7 +21,11 @@ from console import gateway
 from console.audit import record as audit
 from console.auth import require
 from console.errors import BadParameter, ConsoleError, Forbidden
-from console.gateway.messages import Produced, Record, ScanProgress, ScanSpec, produce, scan, tail
+from console.gateway.messages.produce import produce
+from console.gateway.messages.records import Produced, Record
+from console.gateway.messages.scan import scan
+from console.gateway.messages.scan_spec import ScanProgress, ScanSpec
+from console.gateway.messages.tail import tail
 from console.params import choice_param, int_param
 from topics_app.decoding import DECODINGS, Decoded, decode
 from topics_app.masking import MARK, Masker, masked_parts

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from console.gateway.messages import Record
+from console.gateway.messages.records import Record
 from console.inert import csv_writer
 from topics_app.decoding import CONTROL_CHARS, b64, decode, json_text, utf8
 from topics_app.masking import MARK, masked_parts

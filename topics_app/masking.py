@@ -19,7 +19,7 @@ import orjson
 
 from console import patterns
 from console.errors import BadParameter
-from console.gateway.messages import Record
+from console.gateway.messages.records import Record
 from topics_app.json_path import Step, parse_json_path
 
 log = logging.getLogger(__name__)

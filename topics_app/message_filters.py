@@ -15,7 +15,7 @@ from typing import Any
 
 from console import patterns
 from console.errors import BadParameter
-from console.gateway.messages import Record
+from console.gateway.messages.records import Record
 from topics_app.decoding import parse_json, reject_constant, utf8
 from topics_app.json_path import json_path_values, parse_json_path
 

@@ -18,7 +18,8 @@ from channels.db import database_sync_to_async
 
 from console.auth import may
 from console.errors import ConsoleError
-from console.gateway.messages import Record, ScanProgress
+from console.gateway.messages.records import Record
+from console.gateway.messages.scan_spec import ScanProgress
 from console.socket_guard import GuardedConsumer
 from topics_app import browse
 from topics_app.views import message_rows

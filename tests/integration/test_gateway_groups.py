@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 from confluent_kafka import Consumer
 
-from console.gateway import client
+from console.gateway import groups as gateway_groups
 from console.gateway.client import ClusterGateway
 from console.gateway.config import ClusterConfig
 from tests.conftest import unique, wait_for
@@ -55,7 +55,7 @@ def test_groups_described_in_chunks_are_those_described_at_once_and_kafka_lists(
         kafka_cluster: Cluster, groups: tuple[ClusterGateway, list[str], list[Consumer]], monkeypatch: pytest.MonkeyPatch) -> None:
     gw, ids, consumers = groups
     whole = gw.consumer_groups()
-    monkeypatch.setattr(client, "DESCRIBE_CHUNK", 3)
+    monkeypatch.setattr(gateway_groups, "DESCRIBE_CHUNK", 3)
     chunked = gw.consumer_groups()
     for c in consumers:
         c.poll(0)
@@ -83,7 +83,7 @@ def test_describing_in_chunks_holds_only_a_chunks_answers_at_once(
 
     def beyond_kept(chunk: int) -> float:
         """What the call held at its peak beyond the ConsumerGroups it returned, per group."""
-        monkeypatch.setattr(client, "DESCRIBE_CHUNK", chunk)
+        monkeypatch.setattr(gateway_groups, "DESCRIBE_CHUNK", chunk)
         for c in consumers:
             c.poll(0)
         tracemalloc.start()

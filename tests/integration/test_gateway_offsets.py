@@ -13,7 +13,7 @@ from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from bench.offsets_memory import peak_per_partition
-from console.gateway import client
+from console.gateway import offsets
 from console.gateway.client import ClusterGateway
 from console.gateway.config import ClusterConfig
 from tests.conftest import kafka_tool, unique, wait_for
@@ -41,7 +41,7 @@ def test_offsets_asked_in_many_requests_equal_kafka_get_offsets_keyed_by_the_obj
     try:
         kafka_tool("kafka-producer-perf-test", "--topic", topic, "--num-records", "600", "--record-size", "50",
                    "--throughput", "-1", "--producer-props", f"bootstrap.servers={kafka_cluster.bootstrap}", "acks=all")
-        monkeypatch.setattr(client, "OFFSETS_CHUNK", 5)  # three requests, the last of two partitions
+        monkeypatch.setattr(offsets, "OFFSETS_CHUNK", 5)  # three requests, the last of two partitions
         asked = [(topic, p) for p in range(12)]
         asked.append((topic, 3))  # (asked twice: answered once)
         ends = gateway.list_offsets(asked, "latest")

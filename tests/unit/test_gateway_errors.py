@@ -1,4 +1,4 @@
-"""console.gateway.client.translate / translate_error: client library errors become GatewayErrors."""
+"""console.gateway.translate.translate / translate_error: client library errors become GatewayErrors."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import kafka.errors as kp_errors
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from console.gateway.client import translate, translate_error
 from console.gateway.errors import (
     ClusterUnavailable,
     GatewayError,
@@ -20,6 +19,7 @@ from console.gateway.errors import (
     NotFound,
     PolicyViolation,
 )
+from console.gateway.translate import translate, translate_error
 
 CLUSTER = "east"
 ACTION = "create topic 'orders'"
@@ -190,7 +190,7 @@ def test_a_groups_state_asked_while_its_coordinator_moves_is_asked_again_and_nev
     a live KIP-848 group answered 404 right after brokers restarted). Now it is asked again; still so
     after the attempts: a 503 naming the coordinator's answer. A group that does not exist is still a
     404, a live classic group its state at once."""
-    from console.gateway import client
+    from console.gateway import groups
     from console.gateway.client import ClusterGateway
     from console.gateway.config import ClusterConfig
     from console.gateway.errors import ClusterUnavailable, NotFound
@@ -207,7 +207,7 @@ def test_a_groups_state_asked_while_its_coordinator_moves_is_asked_again_and_nev
             self.asked += 1
             return {ids[0]: self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]}
 
-    monkeypatch.setattr(client, "GROUP_STATE_RETRY_SECONDS", 0.0)
+    monkeypatch.setattr(groups, "GROUP_STATE_RETRY_SECONDS", 0.0)
     gw = ClusterGateway(ClusterConfig(name="c", bootstrap_servers="127.0.0.1:9"), timeout=1.5)
     try:
         def ask(admin: Admin) -> tuple[str, int, str]:
@@ -219,7 +219,7 @@ def test_a_groups_state_asked_while_its_coordinator_moves_is_asked_again_and_nev
         stuck = Admin(answer(15))
         with pytest.raises(ClusterUnavailable) as caught:
             ask(stuck)
-        assert stuck.asked == client.GROUP_STATE_ATTEMPTS
+        assert stuck.asked == groups.GROUP_STATE_ATTEMPTS
         assert "could not be described now" in caught.value.message and "CoordinatorNotAvailable" in caught.value.message
         gone = Admin(answer(0, "Dead"))
         with pytest.raises(NotFound) as missing:
@@ -258,13 +258,13 @@ class _CacheFiller:
 def test_a_client_cache_is_filled_before_its_leaders_are_looked_up_and_deleted_topics_cost_one_request() -> None:
     """ListOffsets and DeleteRecords go only to topics the admin client's metadata cache holds
     (librdkafka 2.16 crashed when it had to wait for one: ClusterGateway._cached_topics)."""
-    from console.gateway import client as module
+    from console.gateway import connections
     from console.gateway.client import ClusterGateway
     from console.gateway.config import ClusterConfig
 
     gw = ClusterGateway(ClusterConfig(name="c", bootstrap_servers="127.0.0.1:9"), timeout=1.0)
     deadline = time.monotonic() + 5
-    many = {f"t{i}" for i in range(module.WARM_ONE_BY_ONE + 5)}
+    many = {f"t{i}" for i in range(connections.WARM_ONE_BY_ONE + 5)}
     admin = _CacheFiller(many | {"a"})
     # A client never filled, asked of many topics: one Metadata request for every topic.
     assert gw._cached_topics(admin, many | {"gone"}, deadline) == many  # type: ignore[arg-type]

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from console.errors import BadParameter
-from console.gateway.messages import Record
+from console.gateway.messages.records import Record
 from topics_app import masking
 from topics_app.masking import MARK, CompiledPolicy, masked_parts, masker_of
 

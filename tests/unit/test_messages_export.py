@@ -12,7 +12,7 @@ import msgpack
 import pytest
 
 from console.errors import BadParameter
-from console.gateway.messages import Record
+from console.gateway.messages.records import Record
 from topics_app.export import CSV_COLUMNS, to_csv, to_jsonl
 
 

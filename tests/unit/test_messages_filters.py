@@ -7,7 +7,7 @@ import re
 import pytest
 
 from console.errors import BadParameter
-from console.gateway.messages import Record
+from console.gateway.messages.records import Record
 from topics_app.json_path import json_path_values, parse_json_path
 from topics_app.message_filters import FilterSpec, build_matcher, build_raw_matcher, required_literals
 

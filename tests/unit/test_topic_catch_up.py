@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError
 
-from console.gateway import messages
 from console.gateway.errors import NotFound
+from console.gateway.messages import produce as producing
+from console.gateway.messages import reading
 
 
 class Client:
@@ -47,39 +48,39 @@ def no_sleeping(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     slept: list[float] = []
     # (the module's own `time`, not the time module's sleep: a thread another test left running, that
     # sleeps a second between its turns, would call it too and fill the list)
-    monkeypatch.setattr(messages, "time", SimpleNamespace(monotonic=time.monotonic, sleep=slept.append))
+    monkeypatch.setattr(reading, "time", SimpleNamespace(monotonic=time.monotonic, sleep=slept.append))
     return slept
 
 
 def test_a_topic_the_cluster_said_exists_is_asked_for_again_while_a_broker_catches_up(no_sleeping: list[float]) -> None:
     client = Client(behind=2)
-    assert messages._topic_partitions(client, Gateway(), "fresh", exists=True) == [0, 1, 2]  # type: ignore[arg-type]
+    assert reading.topic_partitions(client, Gateway(), "fresh", exists=True) == [0, 1, 2]  # type: ignore[arg-type]
     assert client.asked == 3 and no_sleeping == [0.05, 0.1]
 
 
 def test_without_that_an_unknown_topic_is_not_found_at_once(no_sleeping: list[float]) -> None:
     client = Client(behind=1)
     with pytest.raises(NotFound, match="Topic 'typo' does not exist on cluster 'local'"):
-        messages._topic_partitions(client, Gateway(), "typo")  # type: ignore[arg-type]
+        reading.topic_partitions(client, Gateway(), "typo")  # type: ignore[arg-type]
     assert client.asked == 1 and no_sleeping == []
 
 
 def test_the_asking_again_is_bounded(no_sleeping: list[float]) -> None:
     client = Client(behind=100)
     with pytest.raises(NotFound):
-        messages._topic_partitions(client, Gateway(), "gone-again", exists=True)  # type: ignore[arg-type]
-    assert client.asked == len(messages._CATCH_UP_DELAYS) + 1 and sum(no_sleeping) < 3.5
+        reading.topic_partitions(client, Gateway(), "gone-again", exists=True)  # type: ignore[arg-type]
+    assert client.asked == len(reading.CATCH_UP_DELAYS) + 1 and sum(no_sleeping) < 3.5
 
 
 def test_produce_reads_the_partitions_as_of_a_topic_that_exists(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: dict[str, Any] = {}
-    monkeypatch.setattr(messages, "_producer_for", lambda gateway, topic: "producer")
+    monkeypatch.setattr(producing, "_producer_for", lambda gateway, topic: "producer")
 
     def partitions(client: Any, gateway: Any, topic: str, exists: bool = False) -> list[int]:
         seen["exists"] = exists
         raise NotFound("stop here")
 
-    monkeypatch.setattr(messages, "_topic_partitions", partitions)
+    monkeypatch.setattr(producing, "topic_partitions", partitions)
     with pytest.raises(NotFound):
-        messages.produce(Gateway(), "fresh", b"v")  # type: ignore[arg-type]
+        producing.produce(Gateway(), "fresh", b"v")  # type: ignore[arg-type]
     assert seen == {"exists": True}

@@ -18,7 +18,8 @@ from django.contrib.auth.models import Group, User
 from django.test import Client
 
 from console import gateway
-from console.gateway.messages import Record, ScanProgress
+from console.gateway.messages.records import Record
+from console.gateway.messages.scan_spec import ScanProgress
 from console.models import AuditEntry
 from console.routing import websocket_urlpatterns
 from console.snapshots import store

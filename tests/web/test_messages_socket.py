@@ -13,7 +13,7 @@ from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import User
 
-from console.gateway.messages import ScanProgress
+from console.gateway.messages.scan_spec import ScanProgress
 from console.routing import websocket_urlpatterns
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True)]

@@ -12,7 +12,7 @@ import pytest
 from django.test import override_settings
 
 from bench.simulate import Model, SimGateway
-from console.gateway import client as gateway_client
+from console.gateway import groups as gateway_groups
 from console.gateway.errors import ClusterUnavailable
 from console.watcher import sampler as sampler_module
 from console.watcher.columns import OffsetColumns
@@ -277,7 +277,7 @@ def test_groups_are_described_a_chunk_at_a_time_and_each_chunks_answer_let_go(
     model = Model(partitions=40, groups=10, brokers=3, per_topic=10, seed=3)
     whole_gw = SimGateway(model, 0.0)
     partitions = _partitions(whole_gw)
-    monkeypatch.setattr(gateway_client, "DESCRIBE_CHUNK", 3)
+    monkeypatch.setattr(gateway_groups, "DESCRIBE_CHUNK", 3)
     gw = _Describing(model)
     with override_settings(ANALYTICS_SAMPLES=False):
         whole = Sampler("describe-whole", whole_gw, True, lambda rows: None).take(partitions, [1, 2, 3]).groups  # type: ignore[arg-type]
@@ -296,7 +296,7 @@ def test_groups_are_described_a_chunk_at_a_time_and_each_chunks_answer_let_go(
 def test_a_description_that_fails_midway_keeps_the_last_complete_groups(
         redis_server: str, monkeypatch: pytest.MonkeyPatch) -> None:
     model = Model(partitions=40, groups=10, brokers=3, per_topic=10, seed=3)
-    monkeypatch.setattr(gateway_client, "DESCRIBE_CHUNK", 3)
+    monkeypatch.setattr(gateway_groups, "DESCRIBE_CHUNK", 3)
     gw = _Describing(model)
     partitions = _partitions(gw)
     with override_settings(ANALYTICS_SAMPLES=False):

@@ -33,8 +33,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
 from console import gateway
-from console.gateway.client import GroupConsumer, MessageProducer, ShareGroupConsumer
 from console.gateway.errors import GatewayError
+from console.gateway.traffic import GroupConsumer, MessageProducer, ShareGroupConsumer
 from console.snapshots import store
 from consumers_app.lagstatus import DEFAULT_WINDOW
 
