@@ -18,7 +18,7 @@ _ids: dict[tuple[int, ...], tuple[int, ...]] = {}
 def shared_ids(ids: Iterable[int]) -> tuple[int, ...]:
     """The one tuple of these broker ids, in this order (a partition's replicas or ISR). A cluster's
     partitions share a few thousand replica sets, but each metadata answer brings new lists per
-    partition: at 300,000 partitions the watcher held 340,000 tuples (23 MB) where a few hundred do."""
+    partition: sharing them keeps one tuple per set instead of one per partition."""
     t = tuple(ids)
     found = _ids.get(t)
     if found is None:
@@ -39,7 +39,7 @@ class Broker:
     rack: str | None
 
 
-# (slots: 300,000 partitions, 50,000 groups and their members per answer, with no attribute dict each)
+# (slots: an answer holds one of these per partition, group and member, so none carries an attribute dict)
 @dataclass(frozen=True, slots=True)
 class Partition:
     topic: str
@@ -57,10 +57,10 @@ class PartitionTable(Sequence[Partition]):
     """A topic's partitions as the gateway's metadata keeps them: columns, not a Partition object
     per partition. The gateway holds the last answer's topics to hand an unchanged topic back as
     the same object (ClusterGateway.metadata), and the watcher compares a changed topic's
-    partitions with the ones it was built from: as Partition objects those were 80 bytes a
-    partition, 24 MB of the watcher's process at 300,000 partitions; here 24 (the numbers and
-    leaders 4 bytes each, the replicas' and ISR's shared tuples a reference each). A partition is
-    made as a Partition when asked for; `rows` gives the plain fields without making any."""
+    partitions with the ones it was built from, so every partition of the cluster is held: as
+    columns (numbers and leaders in arrays, the replicas' and ISR's shared tuples a reference each)
+    that costs a fraction of a Partition object per partition. A partition is made as a Partition
+    when asked for; `rows` gives the plain fields without making any."""
 
     __slots__ = ("_errors", "_isr", "_leaders", "_numbers", "_replicas", "topic")
 
@@ -80,7 +80,7 @@ class PartitionTable(Sequence[Partition]):
         if not listed:
             return cls(topic, array("i"), array("i"), (), (), ())
         # (the rows turned into columns and the id tuples looked up in C, not a step per partition
-        # in Python: a second's metadata at 300,000 partitions brings about 2,600 changed topics)
+        # in Python: on a large cluster every second's metadata brings thousands of changed topics)
         numbers, leaders, replicas, isr, errors = zip(*listed, strict=True)
         replicas, isr = tuple(map(tuple, replicas)), tuple(map(tuple, isr))
         keep = _ids.setdefault
@@ -106,8 +106,8 @@ class PartitionTable(Sequence[Partition]):
     def places_changed(self, before: PartitionTable) -> list[int] | None:
         """The places whose row differs from `before`'s at the same place, when both tables list the
         same partitions in the same order and neither has an error; None otherwise (then compare
-        row by row). Column against column, without making a row per partition: a metadata answer
-        at 1% of 300,000 partitions a second changes one partition of each of 2,600 topics of 30."""
+        row by row). Column against column, without making a row per partition, because a typical
+        change touches one partition of each of many large topics."""
         if before._errors is not None or self._errors is not None or before._numbers != self._numbers:
             return None
         # (each column compared whole first: a change is mostly one column's, a leader's or an ISR's)
@@ -222,10 +222,10 @@ class GroupMember:
     member_id: str
     client_id: str
     host: str
-    assignment: tuple[tuple[str, int], ...]
+    assignment: tuple[TopicPartition, ...]
     instance_id: str | None = None  # static membership (group.instance.id)
     epoch: int | None = None  # member epoch (new consumer protocol and share groups)
-    target_assignment: tuple[tuple[str, int], ...] | None = None  # new consumer protocol, while reconciling
+    target_assignment: tuple[TopicPartition, ...] | None = None  # new consumer protocol, while reconciling
 
 
 @dataclass(frozen=True, slots=True)
