@@ -16,6 +16,7 @@ Direction = Literal["forward", "backward"]
 
 MAX_LIMIT = 10_000
 
+
 @dataclass(frozen=True)
 class ScanSpec:
     """What to read.
@@ -81,6 +82,7 @@ class ScanProgress:
 
 
 def check_offset(topic: str, p: int, offset: int, lo: int, hi: int) -> None:
+    """InvalidRequest with the valid range when `offset` is outside partition `p`'s [lo, hi]."""
     if offset > hi:
         raise InvalidRequest(
             f"Offset {offset} is beyond the end of partition {p} of topic '{topic}': "
@@ -94,7 +96,7 @@ def check_offset(topic: str, p: int, offset: int, lo: int, hi: int) -> None:
 
 
 def start_positions(consumer: Consumer, gateway: ClusterGateway, spec: ScanSpec, parts: list[int], lo: dict[int, int],
-            hi: dict[int, int]) -> dict[int, int]:
+                    hi: dict[int, int]) -> dict[int, int]:
     """Where reading begins in each partition (for backward scans: the exclusive upper bound)."""
     backward = spec.direction == "backward"
     if spec.start == "oldest":
