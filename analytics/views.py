@@ -14,7 +14,7 @@ from django.urls import reverse
 
 from analytics import service
 from analytics.models import AnalyticsRun, ReportSchedule
-from console import gateway, snapshots
+from console import error_responses, gateway, snapshots
 from console.audit import audited
 from console.auth import allow
 from console.errors import BadParameter, ConsoleError
@@ -64,7 +64,7 @@ def analytics_page(request: HttpRequest, cluster: str) -> HttpResponse:
                 messages.info(request, already_queued(run))
             return redirect(reverse("analytics", args=[cluster]))
         except ConsoleError as exc:
-            error, status = exc.message, exc.http_status
+            error, status = error_responses.form_error(exc)
     latest = service.latest_done(cluster)
     context = {"live": live, "view": "analytics", "latest": latest, "summary": latest.summary if latest else None,
                "charts": service.chart_data(latest) if latest else None, "error": error, "form": request.POST,
@@ -83,7 +83,7 @@ def reports_page(request: HttpRequest, cluster: str) -> HttpResponse:
             update_schedule(request.user, cluster, request.POST)
             return redirect(reverse("reports", args=[cluster]))
         except ConsoleError as exc:
-            error, status = exc.message, exc.http_status
+            error, status = error_responses.form_error(exc)
     reports = list(AnalyticsRun.objects.filter(cluster=cluster, kind="report")[:100])
     return render(request, "analytics/reports.html", {"live": live, "view": "reports", "schedules": schedules,
                                                       "reports": reports, "error": error}, status=status)

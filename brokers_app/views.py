@@ -12,7 +12,7 @@ from django.template.loader import render_to_string
 
 from brokers_app import services
 from brokers_app.models import Event
-from console import snapshots
+from console import error_responses, snapshots
 from console.auth import allow, visible
 from console.params import choice_param, int_param, topic_param
 from console.watcher.diff import KINDS
@@ -135,8 +135,7 @@ def reassignments(request: HttpRequest, cluster: str) -> HttpResponse:
         elif request.GET.get("preview") == "1":
             context["plan"] = make_plan(cluster, _plan_form(request.GET))
     except ConsoleError as exc:
-        context["error"] = exc.message
-        status = exc.http_status
+        context["error"], status = error_responses.form_error(exc)
     context["jobs"] = list(ReassignmentJob.objects.filter(cluster=cluster)[:100])
     return render(request, "brokers_app/reassignments.html", context, status=status)
 
@@ -187,8 +186,7 @@ def reassignment(request: HttpRequest, cluster: str, job_id: int) -> HttpRespons
                     jobs.cancel(job)
             return redirect(reverse("reassignment", args=[cluster, job.id]))
         except ConsoleError as exc:
-            context["error"] = exc.message
-            status = exc.http_status
+            context["error"], status = error_responses.form_error(exc)
     from django.conf import settings
 
     context["default_throttle_mb"] = max(1, settings.REASSIGNMENT_THROTTLE // (1024 * 1024))

@@ -19,6 +19,7 @@ from django.contrib.auth.signals import user_logged_in, user_logged_out
 from django.dispatch import receiver
 from django.http import HttpRequest
 
+from console import error_responses
 from console.errors import ConsoleError
 from console.models import AuditEntry
 from console.request_context import client_ip, current_request, user_agent
@@ -57,8 +58,9 @@ def audited(user: Any, action: str, *, cluster: str = "", target: str = "", deta
         yield entry
     except ConsoleError as exc:
         if not dry_run:
-            outcome = "refused" if exc.http_status < 500 else "failed"
-            record(user, action, cluster=cluster, target=target, details={**entry, "error": exc.message}, outcome=outcome)
+            outcome = "refused" if error_responses.status(exc) < 500 else "failed"
+            record(user, action, cluster=cluster, target=target, details={**entry, "error": error_responses.message(exc)},
+                   outcome=outcome)
         raise
     except Exception:
         if not dry_run:

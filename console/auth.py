@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
-from django.shortcuts import render
 from rest_framework.permissions import BasePermission
 
+from console import error_responses
 from console.access import ACTIONS, ROLES, WORDS, Access, check_action, compile_access
 
 if TYPE_CHECKING:  # rest_framework.views imports the API settings, which name this module
@@ -212,7 +212,7 @@ def allow(**actions: str) -> Callable[[Callable[..., HttpResponse]], Callable[..
 
 
 def _refused(request: HttpRequest, action: str, resource: Mapping[str, str | None]) -> HttpResponse:
-    return render(request, "error.html", {"message": refusal(action, **resource)}, status=403)
+    return error_responses.page(request, refusal(action, **resource), 403)
 
 
 class ActionPermission(BasePermission):

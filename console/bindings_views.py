@@ -14,7 +14,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from console import bindings
+from console import bindings, error_responses
 from console.access import ACTIONS, PATTERN_KINDS, ROLES
 from console.api_edge import Body, StrictCharField, validated
 from console.auth import allow
@@ -96,7 +96,7 @@ def access_page(request: HttpRequest) -> HttpResponse:
                 messages.success(request, f"Binding #{b.id} for {b.subject_kind} '{b.subject}' was added.")
             return redirect("access")
         except ConsoleError as exc:
-            error, status = exc.message, exc.http_status
+            error, status = error_responses.form_error(exc)
     return render(request, "access.html", {"view": "access", "bindings": RoleBinding.objects.all(), "roles": ROLES,
                                            "actions": list(ACTIONS), "kinds": PATTERN_KINDS, "error": error,
                                            "form": request.POST}, status=status)

@@ -1,4 +1,5 @@
-"""Login for every page, and gateway errors shown as their sentence instead of a stack trace."""
+"""Login for every page, and the Server-Timing header that benchmarks read. (Errors are answered by
+console/error_responses.py.)"""
 
 from __future__ import annotations
 
@@ -7,10 +8,8 @@ from collections.abc import Callable
 
 from django.conf import settings
 from django.contrib.auth.views import redirect_to_login
-from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import render
+from django.http import HttpRequest, HttpResponse
 
-from console.errors import ConsoleError
 from console.gateway.connections import request_counter
 
 # Paths anyone may open. The API answers 401 itself (DRF), so it is not redirected here.
@@ -46,17 +45,3 @@ class ServerTimingMiddleware:
         response["Server-Timing"] = f'app;dur={elapsed:.1f}, kafka;desc="{counter[0]} calls"'
         return response
 
-
-class ConsoleErrorMiddleware:
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
-        self.get_response = get_response
-
-    def __call__(self, request: HttpRequest) -> HttpResponse:
-        return self.get_response(request)
-
-    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
-        if not isinstance(exception, ConsoleError):
-            return None
-        if request.path.startswith("/api/"):
-            return JsonResponse({"detail": exception.message}, status=exception.http_status)
-        return render(request, "error.html", {"message": exception.message}, status=exception.http_status)

@@ -90,7 +90,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "console.csp.ContentSecurityPolicyMiddleware",
     "console.middleware.LoginRequiredMiddleware",
-    "console.middleware.ConsoleErrorMiddleware",
+    "console.error_responses.ConsoleErrorMiddleware",
     # Last, as django-axes asks: it turns a login refused for a lockout into the lockout page.
     "axes.middleware.AxesMiddleware",
 ]
@@ -220,7 +220,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["console.auth.ActionPermission"],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],  # bodies are typed JSON (console/api_edge.py)
     "DEFAULT_SCHEMA_CLASS": "console.api_edge.ConsoleAutoSchema",
-    "EXCEPTION_HANDLER": "console.api_errors.exception_handler",
+    "EXCEPTION_HANDLER": "console.error_responses.api_exception_handler",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "URL_FORMAT_OVERRIDE": None,  # ?format= belongs to the messages export (json, jsonl, csv)
 }

@@ -16,7 +16,7 @@ from urllib.parse import parse_qsl
 from asgiref.sync import sync_to_async
 from django.db import close_old_connections
 
-from console import gateway, live
+from console import error_responses, gateway, live
 from console.access import event_visible
 from console.auth import access_for, may, viewing
 from console.errors import ConsoleError
@@ -207,7 +207,7 @@ class LiveConsumer(GuardedConsumer):
         try:
             version, fragments = await asyncio.get_running_loop().run_in_executor(_RENDERER, _rendered, draw)
         except ConsoleError as exc:
-            await self.send_json({"type": "notice", "message": exc.message})
+            await self.send_json(error_responses.socket_error(exc, self.notice_type))
             return
         for target, html in fragments.items():  # (version: the snapshot's drawn, None when there is none)
             await self.send_json({"type": "fragment", "target": target, "html": html, "version": version})

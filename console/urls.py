@@ -101,5 +101,5 @@ urlpatterns = [
     path(api + "<str:cluster>/topics/<str:topic>/messages/republish/", topics_api.RepublishMessage.as_view()),
 ]
 
-handler404 = "console.handlers.not_found"
-handler500 = "console.handlers.server_error"
+handler404 = "console.error_responses.not_found"
+handler500 = "console.error_responses.server_error"

@@ -15,7 +15,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_safe
 
-from console import audit_query, gateway
+from console import audit_query, error_responses, gateway
 from console.auth import access_for, allow
 from console.errors import BadParameter
 from console.gateway import causes
@@ -30,7 +30,7 @@ def home(request: HttpRequest) -> HttpResponse:
     shown = access_for(request.user).clusters("cluster.view")
     names = [c.name for c in gateway.cluster_configs() if shown(c.name)]
     if not names:
-        return render(request, "error.html", {"message": "No cluster is open to you yet: ask an admin for a role."}, status=403)
+        return error_responses.page(request, "No cluster is open to you yet: ask an admin for a role.", 403)
     return redirect("overview", cluster=names[0])
 
 
@@ -118,7 +118,7 @@ def audit(request: HttpRequest) -> HttpResponse:
         error, status = "", 200
     except BadParameter as exc:
         found = audit_query.search(audit_query.AuditQuery())
-        error, status = exc.message, 400
+        error, status = error_responses.form_error(exc)
     filters = found.query.filters()
     context = {"view": "audit", "found": found, "error": error, "filters": filters,
                "actions": audit_query.known_actions(), "outcomes": audit_query.OUTCOMES,

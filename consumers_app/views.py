@@ -11,7 +11,7 @@ from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
 
-from console import listing, snapshots
+from console import error_responses, listing, snapshots
 from console.audit import audited
 from console.auth import allow, may, visible
 from console.errors import BadParameter, ConsoleError
@@ -114,8 +114,7 @@ def group_reset(request: HttpRequest, cluster: str, group: str) -> HttpResponse:
             services.check_sources(request.user, cluster, spec)
             context["plan"] = services.plan_reset(cluster, snap, group, spec)
         except ConsoleError as exc:  # a form error: the form shows it beside what was chosen
-            context["error"] = exc.message
-            status = exc.http_status
+            context["error"], status = error_responses.form_error(exc)
     return render(request, "consumers_app/reset.html", context, status=status)
 
 
@@ -136,5 +135,5 @@ def group_delete(request: HttpRequest, cluster: str, group: str) -> HttpResponse
         messages.success(request, f"Deleted consumer group '{group}'.")
         return redirect(reverse("groups", args=[cluster]))
     except ConsoleError as exc:
-        messages.error(request, exc.message)
+        messages.error(request, error_responses.message(exc))
         return redirect(reverse("group", args=[cluster, group]))

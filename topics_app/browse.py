@@ -17,7 +17,7 @@ from typing import Any
 
 from django.conf import settings
 
-from console import gateway
+from console import error_responses, gateway
 from console.audit import record as audit
 from console.auth import require
 from console.errors import BadParameter, ConsoleError, Forbidden
@@ -304,7 +304,7 @@ def produce_message(user: Any, cluster: str, topic: str, value: bytes | None, ke
     try:
         produced = produce(gateway.for_cluster(cluster), topic, value, key=key, headers=headers or None, partition=partition)
     except ConsoleError as exc:
-        audit(user, "produce", cluster=cluster, target=topic, details={**details, "error": exc.message}, outcome="failed")
+        audit(user, "produce", cluster=cluster, target=topic, details={**details, "error": error_responses.message(exc)}, outcome="failed")
         raise
     audit(user, "produce", cluster=cluster, target=topic, details={**details, "offset": produced.offset,
                                                                   "written_to": produced.partition})

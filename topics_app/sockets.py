@@ -16,6 +16,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 
+from console import error_responses
 from console.auth import may
 from console.errors import ConsoleError
 from console.gateway.messages.records import Record
@@ -88,7 +89,7 @@ class MessagesConsumer(GuardedConsumer):
             else:
                 await self._send({"type": "error", "message": f"Unknown action '{str(action)[:40]}'."})
         except ConsoleError as exc:
-            await self._send({"type": "error", **ident, "message": exc.message})
+            await self._send(error_responses.socket_error(exc, self.notice_type, **ident))
 
     async def _scan(self, params: dict[str, str], ident: dict[str, Any]) -> None:
         req = await self._request(params)  # a bad request is refused before anything stops
@@ -122,7 +123,7 @@ class MessagesConsumer(GuardedConsumer):
             finally:  # (given back before the page hears that the scan ended, so that it may start another)
                 await self.free_slot("scans")
         except ConsoleError as exc:
-            await self._send({"type": "error", **ident, "message": exc.message})
+            await self._send(error_responses.socket_error(exc, self.notice_type, **ident))
         except Exception as exc:
             log.exception("message scan of %s on %s failed", self.topic, self.cluster)
             await self._send({"type": "error", **ident,
@@ -164,7 +165,7 @@ class MessagesConsumer(GuardedConsumer):
             try:
                 await sync_to_async(work, thread_sensitive=False)()
             except ConsoleError as exc:
-                await self._send({"type": "error", "message": exc.message})
+                await self._send(error_responses.socket_error(exc, self.notice_type))
             finally:
                 await self.free_slot("tails")
                 await self._send({"type": "tail_stopped"})

@@ -11,7 +11,7 @@ from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
 
-from console import listing, snapshots
+from console import error_responses, listing, snapshots
 from console.audit import audited
 from console.auth import allow, may, visible
 from console.errors import BadParameter, ConsoleError
@@ -125,7 +125,7 @@ def topic_detail(request: HttpRequest, cluster: str, topic: str) -> HttpResponse
     try:
         configs = services.topic_configs(cluster, topic)
     except GatewayError as exc:
-        config_error = exc.message  # the page still shows what the snapshot knows
+        config_error = error_responses.message(exc)  # the page still shows what the snapshot knows
     from analytics.service import history_or_none, topic_history
 
     history = history_or_none(topic_history, cluster, topic)
@@ -151,8 +151,7 @@ def _action(request: HttpRequest, cluster: str, title: str, template: str, run: 
                 messages.success(request, outcome.message)
                 return redirect(extra.get("done_url") or reverse("topics", args=[cluster]))
         except ConsoleError as exc:  # a form error: the form shows it beside what was typed
-            context["error"] = exc.message
-            status = exc.http_status
+            context["error"], status = error_responses.form_error(exc)
     live = snapshots.live(cluster)
     return render(request, template, {**context, "live": live, "view": "status"}, status=status)
 
@@ -277,8 +276,7 @@ def messages_page(request: HttpRequest, cluster: str, topic: str) -> HttpRespons
             context["earlier_url"] = f"?{base}&direction=backward&positions={earlier}" if records else None
             context["later_url"] = f"?{base}&direction=forward&positions={later}" if records else None
         except ConsoleError as exc:
-            context["error"] = exc.message  # the page still opens, with the scan's sentence
-            status = exc.http_status
+            context["error"], status = error_responses.form_error(exc)  # the page still opens, with the scan's sentence
     return render(request, "topics_app/messages.html", context, status=status)
 
 
@@ -298,7 +296,7 @@ def message_produce(request: HttpRequest, cluster: str, topic: str) -> HttpRespo
                                           partition)
         messages.success(request, f"Produced to partition {produced.partition} at offset {produced.offset}.")
     except ConsoleError as exc:
-        messages.error(request, exc.message)
+        messages.error(request, error_responses.message(exc))
     return redirect(reverse("topic_messages", args=[cluster, topic]))
 
 
@@ -315,5 +313,5 @@ def message_republish(request: HttpRequest, cluster: str, topic: str) -> HttpRes
         messages.success(request, f"Republished {topic}-{partition}@{offset} to {target}, partition {produced.partition} "
                                   f"at offset {produced.offset}.")
     except ConsoleError as exc:
-        messages.error(request, exc.message)
+        messages.error(request, error_responses.message(exc))
     return redirect(reverse("topic_messages", args=[cluster, topic]))
