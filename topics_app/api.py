@@ -24,12 +24,11 @@ from console.api_edge import (
     StrictIntegerField,
     validated,
 )
-from console.audit import audited
 from console.auth import visible
 from console.errors import BadParameter
 from console.params import bool_param, int_param
-from console.snapshots import live, require_snapshot
-from topics_app import browse, services
+from console.snapshots import latest, live, require_snapshot
+from topics_app import browse, reads, services
 from topics_app.export import to_csv, to_jsonl
 from topics_app.validation import MAX_NAME_LENGTH, check_topic_name
 
@@ -149,10 +148,10 @@ class TopicList(APIView):
                     OpenApiParameter("page", int), OpenApiParameter("page_size", int), OpenApiParameter("internal", bool)],
     )
     def get(self, request: Request, cluster: str) -> Response:
-        snap = require_snapshot(live(cluster))
+        snap = latest(cluster)
         p = request.query_params
         ordering = p.get("ordering", "name") or "name"
-        page = services.topics_page(
+        page = reads.topics_page(
             snap, query=p.get("q", ""), regex=bool_param(p, "regex"), sort=ordering.lstrip("-"),
             descending=ordering.startswith("-"), page=int_param(p, "page", 1, minimum=1) or 1,
             per_page=int_param(p, "page_size", 50, minimum=1, maximum=1000) or 50, internal=bool_param(p, "internal"),
@@ -164,12 +163,8 @@ class TopicList(APIView):
                    summary="Create a topic (201), or with dry_run Kafka's verdict only (200)")
     def post(self, request: Request, cluster: str) -> Response:
         d = validated(TopicCreateBody, request)
-        with audited(request.user, "create_topic", cluster=cluster, target=d["name"], dry_run=d["dry_run"],
-                     details={"partitions": d["partitions"], "replication_factor": d["replication_factor"],
-                              "configs": d["configs"]}) as entry:
-            result = services.create_topic(request.user, cluster, d["name"], d["partitions"], d["replication_factor"],
-                                           d["configs"], dry_run=d["dry_run"])
-            entry.update(result.details)
+        result = services.create_topic(request.user, cluster, d["name"], d["partitions"], d["replication_factor"],
+                                       d["configs"], dry_run=d["dry_run"])
         return outcome(result, 200 if result.dry_run else 201)
 
 
@@ -179,18 +174,16 @@ class TopicDetail(APIView):
 
     @extend_schema(responses=OpenApiTypes.OBJECT, summary="A topic: summary, partitions, consumer groups")
     def get(self, request: Request, cluster: str, topic: str) -> Response:
-        snap = require_snapshot(live(cluster))
-        summary = services.topic_summary(snap, topic)
-        return Response({**summary, "partition_count": summary["partitions"], "partitions": services.partitions(snap, topic),
-                         "consumer_groups": services.topic_group_lags(snap, topic, visible("group.view", cluster, "groups"))})
+        snap = latest(cluster)
+        summary = reads.topic_summary(snap, topic)
+        return Response({**summary, "partition_count": summary["partitions"], "partitions": reads.partitions(snap, topic),
+                         "consumer_groups": reads.topic_group_lags(snap, topic, visible("group.view", cluster, "groups"))})
 
     @extend_schema(request=TopicDeleteBody, responses=OutcomeSerializer,
                    summary="Delete a topic (admin); the body repeats its name")
     def delete(self, request: Request, cluster: str, topic: str) -> Response:
         d = validated(TopicDeleteBody, request)
-        with audited(request.user, "delete_topic", cluster=cluster, target=topic) as entry:
-            result = services.delete_topic(request.user, cluster, topic, d["confirm"])
-            entry.update(result.details)
+        result = services.delete_topic(request.user, cluster, topic, d["confirm"])
         return outcome(result)
 
 
@@ -199,7 +192,7 @@ class TopicConfigs(APIView):
 
     @extend_schema(responses=OpenApiTypes.OBJECT, summary="Every config with its source; sensitive values masked")
     def get(self, request: Request, cluster: str, topic: str) -> Response:
-        services.topic(require_snapshot(live(cluster)), topic)
+        reads.topic(latest(cluster), topic)
         configs = services.topic_configs(cluster, topic)
         return Response({"configs": [{**asdict(c), "overridden": c.overridden} for c in configs]})
 
@@ -208,10 +201,7 @@ class TopicConfigs(APIView):
                            "dry_run first if you like")
     def patch(self, request: Request, cluster: str, topic: str) -> Response:
         d = validated(TopicConfigsBody, request)
-        with audited(request.user, "alter_topic_configs", cluster=cluster, target=topic, dry_run=d["dry_run"],
-                     details={"set": d["set"], "delete": d["delete"]}) as entry:
-            result = services.alter_configs(request.user, cluster, topic, d["set"], d["delete"], d["dry_run"])
-            entry.update(result.details)
+        result = services.alter_configs(request.user, cluster, topic, d["set"], d["delete"], d["dry_run"])
         return outcome(result)
 
 
@@ -225,11 +215,7 @@ class TopicRecords(APIView):
     def delete(self, request: Request, cluster: str, topic: str) -> Response:
         d = validated(PurgeBody, request)
         before = {int(k): v for k, v in d["offsets"].items()}
-        details = {"before": "all" if d["all"] else {str(k): v for k, v in before.items()}}
-        with audited(request.user, "purge_records", cluster=cluster, target=topic, dry_run=d["dry_run"],
-                     details=details) as entry:
-            result = services.purge_records(request.user, cluster, topic, before, d["all"], d["dry_run"])
-            entry.update(result.details)
+        result = services.purge_records(request.user, cluster, topic, before, d["all"], d["dry_run"])
         return outcome(result)
 
 
@@ -240,17 +226,14 @@ class PartitionList(APIView):
                    summary="Add partitions: the new total count; dry_run for Kafka's verdict only")
     def post(self, request: Request, cluster: str, topic: str) -> Response:
         d = validated(PartitionsBody, request)
-        with audited(request.user, "add_partitions", cluster=cluster, target=topic, dry_run=d["dry_run"],
-                     details={"total": d["count"]}) as entry:
-            result = services.add_partitions(request.user, cluster, topic, d["count"], d["dry_run"])
-            entry.update(result.details)
+        result = services.add_partitions(request.user, cluster, topic, d["count"], d["dry_run"])
         return outcome(result)
 
     @extend_schema(responses=OpenApiTypes.OBJECT, summary="A topic's partitions: leader, replicas, ISR, offsets")
     def get(self, request: Request, cluster: str, topic: str) -> Response:
         current = live(cluster)
         snap = require_snapshot(current)
-        t = services.topic(snap, topic)
+        t = reads.topic(snap, topic)
         return Response(
             {
                 "status": current.status,
@@ -258,7 +241,7 @@ class PartitionList(APIView):
                 "internal": t.internal,
                 "replication_factor": t.replication_factor,
                 "min_isr": t.min_isr,
-                "partitions": services.partitions(snap, topic),
+                "partitions": reads.partitions(snap, topic),
             }
         )
 
@@ -276,7 +259,7 @@ class TopicMessages(APIView):
             "time_budget_ms")] + [OpenApiParameter("format", str, enum=["json", "jsonl", "csv"])],
     )
     def get(self, request: Request, cluster: str, topic: str) -> HttpResponseBase:
-        services.topic(require_snapshot(live(cluster)), topic)
+        reads.topic(latest(cluster), topic)
         params = {k: str(request.query_params.get(k, "")) for k in request.query_params}
         fmt = params.pop("format", "json")
         if fmt not in {"json", "jsonl", "csv"}:
@@ -304,8 +287,8 @@ class TopicMessages(APIView):
                    summary="Produce one message: value, key, headers {name: value}, partition, encoding text|json|base64|hex")
     def post(self, request: Request, cluster: str, topic: str) -> Response:
         d = validated(ProduceBody, request)
-        services.topic(require_snapshot(live(cluster)), topic)
-        produced = browse.produce_message(
+        reads.topic(latest(cluster), topic)
+        produced = services.produce_message(
             request.user, cluster, topic, browse.encode(d["value"], d["encoding"], "value"),
             d["key"].encode() if d["key"] is not None else None, [(k, v.encode()) for k, v in d["headers"].items()],
             d["partition"],
@@ -320,5 +303,5 @@ class RepublishMessage(APIView):
                    summary="Republish one message (partition, offset) to target_topic (default: the same topic)")
     def post(self, request: Request, cluster: str, topic: str) -> Response:
         d = validated(RepublishBody, request)
-        produced = browse.republish(request.user, cluster, topic, d["partition"], d["offset"], d.get("target_topic", topic))
+        produced = services.republish(request.user, cluster, topic, d["partition"], d["offset"], d.get("target_topic", topic))
         return Response(asdict(produced), status=201)

@@ -17,16 +17,14 @@ from typing import Any
 
 from django.conf import settings
 
-from console import error_responses, gateway
+from console import gateway
 from console.audit import record as audit
-from console.auth import require
-from console.errors import BadParameter, ConsoleError, Forbidden
-from console.gateway.messages.produce import produce
-from console.gateway.messages.records import Produced, Record
+from console.errors import BadParameter
+from console.gateway.messages.records import Record
 from console.gateway.messages.scan import scan
 from console.gateway.messages.scan_spec import ScanProgress, ScanSpec
 from console.gateway.messages.tail import tail
-from console.params import choice_param, int_param
+from console.params import choice_param, int_param, timestamp_ms
 from topics_app.decoding import DECODINGS, Decoded, decode
 from topics_app.masking import MARK, Masker, masked_parts
 from topics_app.masking_policies import masker_for
@@ -79,19 +77,6 @@ def _partitions(raw: str) -> tuple[int, ...] | None:
     return parts
 
 
-def _timestamp_ms(raw: str) -> int:
-    raw = raw.strip()
-    if raw.isdigit():
-        return int(raw)
-    try:
-        when = datetime.fromisoformat(raw.replace("Z", "+00:00"))
-    except ValueError:
-        raise BadParameter(f"'timestamp' must be milliseconds since 1970 or an ISO date and time, not '{raw[:50]}'.") from None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return int(when.timestamp() * 1000)
-
-
 def _positions(raw: str) -> tuple[tuple[int, int], ...] | None:
     """`partition:offset,...` from a previous page's positions."""
     if not raw.strip():
@@ -112,7 +97,7 @@ def parse_request(topic: str, params: Mapping[str, str], *, masker: Masker | Non
     direction = choice_param(params, "direction", {"forward", "backward"}) or ("backward" if start == "newest" else "forward")
     positions = _positions(params.get("positions", ""))
     offset = int_param(params, "offset", minimum=0)
-    timestamp = _timestamp_ms(params["timestamp"]) if params.get("timestamp", "").strip() else None
+    timestamp = timestamp_ms(params["timestamp"]) if params.get("timestamp", "").strip() else None
     if start == "offset" and offset is None and positions is None:
         raise BadParameter("Give the 'offset' to start at.")
     if start == "timestamp" and timestamp is None:
@@ -260,7 +245,7 @@ def page_bounds(records: list[Record], progress: ScanProgress, direction: str) -
     return continued, ",".join(f"{k}:{v}" for k, v in sorted(later.items()))
 
 
-# Producing (operator or admin; audited) -------------------------------------------------------------
+# Producing: what a form or API call asks to write (services.produce_message writes it) ----------------
 
 
 def encode(text: str | None, encoding: str, what: str) -> bytes | None:
@@ -296,45 +281,3 @@ def parse_headers(text: str) -> list[tuple[str, bytes]]:
             raise BadParameter(f"Header line {number} must look like name=value.")
         headers.append((key.strip(), value.encode()))
     return headers
-
-
-def produce_message(user: Any, cluster: str, topic: str, value: bytes | None, key: bytes | None,
-                    headers: list[tuple[str, bytes]], partition: int | None) -> Produced:
-    details = {"partition": partition, "key_size": len(key or b""), "value_size": len(value or b""), "headers": len(headers)}
-    try:
-        produced = produce(gateway.for_cluster(cluster), topic, value, key=key, headers=headers or None, partition=partition)
-    except ConsoleError as exc:
-        audit(user, "produce", cluster=cluster, target=topic, details={**details, "error": error_responses.message(exc)}, outcome="failed")
-        raise
-    audit(user, "produce", cluster=cluster, target=topic, details={**details, "offset": produced.offset,
-                                                                  "written_to": produced.partition})
-    return produced
-
-
-def republish(user: Any, cluster: str, topic: str, partition: int, offset: int, target: str) -> Produced:
-    """Produce a copy of one message (key, value, headers) to the same or another topic.
-
-    A message with parts masked for this user is refused: copying it clear would put the masked
-    values into a topic the user may be able to read unmasked, and copying it masked would write
-    "****" into real data. An exempt user (or one no policy masks here) republishes it as it is.
-    """
-    require(user, "messages.read", cluster, topic=topic)  # (the route checked producing to the source topic)
-    require(user, "messages.produce", cluster, topic=target)
-    spec = ScanSpec(topic=topic, partitions=(partition,), start="offset", offset=offset, limit=1, max_scanned=1)
-    records, _ = scan(gateway.for_cluster(cluster), spec, None)
-    if not records or records[0].offset != offset:
-        raise BadParameter(f"There is no message at offset {offset} of partition {partition} of '{topic}'.")
-    original = records[0]
-    masker = masker_for(user, cluster, topic)
-    hidden = masked_parts(masker.apply(original)) if masker is not None else ()
-    if hidden:
-        audit(user, "republish", cluster=cluster, target=target, outcome="refused",
-              details={"from_topic": topic, "from_partition": partition, "from_offset": offset, "masked": list(hidden)})
-        raise Forbidden(f"Offset {offset} of partition {partition} of '{topic}' has masked parts for you "
-                        f"({', '.join(hidden)}), so it cannot be republished: the copy would show them in clear. "
-                        "A user exempt from the masking policy can republish it.")
-    headers = [(k, v or b"") for k, v in original.headers]
-    produced = produce_message(user, cluster, target, original.value, original.key, headers, None)
-    audit(user, "republish", cluster=cluster, target=target,
-          details={"from_topic": topic, "from_partition": partition, "from_offset": offset, "offset": produced.offset})
-    return produced

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import IntegrityError, transaction
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
@@ -13,13 +12,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from console.api_edge import Body, StrictBooleanField, StrictCharField, validated
-from console.audit import audited
-from console.errors import BadParameter, ConsoleError
-from topics_app import masking
-from topics_app.admin import policy_details
+from console.errors import ConsoleError
+from topics_app import masking, services
 from topics_app.models import MaskingPolicy
-
-FIELDS = ("cluster", "topic_kind", "topic_pattern", "applies_to", "exempt", "targets", "enabled")
 
 
 class NotFound(ConsoleError):
@@ -54,25 +49,8 @@ class PolicyPatch(PolicyBody):
             f.default = serializers.empty
 
 
-def _checked(d: dict[str, Any]) -> dict[str, Any]:
-    """The fields as stored, each checked (a 400 naming the field when wrong)."""
-    masking.check_topic_pattern(d["topic_kind"], d["topic_pattern"])
-    return {**d, "cluster": masking.check_cluster(d["cluster"]), "applies_to": masking.check_names(d["applies_to"], "applies_to"),
-            "exempt": masking.check_names(d["exempt"], "exempt"), "targets": masking.check_targets(d["targets"])}
-
-
 def as_json(p: MaskingPolicy) -> dict[str, Any]:
-    return {"id": p.pk, "name": p.name, **policy_details(p), "updated_at": p.updated_at.isoformat()}
-
-
-def _save(policy: MaskingPolicy, values: dict[str, Any]) -> None:
-    for name, value in values.items():
-        setattr(policy, name, value)
-    try:
-        with transaction.atomic():
-            policy.save()
-    except IntegrityError:
-        raise BadParameter(f"'name': a masking policy named '{values.get('name', policy.name)}' already exists.") from None
+    return {"id": p.pk, "name": p.name, **services.policy_details(p), "updated_at": p.updated_at.isoformat()}
 
 
 def _policy(pk: int) -> MaskingPolicy:
@@ -91,11 +69,7 @@ class MaskingPolicies(APIView):
 
     @extend_schema(request=PolicyBody, responses={201: OpenApiTypes.OBJECT}, summary="Create a masking policy (admin)")
     def post(self, request: Request) -> Response:
-        d = _checked(validated(PolicyBody, request))
-        with audited(request.user, "create_masking_policy", target=d["name"], details={k: d[k] for k in FIELDS}) as entry:
-            policy = MaskingPolicy()
-            _save(policy, d)
-            entry["id"] = policy.pk
+        policy = services.create_masking_policy(request.user, validated(PolicyBody, request))
         return Response(as_json(policy), status=201)
 
 
@@ -108,17 +82,10 @@ class MaskingPolicyDetail(APIView):
 
     @extend_schema(request=PolicyPatch, responses=OpenApiTypes.OBJECT, summary="Change a masking policy's fields (admin)")
     def patch(self, request: Request, pk: int) -> Response:
-        policy = _policy(pk)
-        given = validated(PolicyPatch, request)
-        d = _checked({"name": policy.name, **policy_details(policy), **given})
-        with audited(request.user, "update_masking_policy", target=policy.name,
-                     details={"id": pk, "before": policy_details(policy), "set": given}):
-            _save(policy, d)
+        policy = services.update_masking_policy(request.user, _policy(pk), validated(PolicyPatch, request))
         return Response(as_json(policy))
 
     @extend_schema(responses={204: None}, summary="Delete a masking policy (admin)")
     def delete(self, request: Request, pk: int) -> Response:
-        policy = _policy(pk)
-        with audited(request.user, "delete_masking_policy", target=policy.name, details={"id": pk, **policy_details(policy)}):
-            policy.delete()
+        services.delete_masking_policy(request.user, _policy(pk))
         return Response(status=204)

@@ -12,13 +12,12 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 
 from console import error_responses, listing, snapshots
-from console.audit import audited
 from console.auth import allow, may, visible
 from console.errors import BadParameter, ConsoleError
 from console.gateway.errors import GatewayError
 from console.params import bool_param, int_param
 from console.snapshots import Live, require_snapshot
-from topics_app import browse, services
+from topics_app import browse, reads, services
 from topics_app.decoding import DECODINGS
 from topics_app.validation import parse_configs
 
@@ -35,7 +34,7 @@ def layout_params(params: Mapping[str, str]) -> dict[str, Any]:
 
 
 def layout_context(live: Live, params: dict[str, Any]) -> dict[str, Any]:
-    page = services.layout(live.snapshot, params["query"], params["page"], 20, params["internal"],
+    page = reads.layout(live.snapshot, params["query"], params["page"], 20, params["internal"],
                            visible("topic.view", live.cluster, "topics")) if live.snapshot else None
     return {"live": live, "layout": page, "params": params}
 
@@ -81,13 +80,13 @@ def at_risk(request: HttpRequest, cluster: str) -> HttpResponse:
 
 
 def list_params(params: Mapping[str, str]) -> dict[str, Any]:
-    return {**listing.list_params(params, services.SORTS, "name"), "internal": bool_param(params, "internal")}
+    return {**listing.list_params(params, reads.SORTS, "name"), "internal": bool_param(params, "internal")}
 
 
 def topics_context(live: Live, params: dict[str, Any]) -> dict[str, Any]:
-    page = services.topics_page(live.snapshot, **params, visible=visible("topic.view", live.cluster, "topics")) if live.snapshot else None
+    page = reads.topics_page(live.snapshot, **params, visible=visible("topic.view", live.cluster, "topics")) if live.snapshot else None
     rows_html = listing.rendered_rows("topics_app/_topic_row.html", live.cluster, "t", page.rows) if page else []
-    return {"live": live, "topics": page, "params": params, "sorts": services.SORTS, "rows_html": rows_html}
+    return {"live": live, "topics": page, "params": params, "sorts": reads.SORTS, "rows_html": rows_html}
 
 
 def topics_fragment(live: Live, params: Mapping[str, str]) -> dict[str, str]:
@@ -103,13 +102,13 @@ def topics(request: HttpRequest, cluster: str) -> HttpResponse:
 
 def detail_context(live: Live, name: str) -> dict[str, Any]:
     snap = require_snapshot(live)
-    t = services.topic(snap, name)
+    t = reads.topic(snap, name)
     return {
         "live": live,
         "topic": t,
-        "partitions": services.partitions(snap, name),
+        "partitions": reads.partitions(snap, name),
         "brokers": sorted(snap.brokers),
-        "groups": services.topic_group_lags(snap, name, visible("group.view", live.cluster, "groups")),
+        "groups": reads.topic_group_lags(snap, name, visible("group.view", live.cluster, "groups")),
     }
 
 
@@ -126,7 +125,7 @@ def topic_detail(request: HttpRequest, cluster: str, topic: str) -> HttpResponse
         configs = services.topic_configs(cluster, topic)
     except GatewayError as exc:
         config_error = error_responses.message(exc)  # the page still shows what the snapshot knows
-    from analytics.service import history_or_none, topic_history
+    from analytics.services import history_or_none, topic_history
 
     history = history_or_none(topic_history, cluster, topic)
     return render(request, "topics_app/topic.html", {**context, "view": "topic", "configs": configs,
@@ -164,12 +163,7 @@ def topic_create(request: HttpRequest, cluster: str) -> HttpResponse:
         partitions = int_param(p, "partitions", minimum=None) or 0
         replication_factor = int_param(p, "replication_factor", minimum=None) or 0
         configs = parse_configs(p.get("configs", ""))
-        with audited(request.user, "create_topic", cluster=cluster, target=name, dry_run=not apply,
-                     details={"partitions": partitions, "replication_factor": replication_factor, "configs": configs}) as entry:
-            outcome = services.create_topic(request.user, cluster, name, partitions, replication_factor, configs,
-                                            dry_run=not apply)
-            entry.update(outcome.details)
-        return outcome
+        return services.create_topic(request.user, cluster, name, partitions, replication_factor, configs, dry_run=not apply)
 
     return _action(request, cluster, "Create a topic", "topics_app/create.html", run, {})
 
@@ -185,12 +179,7 @@ def topic_configs_edit(request: HttpRequest, cluster: str, topic: str) -> HttpRe
 
     def run(apply: bool) -> services.Outcome:
         wanted = parse_configs(request.POST.get("configs", ""))
-        delete = sorted(set(removing))
-        with audited(request.user, "alter_topic_configs", cluster=cluster, target=topic, dry_run=not apply,
-                     details={"set": wanted, "delete": delete}) as entry:
-            outcome = services.alter_configs(request.user, cluster, topic, wanted, delete, dry_run=not apply)
-            entry.update(outcome.details)
-        return outcome
+        return services.alter_configs(request.user, cluster, topic, wanted, sorted(set(removing)), dry_run=not apply)
 
     done = reverse("topic", args=[cluster, topic])
     return _action(request, cluster, f"Edit configs of {topic}", "topics_app/configs.html", run,
@@ -204,11 +193,7 @@ def topic_partitions_add(request: HttpRequest, cluster: str, topic: str) -> Http
         total = int_param(request.POST, "total", minimum=1)
         if total is None:
             raise BadParameter("Give the new total number of partitions.")
-        with audited(request.user, "add_partitions", cluster=cluster, target=topic, dry_run=not apply,
-                     details={"total": total}) as entry:
-            outcome = services.add_partitions(request.user, cluster, topic, total, dry_run=not apply)
-            entry.update(outcome.details)
-        return outcome
+        return services.add_partitions(request.user, cluster, topic, total, dry_run=not apply)
 
     return _action(request, cluster, f"Add partitions to {topic}", "topics_app/partitions.html", run,
                    {"topic": topic, "done_url": reverse("topic", args=[cluster, topic])})
@@ -227,12 +212,7 @@ def topic_purge(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
     def run(apply: bool) -> services.Outcome:
         before = parse_purge(request.POST.get("offsets", ""))
         everything = bool_param(request.POST, "all")
-        details = {"before": "all" if everything else {str(k): v for k, v in before.items()}}
-        with audited(request.user, "purge_records", cluster=cluster, target=topic, dry_run=not apply,
-                     details=details) as entry:
-            outcome = services.purge_records(request.user, cluster, topic, before, everything, dry_run=not apply)
-            entry.update(outcome.details)
-        return outcome
+        return services.purge_records(request.user, cluster, topic, before, everything, dry_run=not apply)
 
     return _action(request, cluster, f"Purge records of {topic}", "topics_app/purge.html", run,
                    {"topic": topic, "done_url": reverse("topic", args=[cluster, topic])})
@@ -243,8 +223,7 @@ def topic_delete(request: HttpRequest, cluster: str, topic: str) -> HttpResponse
     def run(apply: bool) -> services.Outcome:
         if not apply:
             return services.Outcome(True, f"Type '{topic}' and press Delete to delete it for good.")
-        with audited(request.user, "delete_topic", cluster=cluster, target=topic):
-            return services.delete_topic(request.user, cluster, topic, request.POST.get("confirm", ""))
+        return services.delete_topic(request.user, cluster, topic, request.POST.get("confirm", ""))
 
     return _action(request, cluster, f"Delete {topic}", "topics_app/delete.html", run, {"topic": topic})
 
@@ -258,7 +237,7 @@ def messages_page(request: HttpRequest, cluster: str, topic: str) -> HttpRespons
     budget); without it the page asks its websocket for the newest messages as soon as it opens. The
     websocket then takes over for progress, stop, paging and live tail."""
     live = snapshots.live(cluster)
-    t = services.topic(live.snapshot, topic) if live.snapshot else None
+    t = reads.topic(live.snapshot, topic) if live.snapshot else None
     context: dict[str, Any] = {"live": live, "view": "status", "topic_name": topic, "topic": t, "form": request.GET,
                                "decodings": DECODINGS, "can_produce": may(request.user, "messages.produce", cluster, topic)}
     status = 200
@@ -292,7 +271,7 @@ def message_produce(request: HttpRequest, cluster: str, topic: str) -> HttpRespo
         value = browse.encode(p.get("value", ""), encoding, "value") if p.get("null_value") != "1" else None
         key = browse.encode(p.get("key"), "text", "key") if p.get("key") else None
         partition = int_param(p, "partition", minimum=0)
-        produced = browse.produce_message(request.user, cluster, topic, value, key, browse.parse_headers(p.get("headers", "")),
+        produced = services.produce_message(request.user, cluster, topic, value, key, browse.parse_headers(p.get("headers", "")),
                                           partition)
         messages.success(request, f"Produced to partition {produced.partition} at offset {produced.offset}.")
     except ConsoleError as exc:
@@ -309,7 +288,7 @@ def message_republish(request: HttpRequest, cluster: str, topic: str) -> HttpRes
         if partition is None or offset is None:
             raise BadParameter("Give the partition and offset of the message to republish.")
         target = (p.get("target") or topic).strip()
-        produced = browse.republish(request.user, cluster, topic, partition, offset, target)
+        produced = services.republish(request.user, cluster, topic, partition, offset, target)
         messages.success(request, f"Republished {topic}-{partition}@{offset} to {target}, partition {produced.partition} "
                                   f"at offset {produced.offset}.")
     except ConsoleError as exc:

@@ -52,6 +52,9 @@ class KafkaDouble:
         self.calls.append(("delete_records", dict(before)))
         return {p: self.end if o == -1 else o for p, o in before.items()}
 
+    def delete_topic(self, topic: str) -> None:
+        self.calls.append(("delete_topic", topic))
+
     def group_state(self, group_id: str) -> tuple[str, int, str]:
         return "Empty", 0, "consumer"
 

@@ -24,7 +24,7 @@ from console.models import AuditEntry
 from console.routing import websocket_urlpatterns
 from console.snapshots import store
 from tests.web.conftest import sample_snapshot
-from topics_app import browse
+from topics_app import browse, services
 from topics_app.models import MaskingPolicy
 
 EMAIL, CARD, KEY, TOKEN = "alice.secret@example.com", "4111222233334444", "customer-7781-key", "Bearer tok-SECRET-99"
@@ -67,6 +67,7 @@ def kafka_reads(redis_server: str, monkeypatch: pytest.MonkeyPatch) -> None:
     store.save(snap, snap.content_bytes())
     monkeypatch.setattr(gateway, "for_cluster", lambda name: object())
     monkeypatch.setattr(browse, "scan", fake_scan)
+    monkeypatch.setattr(services, "scan", fake_scan)  # (republish reads the message it copies)
     monkeypatch.setattr(browse, "tail", fake_tail)
 
 
@@ -164,7 +165,7 @@ def test_a_policy_change_counts_from_the_next_request(masked: Client) -> None:
 
 def test_a_masked_user_cannot_republish_a_masked_message(masked: Client, monkeypatch: pytest.MonkeyPatch) -> None:
     produced: list[Any] = []
-    monkeypatch.setattr(browse, "produce", lambda *args, **kwargs: produced.append(args))
+    monkeypatch.setattr(services, "produce", lambda *args, **kwargs: produced.append(args))
     response = masked.post(API + "republish/", {"partition": 0, "offset": 5, "target_topic": "orders-copy"},
                            content_type="application/json")
     assert response.status_code == 403 and "masked parts" in response.json()["detail"]

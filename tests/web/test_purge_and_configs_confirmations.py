@@ -156,3 +156,22 @@ def test_the_config_page_refuses_an_operators_retention_cut_with_its_reason(clie
     assert r.status_code == 403
     assert b"right to delete the topic" in r.content
     assert kafka.changes("alter_topic_configs") == []
+
+
+# Both ways in --------------------------------------------------------------------------------------------
+
+
+def test_the_page_and_the_api_record_the_same_audit_entry_for_the_same_change(client_as, kafka: KafkaDouble,
+                                                                              settings: Any) -> None:
+    settings.READ_YOUR_WRITES_WAIT = 0  # (the double changes no snapshot: nothing to wait for)
+    admin = client_as("admin")
+    assert admin.delete(API + "records/", {"offsets": {"1": 40}}, content_type="application/json").status_code == 200
+    assert admin.post(PAGE + "purge/", {"offsets": "1=40", "apply": "1"}).status_code == 302
+    assert admin.patch(API + "configs/", {"set": {"retention.ms": "1000"}}, content_type="application/json").status_code == 200
+    assert admin.post(PAGE + "configs/", {"configs": "retention.ms=1000", "apply": "1"}).status_code == 302
+    assert admin.delete(API, {"confirm": "orders"}, content_type="application/json").status_code == 200
+    assert admin.post(PAGE + "delete/", {"confirm": "orders", "apply": "1"}).status_code == 302
+    assert kafka.changes("delete_topic") == ["orders", "orders"]
+    entries = [(e.action, e.target, e.outcome, e.details) for e in AuditEntry.objects.exclude(action="login").order_by("id")]
+    assert [action for action, *_ in entries] == ["purge_records"] * 2 + ["alter_topic_configs"] * 2 + ["delete_topic"] * 2
+    assert entries[0] == entries[1] and entries[2] == entries[3] and entries[4] == entries[5]

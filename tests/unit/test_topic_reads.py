@@ -1,12 +1,12 @@
-"""topics_app.services: the topic layout grid and partition views, read from a snapshot."""
+"""topics_app.reads: the topic layout grid and partition views, read from a snapshot."""
 
 from __future__ import annotations
 
 import pytest
 
 from console.gateway.errors import NotFound
-from topics_app.services import cell, layout, partitions
-from topics_app.services import topic as find_topic
+from topics_app.reads import cell, layout, partitions
+from topics_app.reads import topic as find_topic
 
 from ._build import broker, part, snapshot, topic
 

@@ -1,0 +1,266 @@
+"""What the topic pages and API show, read from the watcher's snapshot (Kafka is asked only about a
+topic the snapshot does not show yet)."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from console import gateway
+from console.errors import BadParameter
+from console.gateway.errors import ClusterUnavailable, NotFound
+from console.listing import ordered, paginate, search
+from console.snapshots import PartitionState, Snapshot, TopicState, TopicTally, tallied
+from topics_app.validation import check_topic_name
+
+
+@dataclass
+class LayoutPage:
+    brokers: list[int]
+    topics: list[dict[str, Any]] = field(default_factory=list)
+    total: int = 0
+    page: int = 1
+    pages: int = 1
+
+
+def cell(p: PartitionState, broker: int, live: set[int]) -> str:
+    """How broker `broker` takes part in partition `p`: leader, in-sync, out-of-sync, offline or none."""
+    if broker not in p.replicas:
+        return ""
+    if broker not in live:
+        return "offline"
+    if broker == p.leader:
+        return "leader"
+    return "insync" if broker in p.isr else "outofsync"
+
+
+def layout(snap: Snapshot, query: str = "", page: int = 1, per_page: int = 20, internal: bool = False,
+           visible: Callable[[str], bool] | None = None) -> LayoutPage:
+    """`visible`: the topic names the user may see (None: all of them)."""
+    brokers = sorted(snap.brokers)
+    live = snap.live_broker_ids()
+    needle = query.lower()
+    names = sorted(n for n, t in snap.topics.items() if (internal or not t.internal) and needle in n.lower()
+                   and (visible is None or visible(n)))
+    pages = max(1, math.ceil(len(names) / per_page))
+    page = min(max(page, 1), pages)
+    result = LayoutPage(brokers=brokers, total=len(names), page=page, pages=pages)
+    for name in names[(page - 1) * per_page : page * per_page]:
+        t = snap.topics[name]
+        result.topics.append(
+            {
+                "name": name,
+                "internal": t.internal,
+                "replication_factor": t.replication_factor,
+                "min_isr": t.min_isr,
+                "partitions": [
+                    {
+                        "partition": p.partition,
+                        "leader": p.leader,
+                        "replicas": p.replicas,
+                        "isr": p.isr,
+                        "offline": p.offline,
+                        "under_replicated": p.under_replicated,
+                        "under_min_isr": p.under_min_isr(t.min_isr),
+                        "cells": [cell(p, b, live) for b in brokers],
+                    }
+                    for p in t.partitions
+                ],
+            }
+        )
+    return result
+
+
+_absent: dict[tuple[str, str], float] = {}  # (cluster, topic) -> until when Kafka said "no such topic"
+
+
+def topic(snap: Snapshot, name: str) -> TopicState:
+    """A topic from the snapshot or, when the snapshot does not show it yet (created a moment ago,
+    by the console or anyone else), from Kafka: a topic Kafka has is never a 404. A name Kafka does
+    not have either is remembered for two seconds, so live pages of a deleted topic cost Kafka little."""
+    found = snap.topics.get(name)
+    if found is not None:
+        return found
+    key = (snap.cluster, name)
+    if _absent.get(key, 0.0) < time.monotonic() and snap.reachable and _could_exist(name):
+        try:
+            meta = gateway.for_cluster(snap.cluster).topic_metadata(name)
+        except NotFound:
+            _absent[key] = time.monotonic() + 2.0
+        except ClusterUnavailable:
+            pass
+        else:
+            live = snap.live_broker_ids()
+            return TopicState(name, meta.internal, [
+                PartitionState(p.partition, p.leader, list(p.replicas), list(p.isr), [r for r in p.replicas if r not in live])
+                for p in meta.partitions
+            ])
+    raise NotFound(f"Topic '{name}' does not exist on cluster '{snap.cluster}'.")
+
+
+def _could_exist(name: str) -> bool:
+    """A name Kafka would refuse to create cannot name a topic: no need to ask."""
+    try:
+        check_topic_name(name)
+    except BadParameter:
+        return False
+    return True
+
+
+def partitions(snap: Snapshot, name: str) -> list[dict[str, Any]]:
+    t = topic(snap, name)
+    return [
+        {
+            "partition": p.partition,
+            "leader": None if p.offline else p.leader,
+            "replicas": p.replicas,
+            "isr": p.isr,
+            "offline_replicas": p.offline_replicas,
+            "preferred_leader": p.preferred_leader,
+            "offline": p.offline,
+            "under_replicated": p.under_replicated,
+            "under_min_isr": p.under_min_isr(t.min_isr),
+            "start_offset": p.start_offset,
+            "end_offset": p.end_offset,
+            "messages": p.messages,
+            "size": p.size,
+            "replica_sizes": p.replica_sizes,
+        }
+        for p in t.partitions
+    ]
+
+
+# Topics list --------------------------------------------------------------------------------------
+
+SORTS = {
+    "name": "name",
+    "partitions": "partitions",
+    "replication_factor": "replication factor",
+    "size": "size",
+    "messages": "messages",
+    "produce_rate": "produce rate",
+    "under_replicated": "under-replicated",
+}
+
+
+@dataclass
+class TopicsPage:
+    rows: list[dict[str, Any]]
+    total: int
+    page: int
+    pages: int
+    per_page: int
+
+
+# Per cluster: the version's key, its rows, and per topic what its row was made from (the topic, its groups) with the row.
+_rows_cache: dict[str, tuple[tuple[Any, ...], list[dict[str, Any]], dict[str, tuple[TopicState, list[str], dict[str, Any]]]]] = {}
+
+
+def topic_rows(snap: Snapshot) -> list[dict[str, Any]]:
+    """One summary row per topic, computed once per snapshot version and reused by every request.
+    A topic's row is made from its TopicState's tally (`tallied`, shared with the overview) and the
+    groups reading it only: one whose TopicState is the object of the version before (the store keeps
+    what did not change) and whose groups are the same keeps its row, since making every row again
+    each version costs more than the cycle can spare on the largest clusters."""
+    key = (snap.version, snap.offsets_at)
+    held = _rows_cache.get(snap.cluster)
+    if held is not None and held[0] == key:
+        return held[1]
+    before = held[2] if held is not None else {}
+    tallies: dict[str, tuple[TopicState, TopicTally]] | None = None
+    rows = []
+    made = {}
+    for name, t in snap.topics.items():
+        groups = snap.topic_groups.get(name, [])
+        seen = before.get(name)
+        if seen is None or seen[0] is not t or seen[1] != groups:
+            if tallies is None:
+                tallies = tallied(snap)[0]
+            seen = (t, groups, _row(snap, t, tallies[name][1]))
+        made[name] = seen
+        rows.append(seen[2])
+    _rows_cache[snap.cluster] = (key, rows, made)
+    return rows
+
+
+def _row(snap: Snapshot, t: TopicState, tally: TopicTally | None = None) -> dict[str, Any]:
+    tally = tally if tally is not None else TopicTally.of(t)
+    return {
+        "name": t.name,
+        "internal": t.internal,
+        "partitions": tally.partitions,
+        "replication_factor": tally.replication_factor,
+        "min_isr": t.min_isr,
+        "under_replicated": tally.under_replicated,
+        "offline": tally.offline,
+        "under_min_isr": tally.under_min_isr,
+        "size": tally.size,
+        "messages": tally.messages,
+        "produce_rate": t.produce_rate,
+        "groups": snap.topic_groups.get(t.name, []),
+    }
+
+
+def topic_summary(snap: Snapshot, name: str) -> dict[str, Any]:
+    """A topic's row of the topics list, also for a topic only Kafka knows yet (see `topic`)."""
+    t = topic(snap, name)
+    if snap.topics.get(name) is t:
+        return next(r for r in topic_rows(snap) if r["name"] == name)
+    return _row(snap, t)
+
+
+def topics_page(snap: Snapshot, *, query: str = "", regex: bool = False, sort: str = "name", descending: bool = False,
+                page: int = 1, per_page: int = 50, internal: bool = False,
+                visible: Callable[[str], bool] | None = None) -> TopicsPage:
+    """`visible`: the topic names the user may see (None: all of them), cut before the count and the pages."""
+    if sort not in SORTS:
+        raise BadParameter(f"'sort' must be one of {', '.join(SORTS)}, not '{sort[:50]}'.")
+    every = topic_rows(snap)
+
+    def build() -> list[dict[str, Any]]:
+        rows = every if internal else [r for r in every if not r["internal"]]
+        if visible is not None:
+            rows = [r for r in rows if visible(r["name"])]
+        rows = search(rows, "name", query, regex)
+        if sort == "name":
+            return sorted(rows, key=lambda r: r["name"], reverse=descending)
+        known = [r for r in rows if r[sort] is not None]
+        unknown = [r for r in rows if r[sort] is None]
+        known.sort(key=lambda r: (r[sort], r["name"]), reverse=descending)
+        return known + sorted(unknown, key=lambda r: r["name"])  # unknown values last either way
+
+    rows = ordered("topics", snap.cluster, every, (query, regex, internal, sort, descending, getattr(visible, "key", None)), build)
+    shown, page, pages = paginate(rows, page, per_page)
+    return TopicsPage(rows=shown, total=len(rows), page=page, pages=pages, per_page=per_page)
+
+
+def topic_group_lags(snap: Snapshot, name: str, visible: Callable[[str], bool] | None = None) -> list[dict[str, Any]]:
+    """The consumer groups of a topic with their lag on it: max(0, end offset - committed) summed
+    over the partitions they committed; a partition assigned but never committed is 'unknown'.
+    `visible`: the group ids the user may see (None: all)."""
+    t = topic(snap, name)
+    ends = {p.partition: p.end_offset for p in t.partitions}
+    rows = []
+    for gid in snap.topic_groups.get(name, []):
+        g = snap.groups.get(gid)
+        if g is None or (visible is not None and not visible(gid)):
+            continue
+        lag, committed, unknown = 0, 0, 0
+        for key, offset in g.offsets.items():
+            topic_name, _, part = key.rpartition(":")
+            end = ends.get(int(part))
+            if topic_name != name:
+                continue
+            committed += 1
+            if end is None:
+                unknown += 1
+            else:
+                lag += max(0, end - offset)
+        assigned = {a[1] for m in g.members for a in m.assignment if a[0] == name}
+        unknown += len(assigned - {int(k.rpartition(":")[2]) for k in g.offsets if k.rpartition(":")[0] == name})
+        rows.append({"group": gid, "state": g.state, "members": len(g.members), "lag": lag,
+                     "partitions": committed, "unknown_partitions": unknown})
+    return rows
