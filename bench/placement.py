@@ -24,7 +24,8 @@ def main() -> None:
     parser.add_argument("--no-append", action="store_true")
     args = parser.parse_args()
     setup_django()
-    from brokers_app.placement import Broker, ClusterLayout, PartitionInfo, PlanRequest, plan
+    from brokers_app.placement.model import Broker, ClusterLayout, PartitionInfo, PlanRequest
+    from brokers_app.placement.planner import plan
 
     rng = random.Random(7)
     ids = list(range(1, args.brokers + 1))

@@ -2,8 +2,8 @@
 
 `.venv/bin/python -m bench.throttle [--throttle-mb 1] [--data-mb 24]` starts the test cluster (own
 ports, see tests/support.py), writes --data-mb into one single-replica partition on broker 1, sets the
-throttle configs the console's jobs set (brokers_app.jobs.throttle_configs) and moves the partition to
-broker 2 through the gateway, as a job does. Broker 2's copy is sampled from its log dir every second;
+throttle configs a reassignment job sets (brokers_app.reassignment_moves.throttle_configs) and moves
+the partition to broker 2 through the gateway, as a job does. Broker 2's copy is sampled from its log dir every second;
 the rate over the copy (first to last sample strictly between empty and full) is compared with the
 throttle. Throttles are removed at the end and checked gone. Appends to docs/benchmarks.md.
 """
@@ -28,7 +28,8 @@ def main() -> None:
     setup_django()
     from confluent_kafka import Producer
 
-    from brokers_app.jobs import THROTTLE_KEYS, Move, remove_throttles, throttle_configs
+    from brokers_app.reassignment_moves import THROTTLE_KEYS, Move, throttle_configs
+    from brokers_app.reassignment_runner import remove_throttles
     from console import gateway
 
     rate = int(args.throttle_mb * 1024 * 1024)

@@ -9,14 +9,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from brokers_app import elections, jobs, placement, services
-from brokers_app.models import ReassignmentJob
-from brokers_app.views import event_filters
+from brokers_app import services
 from console import gateway, snapshots
 from console.api_edge import INT32_MAX, Body, StrictCharField, StrictIntegerField, validated
-from console.audit import audited
 from console.auth import access_for, may, visible
-from console.errors import BadParameter, Forbidden
+from console.errors import Forbidden
 from console.params import int_param
 from console.snapshots import require_snapshot
 
@@ -71,7 +68,7 @@ class EventList(APIView):
     )
     def get(self, request: Request, cluster: str) -> Response:
         gateway.cluster_config(cluster)
-        filters = event_filters(request.query_params)
+        filters = services.event_filters(request.query_params)
         before = int_param(request.query_params, "before", minimum=1)
         limit = int_param(request.query_params, "limit", 100, minimum=1, maximum=1000) or 100
         rows = services.events(cluster, before=before, limit=limit, **filters, topics=visible("topic.view", cluster, "topics"),
@@ -107,11 +104,7 @@ class LeaderElections(APIView):
             raise Forbidden("An unclean leader election needs the admin role (the leaders.elect_unclean action).")
         snap = require_snapshot(snapshots.live(cluster))
         parts = [(p["topic"], p["partition"]) for p in d["partitions"]]
-        with audited(request.user, "elect_leaders", cluster=cluster, target=d["type"],
-                     details={"topics": d["topics"], "partitions": [f"{t}-{p}" for t, p in parts]}) as entry:
-            result = elections.elect(cluster, snap, unclean, d["topics"], parts, d["confirm"])
-            entry.update({k: result[k] for k in ("elected", "not_needed", "failed")})
-        return Response(result)
+        return Response(services.elect_leaders(request.user, cluster, snap, unclean, d["topics"], parts, d["confirm"]))
 
 
 class PlanBody(Body):
@@ -130,32 +123,6 @@ class PlanBody(Body):
                                                                help_text="With kind=import: replica lists may change length.")
 
 
-def make_plan(cluster: str, d: dict) -> dict:
-    """The plan for a validated request body, from the watcher's snapshot (refusals as 400)."""
-    snap = require_snapshot(snapshots.live(cluster))
-    layout = placement.layout_from_snapshot(snap)
-    try:
-        if d["kind"] == "import":
-            if d.get("plan") is None:
-                raise BadParameter("An import needs 'plan': Kafka's reassignment JSON.")
-            result = placement.plan_from_reassignment(layout, d["plan"], allow_rf_change=d.get("allow_replication_factor_change", False))
-        else:
-            result = placement.plan(layout, placement.PlanRequest.from_dict(d))
-    except placement.PlanError as exc:
-        raise BadParameter(str(exc)) from None
-    down = sorted(b.id for b in snap.brokers.values() if not b.up)
-    live = len(snap.brokers) - len(down)
-    if d["kind"] == "replication_factor" and d.get("replication_factor") and d["replication_factor"] > live:
-        raise BadParameter(f"Replication factor {d['replication_factor']} is more than the {live} live brokers "
-                           f"({placement.brokers_text(down)} {'is' if len(down) == 1 else 'are'} down).")
-    for change in result.changes:
-        onto_down = sorted(set(change.added) & set(down))
-        if onto_down:
-            raise BadParameter(f"The plan puts a replica of {change.topic}-{change.partition} on {placement.brokers_text(onto_down)}, "
-                               "which is down: bring it back first, or decommission it.")
-    return result.to_dict()
-
-
 class Reassignments(APIView):
     actions = {"GET": "reassignments.view", "POST": "partitions.reassign"}
 
@@ -164,8 +131,7 @@ class Reassignments(APIView):
     def get(self, request: Request, cluster: str) -> Response:
         gateway.cluster_config(cluster)
         limit = int_param(request.query_params, "limit", 50, minimum=1, maximum=500) or 50
-        rows = ReassignmentJob.objects.filter(cluster=cluster)[:limit]
-        return Response({"jobs": [j.summary() for j in rows]})
+        return Response({"jobs": [j.summary() for j in services.reassignment_jobs(cluster, limit)]})
 
     @extend_schema(request=PlanBody, responses=OpenApiTypes.OBJECT,
                    summary="Plan a reassignment with as little data moved as possible, or import Kafka's JSON; the plan "
@@ -173,9 +139,8 @@ class Reassignments(APIView):
                            "reassignment JSON under 'plan'")
     def post(self, request: Request, cluster: str) -> Response:
         d = validated(PlanBody, request)
-        plan = make_plan(cluster, d)
-        job = jobs.create(cluster, request.user, plan)
-        return Response({"id": job.id, "state": job.state, **plan}, status=201)
+        job = services.plan_reassignment(cluster, request.user, d)
+        return Response({"id": job.id, "state": job.state, **job.plan}, status=201)
 
 
 class JobAction(Body):
@@ -193,21 +158,16 @@ class ReassignmentDetail(APIView):
     @extend_schema(responses=OpenApiTypes.OBJECT, summary="A job: its plan, progress, verification")
     def get(self, request: Request, cluster: str, job_id: int) -> Response:
         gateway.cluster_config(cluster)
-        return Response(jobs.get(cluster, job_id).as_dict())
+        return Response(services.reassignment_job(cluster, job_id).as_dict())
 
     @extend_schema(request=JobAction, responses=OpenApiTypes.OBJECT,
                    summary="Execute a planned job (in the background, throttled) or cancel one (moves go back)")
     def post(self, request: Request, cluster: str, job_id: int) -> Response:
         gateway.cluster_config(cluster)
         d = validated(JobAction, request)
-        job = jobs.get(cluster, job_id)
-        details = {"job": job.id, "request": job.plan.get("request"), "totals": job.plan.get("totals")}
+        job = services.reassignment_job(cluster, job_id)
         if d["action"] == "execute":
-            details |= {"plan": job.plan.get("plan"), "throttle": d["throttle_bytes_per_second"],
-                        "max_moves_per_broker": d["max_moves_per_broker"]}
-        with audited(request.user, f"reassignment_{d['action']}", cluster=cluster, target=f"job {job.id}", details=details):
-            if d["action"] == "execute":
-                job = jobs.execute(job, request.user, d["throttle_bytes_per_second"], d["max_moves_per_broker"])
-            else:
-                job = jobs.cancel(job)
+            job = services.execute_reassignment(request.user, job, d["throttle_bytes_per_second"], d["max_moves_per_broker"])
+        else:
+            job = services.cancel_reassignment(request.user, job)
         return Response(job.as_dict(), status=202 if job.active else 200)

@@ -14,7 +14,7 @@ class BrokersAppConfig(AppConfig):
         registry.register_events(EventTable())
         live.register_live_state(lambda cluster: snapshots.live(cluster, fresh=False))
         live.register_fragment("overview", views.overview_fragment, shared=True)
-        live.register_events(live.EventsView(filters=views.event_filters, matches=services.event_matches, rows=views.event_rows))
+        live.register_events(live.EventsView(filters=services.event_filters, matches=services.event_matches, rows=views.event_rows))
         live.register_view("reassignments", action="reassignments.view")
         live.register_on_message("reassignment.progress", live.OnMessage(
             "reassignment", views.job_fragment, wants=lambda params, message: params.get("job") == str(message["job"])),

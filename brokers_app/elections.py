@@ -13,6 +13,7 @@ from typing import Any
 from console import gateway
 from console.errors import BadParameter
 from console.gateway.errors import NotFound
+from console.gateway.types import TopicPartition
 from console.snapshots import store
 from console.snapshots.model import Snapshot
 
@@ -20,11 +21,11 @@ UNCLEAN_WARNING = ("An unclean election makes an out-of-sync replica the leader:
                    "had are gone for good, and consumers may see offsets go back.")
 
 
-def scope(snap: Snapshot, topics: list[str], partitions: list[tuple[str, int]]) -> list[tuple[str, int]] | None:
+def scope(snap: Snapshot, topics: list[str], partitions: list[TopicPartition]) -> list[TopicPartition] | None:
     """The partitions named (whole topics, single partitions); None when nothing is named: all of them."""
     if not topics and not partitions:
         return None
-    chosen: set[tuple[str, int]] = set()
+    chosen: set[TopicPartition] = set()
     for name in topics:
         t = snap.topics.get(name)
         if t is None:
@@ -46,10 +47,10 @@ def _first_replica(snap: Snapshot, topic: str, number: int) -> int:
     return p.replicas[0] if p is not None and p.replicas else -1
 
 
-def elect(cluster: str, snap: Snapshot, unclean: bool, topics: list[str], partitions: list[tuple[str, int]],
+def elect(cluster: str, snap: Snapshot, unclean: bool, topics: list[str], partitions: list[TopicPartition],
           confirm: str = "") -> dict[str, Any]:
     """Run an election; an unclean one only with the cluster's name typed again as `confirm` (checked
-    here, inside the caller's audit, so a refusal is recorded as one)."""
+    here, inside the audit of services.elect_leaders, so a refusal is recorded as one)."""
     if unclean and confirm != cluster:
         raise BadParameter(f"{UNCLEAN_WARNING} To go ahead, type the cluster's name ('{cluster}') as 'confirm'.")
     chosen = scope(snap, topics, partitions)

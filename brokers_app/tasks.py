@@ -13,7 +13,7 @@ from django.conf import settings
 from django.utils import timezone
 
 import console.celery  # noqa: F401  (the app every shared_task here is sent through: console/__init__.py)
-from brokers_app import balance, jobs
+from brokers_app import balance, reassignment_runner, services
 from brokers_app.models import Event
 from console import gateway, snapshots
 from console.retention import prune
@@ -24,15 +24,15 @@ log = logging.getLogger(__name__)
 @shared_task(ignore_result=True, acks_late=True)
 def run_reassignment(job_id: int) -> str:
     """Carry a job to its end; returns at once when another worker holds it or it has ended."""
-    return jobs.Runner(job_id).run()
+    return reassignment_runner.Runner(job_id).run()
 
 
 @shared_task(ignore_result=True)
 def reassignment_watchdog() -> list[int]:
     """Beat, every few seconds: hand every active job no worker holds to a worker."""
-    orphans = jobs.orphans()
+    orphans = reassignment_runner.orphans()
     for job_id in orphans:
-        jobs.dispatch(job_id)
+        services.dispatch(job_id)
     return orphans
 
 

@@ -12,9 +12,9 @@ from django.template.loader import render_to_string
 
 from brokers_app import services
 from brokers_app.models import Event
-from console import error_responses, snapshots
+from console import snapshots
 from console.auth import allow, visible
-from console.params import choice_param, int_param, topic_param
+from console.params import int_param
 from console.watcher.diff import KINDS
 
 
@@ -33,18 +33,10 @@ def overview(request: HttpRequest, cluster: str) -> HttpResponse:
     return render(request, "brokers_app/overview.html", {**overview_context(live), "view": "overview"})
 
 
-def event_filters(params: Mapping[str, str]) -> dict[str, Any]:
-    return {
-        "kind": choice_param(params, "kind", KINDS),
-        "topic": topic_param(params, "topic"),
-        "broker": int_param(params, "broker", minimum=0),
-    }
-
-
 @allow(GET="cluster.view")
 def events(request: HttpRequest, cluster: str) -> HttpResponse:
     live = snapshots.live(cluster)
-    filters = event_filters(request.GET)
+    filters = services.event_filters(request.GET)
     before = int_param(request.GET, "before", minimum=1)
     rows = services.events(cluster, before=before, limit=200, **filters, topics=visible("topic.view", cluster, "topics"),
                            groups=visible("group.view", cluster, "groups"))
@@ -110,9 +102,6 @@ def reassignments(request: HttpRequest, cluster: str) -> HttpResponse:
     from django.shortcuts import redirect
     from django.urls import reverse
 
-    from brokers_app import jobs
-    from brokers_app.api import make_plan
-    from brokers_app.models import ReassignmentJob
     from console.errors import ConsoleError
 
     live = snapshots.live(cluster)
@@ -120,30 +109,22 @@ def reassignments(request: HttpRequest, cluster: str) -> HttpResponse:
     status = 200
     try:
         if request.method == "POST" and request.POST.get("action") == "election":
-            from brokers_app import elections
-            from console.audit import audited
-
             snap = snapshots.require_snapshot(live)
-            with audited(request.user, "elect_leaders", cluster=cluster, target="preferred", details={"scope": "cluster"}) as entry:
-                result = elections.elect(cluster, snap, False, [], [])
-                entry.update({k: result[k] for k in ("elected", "not_needed", "failed")})
-            context["election"] = result
+            context["election"] = services.elect_leaders(request.user, cluster, snap, False, [], [])
         elif request.method == "POST":
-            plan = make_plan(cluster, _plan_form(request.POST))
-            job = jobs.create(cluster, request.user, plan)
+            job = services.plan_reassignment(cluster, request.user, _plan_form(request.POST))
             return redirect(reverse("reassignment", args=[cluster, job.id]))
         elif request.GET.get("preview") == "1":
-            context["plan"] = make_plan(cluster, _plan_form(request.GET))
+            context["plan"] = services.make_plan(cluster, _plan_form(request.GET))
     except ConsoleError as exc:
-        context["error"], status = error_responses.form_error(exc)
-    context["jobs"] = list(ReassignmentJob.objects.filter(cluster=cluster)[:100])
+        context["error"] = exc.message
+        status = exc.http_status
+    context["jobs"] = services.reassignment_jobs(cluster, 100)
     return render(request, "brokers_app/reassignments.html", context, status=status)
 
 
 def job_context(cluster: str, job_id: int) -> dict[str, Any]:
-    from brokers_app import jobs
-
-    job = jobs.get(cluster, job_id)
+    job = services.reassignment_job(cluster, job_id)
     return {"job": job, "plan": job.as_dict(), "progress": job.progress}
 
 
@@ -159,8 +140,6 @@ def reassignment(request: HttpRequest, cluster: str, job_id: int) -> HttpRespons
     from django.shortcuts import redirect
     from django.urls import reverse
 
-    from brokers_app import jobs
-    from console.audit import audited
     from console.errors import ConsoleError
 
     live = snapshots.live(cluster)
@@ -176,17 +155,14 @@ def reassignment(request: HttpRequest, cluster: str, job_id: int) -> HttpRespons
                 raise BadParameter("Choose execute or cancel.")
             throttle = int_param(request.POST, "throttle_mb", minimum=0, maximum=10**6)
             max_moves = int_param(request.POST, "max_moves", minimum=1, maximum=1000)
-            details = {"job": job.id, "request": job.plan.get("request"), "totals": job.plan.get("totals")}
             if action == "execute":
-                details |= {"plan": job.plan.get("plan"), "throttle_mb": throttle, "max_moves_per_broker": max_moves}
-            with audited(request.user, f"reassignment_{action}", cluster=cluster, target=f"job {job.id}", details=details):
-                if action == "execute":
-                    jobs.execute(job, request.user, throttle * 1024 * 1024 if throttle else None, max_moves)
-                else:
-                    jobs.cancel(job)
+                services.execute_reassignment(request.user, job, throttle * 1024 * 1024 if throttle else None, max_moves)
+            else:
+                services.cancel_reassignment(request.user, job)
             return redirect(reverse("reassignment", args=[cluster, job.id]))
         except ConsoleError as exc:
-            context["error"], status = error_responses.form_error(exc)
+            context["error"] = exc.message
+            status = exc.http_status
     from django.conf import settings
 
     context["default_throttle_mb"] = max(1, settings.REASSIGNMENT_THROTTLE // (1024 * 1024))
@@ -199,9 +175,7 @@ def reassignment_json(request: HttpRequest, cluster: str, job_id: int) -> HttpRe
     """The plan as the file kafka-reassign-partitions --execute/--verify reads."""
     import json
 
-    from brokers_app import jobs
-
-    job = jobs.get(cluster, job_id)
+    job = services.reassignment_job(cluster, job_id)
     response = HttpResponse(json.dumps(job.plan.get("plan", {}), indent=2) + "\n", content_type="application/json")
     response["Content-Disposition"] = f'attachment; filename="reassignment-{cluster}-{job.id}.json"'
     return response

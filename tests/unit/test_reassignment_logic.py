@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from brokers_app.balance import findings
-from brokers_app.jobs import DONE, MOVING, PENDING, Move, next_batch, rate_and_eta, throttle_configs
+from brokers_app.reassignment_moves import DONE, MOVING, PENDING, Move, next_batch, rate_and_eta, throttle_configs
 from console.snapshots.model import BrokerState, PartitionState, Snapshot, TopicState
 
 
@@ -99,7 +99,7 @@ def test_a_balanced_cluster_raises_nothing() -> None:
 
 
 def test_a_refusal_names_the_first_refused_partition_and_kafkas_words() -> None:
-    from brokers_app.jobs import refusal
+    from brokers_app.reassignment_moves import refusal
 
     assert refusal({("a", 1): None, ("a", 0): None}) is None
     assert refusal({("b", 2): "Replica assignment is invalid", ("a", 5): "Broker 9 is not registered", ("a", 0): None}) \

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from brokers_app import jobs
+from brokers_app import reassignment_runner
 from console.snapshots import change_shown
 
 from ._build import part, snapshot, topic
@@ -33,7 +33,7 @@ def test_a_finished_job_notes_the_replica_sets_it_left(monkeypatch: pytest.Monke
 
     noted: list[tuple[str, dict[str, Any]]] = []
     monkeypatch.setattr(store, "note_change", lambda cluster, expect: noted.append((cluster, expect)))
-    jobs.note_replicas(_Job(), target="after")  # type: ignore[arg-type]
-    jobs.note_replicas(_Job(), target="before")  # type: ignore[arg-type]
+    reassignment_runner.note_replicas(_Job(), target="after")  # type: ignore[arg-type]
+    reassignment_runner.note_replicas(_Job(), target="before")  # type: ignore[arg-type]
     assert noted == [("local", {"replicas:orders:0": [3, 4], "replicas:orders:1": [1, 3]}),
                      ("local", {"replicas:orders:0": [1, 2], "replicas:orders:1": [2, 3]})]

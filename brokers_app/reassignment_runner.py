@@ -1,9 +1,8 @@
-"""Reassignment jobs: a stored plan carried out by a Celery worker, in batches, under a throttle.
+"""The worker's side of a reassignment job: `Runner` carries a stored plan out in batches, under a
+throttle, and `verify` checks the result.
 
-The pure part (which moves to start next, which throttle configs to set, progress arithmetic) is
-separate from `Runner`, which talks to Kafka through the gateway and keeps the job's state in the
-database. A runner holds a lease on its job (renewed every step); when the worker dies the lease runs
-out, the watchdog (Celery beat) hands the job to another worker, and that runner carries on from the
+A runner holds a lease on its job (renewed every step); when the worker dies the lease runs out,
+the watchdog (Celery beat) hands the job to another worker, and that runner carries on from the
 database and Kafka's list of ongoing reassignments. Throttles are removed at the end, on cancel and
 on failure; the throttles a job set are recorded before they are set, so a successor removes them too.
 """
@@ -14,219 +13,55 @@ import contextlib
 import logging
 import time
 import uuid
-from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
-from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from brokers_app.models import ReassignmentJob
+from brokers_app.reassignment_moves import (
+    BROKER_RATE_KEYS,
+    DONE,
+    MOVING,
+    PENDING,
+    REVERTED,
+    REVERTING,
+    SKIPPED,
+    THROTTLE_KEYS,
+    TOPIC_REPLICA_KEYS,
+    Move,
+    baseline_key,
+    moves_of,
+    next_batch,
+    rate_and_eta,
+    refusal,
+    sized,
+    throttle_configs,
+)
 from console import gateway
-from console.errors import BadParameter, Conflict
 from console.gateway.errors import GatewayError, NotFound
 from console.snapshots import store
 
 log = logging.getLogger(__name__)
-
-BROKER_RATE_KEYS = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
-TOPIC_REPLICA_KEYS = ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
-THROTTLE_KEYS = frozenset(BROKER_RATE_KEYS + TOPIC_REPLICA_KEYS)
 
 LEASE_SECONDS = 15.0
 STEP_SECONDS = 1.0
 ISR_WAIT_SECONDS = 60.0
 STRAY_SECONDS = 15.0  # a partition neither moving nor at its target for this long was changed by someone else
 
-PENDING, MOVING, DONE, REVERTING, REVERTED, SKIPPED = "pending", "moving", "done", "reverting", "reverted", "skipped"
-
-
-@dataclass(frozen=True)
-class Move:
-    topic: str
-    partition: int
-    before: tuple[int, ...]
-    after: tuple[int, ...]
-    size: int
-
-    @property
-    def key(self) -> tuple[str, int]:
-        return (self.topic, self.partition)
-
-    @property
-    def added(self) -> tuple[int, ...]:
-        return tuple(b for b in self.after if b not in self.before)
-
-    @property
-    def removed(self) -> tuple[int, ...]:
-        return tuple(b for b in self.before if b not in self.after)
-
-    @property
-    def brokers(self) -> set[int]:
-        """The brokers a movement loads: those receiving a copy and those giving one up."""
-        return set(self.added) | set(self.removed)
-
-    @property
-    def bytes(self) -> int:
-        return self.size * len(self.added)
-
-
-def moves_of(plan: dict[str, Any]) -> list[Move]:
-    return [Move(p["topic"], p["partition"], tuple(p["before"]), tuple(p["after"]), int(p.get("size") or 0))
-            for p in plan.get("partitions", [])]
-
-
-def next_batch(moves: Sequence[Move], states: Sequence[str], max_per_broker: int,
-               startable: str = PENDING, busy: Iterable[str] = (MOVING, REVERTING)) -> list[int]:
-    """Indexes of the moves to start now: in plan order, each only while every broker it loads
-    has fewer than `max_per_broker` movements in flight (counting the ones started here)."""
-    busy = set(busy)
-    load: Counter[int] = Counter()
-    for m, s in zip(moves, states, strict=True):
-        if s in busy:
-            load.update(m.brokers)
-    chosen = []
-    for i, (m, s) in enumerate(zip(moves, states, strict=True)):
-        if s != startable:
-            continue
-        if all(load[b] < max_per_broker for b in m.brokers):
-            chosen.append(i)
-            load.update(m.brokers)
-    return chosen
-
-
-def throttle_configs(moves: Iterable[Move], rate: int) -> tuple[dict[int, dict[str, str]], dict[str, dict[str, str]]]:
-    """The broker rates and topic replica lists for these moves, as Kafka's own tool sets them, but
-    listing old and new replicas on both sides so a cancel (copying back) is throttled too.
-    Replicas in the ISR are never throttled by Kafka, so listing them costs live traffic nothing."""
-    brokers: set[int] = set()
-    per_topic: dict[str, set[str]] = {}
-    for m in moves:
-        if m.before == m.after:
-            continue
-        involved = dict.fromkeys([*m.before, *m.after])
-        brokers |= set(involved)
-        per_topic.setdefault(m.topic, set()).update(f"{m.partition}:{b}" for b in involved)
-    broker_cfg = {b: {k: str(rate) for k in BROKER_RATE_KEYS} for b in sorted(brokers)}
-    topic_cfg = {t: {k: ",".join(sorted(v, key=lambda s: tuple(int(x) for x in s.split(":")))) for k in TOPIC_REPLICA_KEYS}
-                 for t, v in sorted(per_topic.items())}
-    return broker_cfg, topic_cfg
-
-
-def rate_and_eta(samples: Sequence[tuple[float, int]], remaining: int) -> tuple[float | None, float | None]:
-    """Copy rate (bytes/s) over the samples' window, and the seconds left at that rate."""
-    if len(samples) < 2:
-        return None, None
-    (t0, b0), (t1, b1) = samples[0], samples[-1]
-    if t1 <= t0:
-        return None, None
-    rate = max(0.0, (b1 - b0) / (t1 - t0))
-    if remaining <= 0:
-        return rate, 0.0
-    return rate, (remaining / rate if rate > 0 else None)
-
-
-def baseline_key(topic: str, partition: int) -> str:
-    return f"{topic}\t{partition}"
-
-
-def sized(m: Move, baseline: dict[str, Any]) -> Move:
-    """The move with the size its log had when the job started (when known), not the plan's."""
-    row = baseline.get(baseline_key(m.topic, m.partition)) or []
-    size = row[2] if len(row) > 2 and row[2] is not None else None
-    return m if size is None else Move(m.topic, m.partition, m.before, m.after, int(size))
-
-
-# Starting, executing, cancelling (the API and the pages call these) ---------------------------------
-
-
-def create(cluster: str, user: Any, plan: dict[str, Any]) -> ReassignmentJob:
-    return ReassignmentJob.objects.create(cluster=cluster, created_by=getattr(user, "username", "") or "",
-                                          kind=plan["request"]["kind"], plan=plan)
-
-
-def get(cluster: str, job_id: int) -> ReassignmentJob:
-    job = ReassignmentJob.objects.filter(cluster=cluster, id=job_id).first() if 0 < job_id < 2**63 else None
-    if job is None:
-        raise NotFound(f"There is no reassignment job {job_id} on cluster '{cluster}'.")
-    return job
-
-
-def execute(job: ReassignmentJob, user: Any, throttle: int | None, max_moves: int | None) -> ReassignmentJob:
-    from django.conf import settings
-
-    if job.state != ReassignmentJob.PLANNED:
-        raise Conflict(f"Job {job.id} is {job.state}; only a planned job can be executed (plan again to run it again).")
-    if not job.plan.get("partitions"):
-        raise BadParameter(f"Job {job.id} moves nothing: the cluster already matches the plan.")
-    running = ReassignmentJob.objects.filter(cluster=job.cluster, active=True).exclude(id=job.id).first()
-    if running is not None:
-        raise Conflict(f"Job {running.id} is {running.state} on cluster '{job.cluster}'; one job runs at a time.")
-    job.throttle = throttle or settings.REASSIGNMENT_THROTTLE
-    job.max_moves = max_moves or settings.REASSIGNMENT_MAX_MOVES_PER_BROKER
-    job.state, job.active = ReassignmentJob.QUEUED, True
-    job.executed_by = getattr(user, "username", "") or ""
-    job.moves = [PENDING] * len(job.plan["partitions"])
-    job.progress = {"partitions_done": 0, "partitions_total": len(job.moves), "bytes_copied": 0,
-                    "bytes_total": sum(m.bytes for m in moves_of(job.plan)), "rate": None, "eta_seconds": None}
-    try:
-        with transaction.atomic():
-            job.save()
-    except IntegrityError:
-        running = ReassignmentJob.objects.filter(cluster=job.cluster, active=True).first()
-        raise Conflict(f"Job {running.id if running else '?'} is running on cluster '{job.cluster}'; one job runs at a time.") from None
-    dispatch(job.id)
-    return job
-
-
-def cancel(job: ReassignmentJob) -> ReassignmentJob:
-    if job.state == ReassignmentJob.PLANNED:
-        job.state, job.finished_at = ReassignmentJob.CANCELLED, timezone.now()
-        job.save(update_fields=["state", "finished_at"])
-        return job
-    if job.state not in (ReassignmentJob.QUEUED, ReassignmentJob.RUNNING):
-        raise Conflict(f"Job {job.id} is {job.state}; there is nothing to cancel.")
-    updated = ReassignmentJob.objects.filter(id=job.id, state__in=[ReassignmentJob.QUEUED, ReassignmentJob.RUNNING]).update(
-        state=ReassignmentJob.CANCELLING)
-    if not updated:
-        job.refresh_from_db()
-        raise Conflict(f"Job {job.id} is {job.state}; there is nothing to cancel.")
-    job.refresh_from_db()
-    dispatch(job.id)
-    return job
-
-
-def dispatch(job_id: int) -> None:
-    """Hand the job to a worker; when the Celery broker is down the watchdog does it later."""
-    from brokers_app.tasks import run_reassignment
-
-    try:
-        run_reassignment.delay(job_id)
-    except Exception:  # noqa: BLE001 - the job stays queued; the watchdog dispatches it again
-        log.warning("could not hand reassignment job %s to a worker now; the watchdog will", job_id, exc_info=True)
-
 
 def orphans() -> list[int]:
     """Active jobs no worker holds (never picked up, or their worker died)."""
     now = timezone.now()
     return list(ReassignmentJob.objects.filter(active=True).filter(
-        models_q_lease_expired(now)).values_list("id", flat=True))
+        lease_expired(now)).values_list("id", flat=True))
 
 
-def models_q_lease_expired(now: Any) -> Q:
+def lease_expired(now: Any) -> Q:
+    """Jobs whose lease is free: never taken, or not renewed in time (their worker died)."""
     return Q(lease_until__isnull=True) | Q(lease_until__lt=now)
-
-
-def refusal(answer: dict[tuple[str, int], str | None]) -> str | None:
-    """The first partition Kafka refused to reassign and why ("orders-3: ..."), or None."""
-    refused = sorted((k, v) for k, v in answer.items() if v)
-    if not refused:
-        return None
-    (t, p), why = refused[0]
-    return f"{t}-{p} ({why})"
 
 
 def notify(cluster: str, job_id: int) -> None:
@@ -237,9 +72,6 @@ def notify(cluster: str, job_id: int) -> None:
         group_send(cluster_group(cluster), {"type": "reassignment.progress", "job": job_id})
     except Exception:  # noqa: BLE001 - Redis down: the page shows the state on its next load
         log.debug("could not push reassignment progress", exc_info=True)
-
-
-# The runner ----------------------------------------------------------------------------------------
 
 
 class LeaseLost(Exception):
@@ -260,7 +92,7 @@ class Runner:
     def acquire(self) -> bool:
         now = timezone.now()
         return bool(ReassignmentJob.objects.filter(id=self.job_id, active=True).filter(
-            models_q_lease_expired(now) | Q(lease_owner=self.owner)
+            lease_expired(now) | Q(lease_owner=self.owner)
         ).update(lease_owner=self.owner, lease_until=now + timedelta(seconds=LEASE_SECONDS)))
 
     def renew(self) -> None:
