@@ -10,7 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from analytics import service
+from analytics import services
 from analytics.models import AnalyticsRun, ReportSchedule
 from analytics.views import already_queued, report_file, update_schedule
 from console import gateway, snapshots
@@ -39,7 +39,7 @@ class Runs(APIView):
     def post(self, request: Request, cluster: str) -> Response:
         d = validated(RunBody, request)
         with audited(request.user, "analytics_run", cluster=cluster, details=dict(d)):
-            run, already = service.run_now(cluster, request.user, d["start_ms"], d["end_ms"])
+            run, already = services.run_now(cluster, request.user, d["start_ms"], d["end_ms"])
         if already:  # (200, not 202: nothing new was queued)
             return Response({**run.as_dict(), "already_queued": True, "message": already_queued(run)})
         return Response({**run.as_dict(), "already_queued": False}, status=202)
@@ -51,7 +51,7 @@ class RunDetail(APIView):
     @extend_schema(responses=OpenApiTypes.OBJECT, summary="One analytics run: state, stage, summary")
     def get(self, request: Request, cluster: str, run_id: int) -> Response:
         gateway.cluster_config(cluster)
-        return Response(service.get_run(run_id, cluster).as_dict(full=True))
+        return Response(services.get_run(run_id, cluster).as_dict(full=True))
 
 
 class TopicHistory(APIView):
@@ -60,7 +60,7 @@ class TopicHistory(APIView):
     @extend_schema(responses=OpenApiTypes.OBJECT, summary="A topic's throughput history from the latest analytics run",
                    parameters=[OpenApiParameter("resolution", int, description="60, 300 or 3600 seconds")])
     def get(self, request: Request, cluster: str, topic: str) -> Response:
-        snap = snapshots.require_snapshot(snapshots.live(cluster))
+        snap = snapshots.latest(cluster)
         if topic not in snap.topics:
             raise NotFound(f"Topic '{topic}' does not exist on cluster '{cluster}'.")
         resolution = int_param(request.query_params, "resolution", 60, minimum=60, maximum=3600) or 60
@@ -68,7 +68,7 @@ class TopicHistory(APIView):
             from console.errors import BadParameter
 
             raise BadParameter("'resolution' must be 60, 300 or 3600 seconds.")
-        return Response({"topic": topic, "resolution_s": resolution, **service.topic_history(cluster, topic, resolution)})
+        return Response({"topic": topic, "resolution_s": resolution, **services.topic_history(cluster, topic, resolution)})
 
 
 class GroupHistory(APIView):
@@ -76,8 +76,8 @@ class GroupHistory(APIView):
 
     @extend_schema(responses=OpenApiTypes.OBJECT, summary="A group's lag, time lag and status history from the latest analytics run")
     def get(self, request: Request, cluster: str, group: str) -> Response:
-        snap = snapshots.require_snapshot(snapshots.live(cluster))
-        history = service.group_history(cluster, group)
+        snap = snapshots.latest(cluster)
+        history = services.group_history(cluster, group)
         if group not in snap.groups and not history["t"]:
             raise NotFound(f"Consumer group '{group}' does not exist on cluster '{cluster}'.")
         return Response({"group": group, **history})
@@ -103,10 +103,10 @@ class ReportDetail(APIView):
 
     @extend_schema(responses=OpenApiTypes.OBJECT, summary="One lag report: summary, status changes, download links")
     def get(self, request: Request, report_id: int) -> Response:
-        run = service.get_run(report_id, kind="report")
+        run = services.get_run(report_id, kind="report")
         done = run.state == AnalyticsRun.DONE
         base = f"/api/v1/reports/{run.id}/"
-        return Response({**run.as_dict(full=True), "status_changes": service.status_changes(run) if done else [],
+        return Response({**run.as_dict(full=True), "status_changes": services.status_changes(run) if done else [],
                          "html": base + "report.html" if done else None, "csv": base + "report.csv" if done else None,
                          "page": f"/clusters/{run.cluster}/reports/{run.id}/"})
 
@@ -117,7 +117,7 @@ class ReportFile(APIView):
     @extend_schema(responses={(200, "text/csv"): OpenApiTypes.STR, (200, "text/html"): OpenApiTypes.STR},
                    summary="A lag report as a file: CSV, or HTML that works offline")
     def get(self, request: Request, report_id: int, fmt: str) -> HttpResponse:
-        run = service.get_run(report_id, kind="report")
+        run = services.get_run(report_id, kind="report")
         return report_file(run, fmt)
 
 
@@ -134,14 +134,14 @@ class Schedules(APIView):
     @extend_schema(responses=OpenApiTypes.OBJECT, summary="The cluster's report schedules")
     def get(self, request: Request, cluster: str) -> Response:
         gateway.cluster_config(cluster)
-        return Response({"schedules": [s.as_dict() for s in service.ensure_schedules(cluster)]})
+        return Response({"schedules": [s.as_dict() for s in services.ensure_schedules(cluster)]})
 
     @extend_schema(request=ScheduleBody, responses=OpenApiTypes.OBJECT, summary="Change a schedule (admins)",
                    parameters=[OpenApiParameter("name", str, required=True, description="hourly or daily")])
     def patch(self, request: Request, cluster: str) -> Response:
         gateway.cluster_config(cluster)
         d = validated(ScheduleBody, request)
-        service.ensure_schedules(cluster)
+        services.ensure_schedules(cluster)
         name = request.query_params.get("name", "")
         schedule = update_schedule(request.user, cluster, {"name": name, **d})
         return Response(ReportSchedule.objects.get(id=schedule.id).as_dict())

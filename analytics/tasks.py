@@ -17,7 +17,7 @@ from django.core.mail import EmailMultiAlternatives
 from django.utils import timezone
 
 import console.celery  # noqa: F401  (the app every shared_task here is sent through: console/__init__.py)
-from analytics import service
+from analytics import services
 from analytics.kafka_security import SecurityOptionsError, masked, secrets_of, spark_options
 from analytics.models import AnalyticsRun
 from console import gateway
@@ -111,7 +111,7 @@ def run_analytics(run_id: int) -> str:
         except NotFound:
             raise NoSamples(f"There are no samples to read yet: topic '{settings.ANALYTICS_SAMPLES_TOPIC}' does not exist "
                             f"on cluster '{run.cluster}' (the watcher makes it when it first samples the cluster).") from None
-        directory = service.results_dir(run)
+        directory = services.results_dir(run)
         _stage(run, "computing tables")
         # The cluster's own security settings: without them every secured cluster refuses the read.
         with spark_options(config) as options:
@@ -120,8 +120,8 @@ def run_analytics(run_id: int) -> str:
         run.summary = json.loads(summary_path.read_text())
         if run.kind == "report":
             _stage(run, "writing the report")
-            (directory / "report.html").write_text(service.report_html(run))
-            (directory / "report.csv").write_text(service.report_csv(run))
+            (directory / "report.html").write_text(services.report_html(run))
+            (directory / "report.csv").write_text(services.report_csv(run))
             if run.schedule and run.schedule.email_to.strip():
                 run.emailed_to = send_report(run)
         _stage(run, "done", state=AnalyticsRun.DONE, finished_at=timezone.now(), seconds=time.monotonic() - started)
@@ -154,7 +154,7 @@ def send_report(run: AnalyticsRun) -> str:
 
     assert run.schedule is not None
     to = [a.strip() for a in run.schedule.email_to.split(",") if a.strip()]
-    directory = service.results_dir(run)
+    directory = services.results_dir(run)
     html = render_to_string("analytics/report_mail.html", {"run": run, "summary": run.summary})
     mail = EmailMultiAlternatives(
         subject=f"Kafka lag report ({run.schedule.name}) for cluster {run.cluster}",
@@ -192,7 +192,7 @@ def due_reports() -> list[int]:
     AnalyticsRun.objects.filter(state=AnalyticsRun.RUNNING, started_at__lt=stale - timedelta(minutes=5)).update(
         state=AnalyticsRun.FAILED, stage="failed", finished_at=now, error="The analytics worker stopped during this run.")
     for config in gateway.cluster_configs():
-        for schedule in service.ensure_schedules(config.name):
+        for schedule in services.ensure_schedules(config.name):
             if not schedule.enabled:
                 continue
             if schedule.last_run_at and schedule.last_run_at + timedelta(minutes=schedule.every_minutes) > now:
@@ -202,6 +202,6 @@ def due_reports() -> list[int]:
             end_ms = int(now.timestamp() * 1000)
             start_ms = max(end_ms - schedule.window_minutes * 60_000,
                            end_ms - int(settings.ANALYTICS_RETENTION_HOURS * 3600 * 1000) + 60_000)
-            run = service.request_run(config.name, None, "report", start_ms, end_ms, schedule=schedule)
+            run = services.request_run(config.name, None, "report", start_ms, end_ms, schedule=schedule)
             queued.append(run.id)
     return queued

@@ -12,7 +12,7 @@ from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
 
-from analytics import service
+from analytics import services
 from analytics.models import AnalyticsRun, ReportSchedule
 from console import error_responses, gateway, snapshots
 from console.audit import audited
@@ -59,15 +59,15 @@ def analytics_page(request: HttpRequest, cluster: str) -> HttpResponse:
         try:
             start, end = parse_time(request.POST, "start"), parse_time(request.POST, "end")
             with audited(request.user, "analytics_run", cluster=cluster, details={"start_ms": start, "end_ms": end}):
-                run, already = service.run_now(cluster, request.user, start, end)
+                run, already = services.run_now(cluster, request.user, start, end)
             if already:
                 messages.info(request, already_queued(run))
             return redirect(reverse("analytics", args=[cluster]))
         except ConsoleError as exc:
             error, status = error_responses.form_error(exc)
-    latest = service.latest_done(cluster)
+    latest = services.latest_done(cluster)
     context = {"live": live, "view": "analytics", "latest": latest, "summary": latest.summary if latest else None,
-               "charts": service.chart_data(latest) if latest else None, "error": error, "form": request.POST,
+               "charts": services.chart_data(latest) if latest else None, "error": error, "form": request.POST,
                **runs_context(cluster)}
     return render(request, "analytics/analytics.html", context, status=status)
 
@@ -76,7 +76,7 @@ def analytics_page(request: HttpRequest, cluster: str) -> HttpResponse:
 def reports_page(request: HttpRequest, cluster: str) -> HttpResponse:
     live = snapshots.live(cluster)
     gateway.cluster_config(cluster)
-    schedules = service.ensure_schedules(cluster)
+    schedules = services.ensure_schedules(cluster)
     status, error = 200, None
     if request.method == "POST":
         try:
@@ -129,20 +129,20 @@ def update_schedule(user: Any, cluster: str, data: Mapping[str, Any]) -> ReportS
 @allow(GET="analytics.view")
 def report_page(request: HttpRequest, cluster: str, report_id: int) -> HttpResponse:
     live = snapshots.live(cluster)
-    run = service.get_run(report_id, cluster, "report")
+    run = services.get_run(report_id, cluster, "report")
     ready = run.state == AnalyticsRun.DONE
     return render(request, "analytics/report.html", {
         "live": live, "view": "reports", "run": run, "summary": run.summary,
-        "changes": service.status_changes(run) if ready else [], "charts": service.chart_data(run) if ready else None})
+        "changes": services.status_changes(run) if ready else [], "charts": services.chart_data(run) if ready else None})
 
 
 @allow(GET="analytics.view")
 def report_download(request: HttpRequest, cluster: str, report_id: int, fmt: str) -> HttpResponse:
-    return report_file(service.get_run(report_id, cluster, "report"), fmt)
+    return report_file(services.get_run(report_id, cluster, "report"), fmt)
 
 
 def report_file(run: AnalyticsRun, fmt: str) -> HttpResponse:
-    path = service.results_dir(run) / f"report.{fmt}"
+    path = services.results_dir(run) / f"report.{fmt}"
     report_id, cluster = run.id, run.cluster
     if run.state != AnalyticsRun.DONE or not path.exists():
         raise NotFound(f"Report {report_id} has no {fmt.upper()} file yet (it is {run.state}).")

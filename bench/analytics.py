@@ -143,7 +143,7 @@ def report(args: argparse.Namespace) -> None:
     from django.conf import settings
     from django.core.management import call_command
 
-    from analytics import service
+    from analytics import services
     from analytics.jobs.pipeline import run as pipeline_run
     from analytics.models import AnalyticsRun
     from analytics.records import group_record, topic_record
@@ -179,10 +179,10 @@ def report(args: argparse.Namespace) -> None:
         for _ in range(3):
             run = AnalyticsRun.objects.create(cluster="local", kind="report", window_start_ms=t0, window_end_ms=now + 1)
             began = time.monotonic()
-            summary = pipeline_run(spark, cluster.bootstrap, settings.ANALYTICS_SAMPLES_TOPIC, service.results_dir(run), t0, now + 1)
+            summary = pipeline_run(spark, cluster.bootstrap, settings.ANALYTICS_SAMPLES_TOPIC, services.results_dir(run), t0, now + 1)
             run.summary = json.loads(summary.read_text())
-            (service.results_dir(run) / "report.html").write_text(service.report_html(run))
-            (service.results_dir(run) / "report.csv").write_text(service.report_csv(run))
+            (services.results_dir(run) / "report.html").write_text(services.report_html(run))
+            (services.results_dir(run) / "report.csv").write_text(services.report_csv(run))
             timings.append(time.monotonic() - began)
         spark.stop()
     cold, warm, warm2 = timings

@@ -22,7 +22,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from django.conf import settings as django_settings
 
-from analytics import service, tasks
+from analytics import services, tasks
 from analytics.jobs.pipeline import SUMMARY_FILE, process
 from analytics.jobs.samples import parse_samples, read_samples
 from analytics.kafka_security import spark_options
@@ -102,7 +102,7 @@ def test_a_run_on_a_sasl_ssl_scram_cluster_gives_the_tables_of_the_same_samples_
 
     reference = tmp_path / "from-text"
     process(spark, parse_samples(spark.read.text(str(path)), START, END), reference, now_ms=END)
-    secured, expected = tables(service.results_dir(run)), tables(reference)
+    secured, expected = tables(services.results_dir(run)), tables(reference)
     assert set(secured) == set(expected)
     for name in expected:
         assert secured[name] == expected[name], name

@@ -8,7 +8,7 @@ import csv
 import io
 import time
 
-from analytics import service
+from analytics import services
 from analytics.models import AnalyticsRun, ReportSchedule
 from console.models import AuditEntry
 
@@ -89,10 +89,10 @@ def finished_report(tmp_settings_var=None) -> AnalyticsRun:  # noqa: ANN001
                                           "worst_groups": [{"group_id": "</script><b>x", "status": "WARN", "total_lag": 42, "max_lag": 40, "time_lag_s": 3.5}],
                                           "topics_by_throughput": [{"topic": "orders", "messages_per_s": 2.5, "messages": 9000, "bytes": 100}],
                                           "forecasts": [], "hot_partitions": [], "idle_topics": [], "orphaned_groups": []})
-    directory = service.results_dir(run)
+    directory = services.results_dir(run)
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / "report.csv").write_text(service.report_csv(run))
-    (directory / "report.html").write_text(service.report_html(run))
+    (directory / "report.csv").write_text(services.report_csv(run))
+    (directory / "report.html").write_text(services.report_html(run))
     return run
 
 

@@ -5,13 +5,15 @@ no worker runs)."""
 
 from __future__ import annotations
 
+import base64
+import json
 from typing import Any
 
 import pytest
 import redis
 from django.conf import settings as django_settings
 
-from analytics import queue, service, tasks
+from analytics import queue, services, tasks
 from analytics.models import AnalyticsRun
 
 pytestmark = pytest.mark.django_db
@@ -54,7 +56,7 @@ def test_a_run_whose_queue_message_is_gone_is_failed_by_the_sweep_with_the_reaso
     broker = redis.Redis.from_url(django_settings.CELERY_BROKER_URL)
     broker.delete(queue.QUEUE, "unacked")  # (messages of former tests)
     settings.CONSOLE_ANALYTICS_QUEUE_LOST_SECONDS = 0  # (every queued run is old enough to be looked for)
-    sent = service.request_run("local", None, "report")  # its message is in the queue
+    sent = services.request_run("local", None, "report")  # its message is in the queue
     assert sent.state == AnalyticsRun.QUEUED
     never = queued_row("local", "operator")
     assert tasks.fail_lost_runs() == [never.id]
@@ -72,3 +74,13 @@ def test_a_run_queued_a_short_while_ago_is_not_looked_for(snapshot) -> None:  # 
     queued_row("local", "operator")
     assert tasks.fail_lost_runs() == []  # (CONSOLE_ANALYTICS_QUEUE_LOST_SECONDS, 180 by default, not yet over)
     assert AnalyticsRun.objects.get().state == AnalyticsRun.QUEUED
+
+
+def test_a_run_is_queued_by_the_name_of_the_task_the_analytics_worker_runs(snapshot) -> None:  # noqa: ANN001
+    broker = redis.Redis.from_url(django_settings.CELERY_BROKER_URL)
+    broker.delete(queue.QUEUE)
+    sent = services.request_run("local", None, "report")
+    messages = [json.loads(m) for m in broker.lrange(queue.QUEUE, 0, -1)]
+    assert [(m["headers"]["task"], m["headers"]["id"]) for m in messages] == [(tasks.run_analytics.name, queue.task_id(sent))]
+    assert json.loads(base64.b64decode(messages[0]["body"]))[0] == [sent.id]
+    broker.delete(queue.QUEUE)

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from analytics import service
+from analytics import services
 from analytics.models import AnalyticsRun
 
 FORMULA = '=HYPERLINK("http://x","y")'
@@ -33,12 +33,12 @@ def finished_report(*group_ids: str, run_id: int | None = None) -> AnalyticsRun:
                                           "hot_partitions": [], "idle_topics": [], "orphaned_groups": []})
     if run_id is None:
         run.save()
-    directory = service.results_dir(run)
+    directory = services.results_dir(run)
     (directory / "group_status").mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.table({"group_id": [g for g in group_ids for _ in range(2)], "time_ms": [NOW - 60_000, NOW] * len(group_ids),
                              "total_lag": [3, 7] * len(group_ids)}), directory / "group_status" / "part-0.parquet")
-    (directory / "report.csv").write_text(service.report_csv(run))
-    (directory / "report.html").write_text(service.report_html(run))
+    (directory / "report.csv").write_text(services.report_csv(run))
+    (directory / "report.html").write_text(services.report_html(run))
     return run
 
 
@@ -59,8 +59,8 @@ def test_a_lag_report_csv_holds_a_formula_group_id_as_text(client_as, snapshot) 
 def test_a_report_chart_carries_a_markup_group_id_escaped(client_as, snapshot) -> None:
     run = finished_report(MARKUP, "a&b")
     escaped = "&lt;b&gt;x&lt;/b&gt;&lt;img src=x onerror=alert(1)&gt;"
-    assert list(service.chart_data(run)["lag"]) == [escaped, "a&amp;b"]
-    assert service.chart_data(run)["lag"][escaped] == {"t": [NOW - 60_000, NOW], "lag": [3, 7]}
+    assert list(services.chart_data(run)["lag"]) == [escaped, "a&amp;b"]
+    assert services.chart_data(run)["lag"][escaped] == {"t": [NOW - 60_000, NOW], "lag": [3, 7]}
     page = client_as("viewer").get(f"/clusters/local/reports/{run.id}/").content.decode()
     offline = client_as("viewer").get(f"/clusters/local/reports/{run.id}/report.html").content.decode()
     analytics = client_as("viewer").get("/clusters/local/analytics/").content.decode()
@@ -82,7 +82,7 @@ def test_the_offline_report_draws_a_markup_group_id_as_its_literal_text(browser,
         dialog.dismiss()
 
     page.on("dialog", on_dialog)
-    page.set_content((service.results_dir(run) / "report.html").read_text(), wait_until="load")
+    page.set_content((services.results_dir(run) / "report.html").read_text(), wait_until="load")
     page.wait_for_selector("#lag-chart .legendtext")
     assert page.locator("#lag-chart .legendtext").all_text_contents() == [MARKUP, "billing"]
     assert page.locator("#lag-chart img, #lag-chart b, #lag-chart a").count() == 0

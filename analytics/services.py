@@ -87,9 +87,9 @@ def _run_now_lock(cluster: str) -> Iterator[None]:
     """Held while looking for a queued run and queuing one, so that two "Run now" at once (in two
     web processes) cannot both find none. Without Redis it is not held, and the run cannot be queued
     anyway (Redis is the Celery broker)."""
-    from console.snapshots import store
+    from console import snapshots
 
-    lock = store.client().lock(f"console:analytics:run-now:{cluster}", timeout=10, blocking_timeout=5)
+    lock = snapshots.redis_client().lock(f"console:analytics:run-now:{cluster}", timeout=10, blocking_timeout=5)
     try:
         held = bool(lock.acquire())
     except redis.RedisError:
@@ -103,11 +103,12 @@ def _run_now_lock(cluster: str) -> Iterator[None]:
 
 
 def dispatch(run: AnalyticsRun) -> None:
-    from analytics.tasks import run_analytics
+    """Queue the run's Spark task by its name: services never import tasks, which import services."""
+    from console.celery import app
 
     run_id = run.id
     try:
-        run_analytics.apply_async((run_id,), queue="analytics", task_id=queue.task_id(run))
+        app.send_task("analytics.tasks.run_analytics", args=(run_id,), queue=queue.QUEUE, task_id=queue.task_id(run))
     except Exception as exc:  # noqa: BLE001 - the run fails with the reason rather than waiting forever
         AnalyticsRun.objects.filter(id=run_id).update(state=AnalyticsRun.FAILED, error=f"Could not queue the run: {exc}"[:500],
                                                       finished_at=timezone.now())
