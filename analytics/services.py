@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
@@ -17,6 +17,7 @@ from django.utils import timezone
 from analytics import queue
 from analytics.models import AnalyticsRun, ReportSchedule
 from console import gateway
+from console.audit import audited
 from console.errors import BadParameter, LimitReached
 from console.gateway.errors import NotFound
 from console.inert import chart_text, csv_writer
@@ -67,7 +68,12 @@ def request_run(cluster: str, user: Any, kind: str = "run", start_ms: int | None
 def run_now(cluster: str, user: Any, start_ms: int | None = None, end_ms: int | None = None) -> tuple[AnalyticsRun, bool]:
     """"Run now": a new run, or the cluster's run still queued (True), since a second run queued
     behind it would compute the same tables again; a user may have at most
-    CONSOLE_ANALYTICS_MAX_QUEUED_PER_USER runs queued."""
+    CONSOLE_ANALYTICS_MAX_QUEUED_PER_USER runs queued. Audited as asked, whichever of the two it is."""
+    with audited(user, "analytics_run", cluster=cluster, details={"start_ms": start_ms, "end_ms": end_ms}):
+        return _run_now(cluster, user, start_ms, end_ms)
+
+
+def _run_now(cluster: str, user: Any, start_ms: int | None, end_ms: int | None) -> tuple[AnalyticsRun, bool]:
     gateway.cluster_config(cluster)
     start, end = check_window(start_ms, end_ms)
     with _run_now_lock(cluster):
@@ -80,6 +86,11 @@ def run_now(cluster: str, user: Any, start_ms: int | None = None, end_ms: int | 
             raise LimitReached(f"You already have {limit} analytics runs queued, the most one user may "
                                "(CONSOLE_ANALYTICS_MAX_QUEUED_PER_USER): wait until one has started.")
         return request_run(cluster, user, "run", start, end), False
+
+
+def already_queued(run: AnalyticsRun) -> str:
+    return (f"Run #{run.id} is already queued for cluster '{run.cluster}' (asked by {run.requested_by or 'the schedule'}): "
+            "it computes the tables once it starts, so no second run was queued.")
 
 
 @contextmanager
@@ -100,6 +111,43 @@ def _run_now_lock(cluster: str) -> Iterator[None]:
         if held:
             with suppress(redis.RedisError):  # (it expires after its timeout)
                 lock.release()
+
+
+def update_schedule(user: Any, cluster: str, data: Mapping[str, Any]) -> ReportSchedule:
+    name = str(data.get("name", "")).strip()
+    schedule = ReportSchedule.objects.filter(cluster=cluster, name=name).first()
+    if schedule is None:
+        raise NotFound(f"There is no report schedule '{name[:40]}' on cluster '{cluster}'.")
+
+    def minutes(field: str, current: int) -> int:
+        raw = data.get(field, current)
+        try:
+            value = int(raw)
+        except (TypeError, ValueError):
+            raise BadParameter(f"'{field}' must be a whole number of minutes.") from None
+        if not 1 <= value <= 7 * 24 * 60:
+            raise BadParameter(f"'{field}' must be between 1 minute and 7 days (10080 minutes).")
+        return value
+
+    every, window = minutes("every_minutes", schedule.every_minutes), minutes("window_minutes", schedule.window_minutes)
+    enabled = data.get("enabled", schedule.enabled)
+    enabled = enabled in (True, "1", "on", "true") if not isinstance(enabled, bool) else enabled
+    emails = data.get("email_to", schedule.email_to)
+    addresses = emails if isinstance(emails, list) else [a.strip() for a in str(emails).split(",") if a.strip()]
+    from django.core.exceptions import ValidationError
+    from django.core.validators import validate_email
+
+    for a in addresses:
+        try:
+            validate_email(a)
+        except ValidationError:
+            raise BadParameter(f"'{str(a)[:80]}' is not an e-mail address.") from None
+    with audited(user, "report_schedule", cluster=cluster, target=name,
+                 details={"every_minutes": every, "window_minutes": window, "enabled": enabled, "email_to": addresses}):
+        schedule.every_minutes, schedule.window_minutes, schedule.enabled = every, window, enabled
+        schedule.email_to = ", ".join(addresses)
+        schedule.save()
+    return schedule
 
 
 def dispatch(run: AnalyticsRun) -> None:
@@ -221,9 +269,7 @@ def report_html(run: AnalyticsRun) -> str:
     """The report as one self-contained HTML file: styles and Plotly inline, so its charts work offline."""
     from django.template.loader import render_to_string
 
-    from console.settings import _plotly_js_dir
-
-    plotly = (Path(_plotly_js_dir()) / "plotly.min.js").read_text()
+    plotly = (Path(settings.PLOTLY_JS_DIR) / "plotly.min.js").read_text()
     charts_js = (Path(settings.BASE_DIR) / "static" / "analytics.js").read_text()
     return render_to_string("analytics/report_file.html", {
         "run": run, "summary": run.summary, "changes": status_changes(run), "plotly_js": plotly.replace("</script", "<\\/script"),

@@ -13,9 +13,8 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 
 from analytics import services
-from analytics.models import AnalyticsRun, ReportSchedule
+from analytics.models import AnalyticsRun
 from console import error_responses, gateway, snapshots
-from console.audit import audited
 from console.auth import allow
 from console.errors import BadParameter, ConsoleError
 from console.gateway.errors import NotFound
@@ -37,11 +36,6 @@ def parse_time(params: Mapping[str, str], name: str) -> int | None:
     return int(dt.timestamp() * 1000)
 
 
-def already_queued(run: AnalyticsRun) -> str:
-    return (f"Run #{run.id} is already queued for cluster '{run.cluster}' (asked by {run.requested_by or 'the schedule'}): "
-            "it computes the tables once it starts, so no second run was queued.")
-
-
 def runs_context(cluster: str) -> dict[str, Any]:
     return {"runs": list(AnalyticsRun.objects.filter(cluster=cluster)[:20]), "cluster": cluster}
 
@@ -58,10 +52,9 @@ def analytics_page(request: HttpRequest, cluster: str) -> HttpResponse:
     if request.method == "POST":
         try:
             start, end = parse_time(request.POST, "start"), parse_time(request.POST, "end")
-            with audited(request.user, "analytics_run", cluster=cluster, details={"start_ms": start, "end_ms": end}):
-                run, already = services.run_now(cluster, request.user, start, end)
+            run, already = services.run_now(cluster, request.user, start, end)
             if already:
-                messages.info(request, already_queued(run))
+                messages.info(request, services.already_queued(run))
             return redirect(reverse("analytics", args=[cluster]))
         except ConsoleError as exc:
             error, status = error_responses.form_error(exc)
@@ -80,50 +73,13 @@ def reports_page(request: HttpRequest, cluster: str) -> HttpResponse:
     status, error = 200, None
     if request.method == "POST":
         try:
-            update_schedule(request.user, cluster, request.POST)
+            services.update_schedule(request.user, cluster, request.POST)
             return redirect(reverse("reports", args=[cluster]))
         except ConsoleError as exc:
             error, status = error_responses.form_error(exc)
     reports = list(AnalyticsRun.objects.filter(cluster=cluster, kind="report")[:100])
     return render(request, "analytics/reports.html", {"live": live, "view": "reports", "schedules": schedules,
                                                       "reports": reports, "error": error}, status=status)
-
-
-def update_schedule(user: Any, cluster: str, data: Mapping[str, Any]) -> ReportSchedule:
-    name = str(data.get("name", "")).strip()
-    schedule = ReportSchedule.objects.filter(cluster=cluster, name=name).first()
-    if schedule is None:
-        raise NotFound(f"There is no report schedule '{name[:40]}' on cluster '{cluster}'.")
-
-    def minutes(field: str, current: int) -> int:
-        raw = data.get(field, current)
-        try:
-            value = int(raw)
-        except (TypeError, ValueError):
-            raise BadParameter(f"'{field}' must be a whole number of minutes.") from None
-        if not 1 <= value <= 7 * 24 * 60:
-            raise BadParameter(f"'{field}' must be between 1 minute and 7 days (10080 minutes).")
-        return value
-
-    every, window = minutes("every_minutes", schedule.every_minutes), minutes("window_minutes", schedule.window_minutes)
-    enabled = data.get("enabled", schedule.enabled)
-    enabled = enabled in (True, "1", "on", "true") if not isinstance(enabled, bool) else enabled
-    emails = data.get("email_to", schedule.email_to)
-    addresses = emails if isinstance(emails, list) else [a.strip() for a in str(emails).split(",") if a.strip()]
-    from django.core.exceptions import ValidationError
-    from django.core.validators import validate_email
-
-    for a in addresses:
-        try:
-            validate_email(a)
-        except ValidationError:
-            raise BadParameter(f"'{str(a)[:80]}' is not an e-mail address.") from None
-    with audited(user, "report_schedule", cluster=cluster, target=name,
-                 details={"every_minutes": every, "window_minutes": window, "enabled": enabled, "email_to": addresses}):
-        schedule.every_minutes, schedule.window_minutes, schedule.enabled = every, window, enabled
-        schedule.email_to = ", ".join(addresses)
-        schedule.save()
-    return schedule
 
 
 @allow(GET="analytics.view")
