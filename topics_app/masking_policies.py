@@ -32,7 +32,7 @@ _compiled: tuple[int, tuple[CompiledPolicy, ...]] = (-1, ())
 
 
 def _rows(sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
-    """Plain SQL for the two reads every message request makes: the ORM's own cost is ten times the query's."""
+    """Plain SQL for the two reads every message request makes: the ORM's overhead would outweigh the queries themselves."""
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchall()
