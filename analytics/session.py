@@ -1,9 +1,10 @@
 """The Spark session the analytics jobs run in; no Django.
 
-`SPARK_MASTER` picks the cluster (`local[*]` by default, `spark://host:7077` for a standalone
-cluster); `SPARK_DRIVER_MEMORY` and `SPARK_SHUFFLE_PARTITIONS` size it. The Kafka connector's jars
-(`make spark-jars` puts them in analytics/lib) are added when present, so the jobs that only
-transform DataFrames run without them.
+The caller names the master (`local[*]` by default, `spark://host:7077` for a standalone cluster),
+the session's sizes and the directory of the jobs' archive: the analytics worker passes the
+settings SPARK_MASTER, SPARK_DRIVER_MEMORY, SPARK_SHUFFLE_PARTITIONS and var/spark-jobs. The Kafka
+connector's jars (`make spark-jars` puts them in analytics/lib) are added when present, so the jobs
+that only transform DataFrames run without them.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pyspark.sql import SparkSession
 
 LIB = Path(__file__).resolve().parent / "lib"
 DEFAULT_MASTER = "local[*]"
+DEFAULT_JOBS_DIR = Path(__file__).resolve().parent.parent / "var" / "spark-jobs"
 
 
 def connector_jars(lib: Path = LIB) -> list[str]:
@@ -30,21 +32,22 @@ def connector_jars(lib: Path = LIB) -> list[str]:
 
 
 def spark_session(master: str | None = None, conf: Mapping[str, str] | None = None,
-                  app_name: str = "kafka-console-analytics") -> SparkSession:
+                  app_name: str = "kafka-console-analytics", *, driver_memory: str = "1g", shuffle_partitions: int = 4,
+                  jobs_dir: Path | None = None) -> SparkSession:
     """A small Spark session (or the running one), UTC, no web UI, with the connector jars when fetched.
 
     `conf` adds or overrides Spark settings. JVM and cluster settings only take effect when this
     call starts the JVM; a session already running in the process is returned with only its SQL
     settings updated (Spark allows one per process).
     """
-    master = master or os.environ.get("SPARK_MASTER") or DEFAULT_MASTER
+    master = master or DEFAULT_MASTER
     builder = (
         SparkSession.builder.master(master)
         .appName(app_name)
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.memory", os.environ.get("SPARK_DRIVER_MEMORY", "1g"))
-        .config("spark.sql.shuffle.partitions", _positive_int("SPARK_SHUFFLE_PARTITIONS", 4))
+        .config("spark.driver.memory", driver_memory)
+        .config("spark.sql.shuffle.partitions", shuffle_partitions)
         .config("spark.sql.session.timeZone", "UTC")
     )
     if master.startswith("local"):
@@ -61,25 +64,19 @@ def spark_session(master: str | None = None, conf: Mapping[str, str] | None = No
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
-    _ship_jobs(session)
+    _ship_jobs(session, jobs_dir)
     return session
 
 
-def _ship_jobs(session: SparkSession) -> None:
+def _ship_jobs(session: SparkSession, directory: Path | None) -> None:
     """Send the jobs' Python (analytics/records.py and analytics/jobs/, no Django) to the executors,
     which import it to run the decoding and per-topic functions: a real cluster's workers need the
     packages of requirements.txt, not this repository."""
     sc = session.sparkContext
     if getattr(sc, "_console_jobs_shipped", False):
         return
-    sc.addPyFile(str(jobs_zip()))
+    sc.addPyFile(str(jobs_zip(directory)))
     sc._console_jobs_shipped = True  # type: ignore[attr-defined]
-
-
-def jobs_dir() -> Path:
-    """The private directory the jobs' zip is kept in: `spark-jobs` in the console's var/ (CONSOLE_VAR_DIR)."""
-    var = os.environ.get("CONSOLE_VAR_DIR") or str(Path(__file__).resolve().parent.parent / "var")
-    return Path(var) / "spark-jobs"
 
 
 def private_folder(folder: Path) -> Path:
@@ -97,7 +94,8 @@ def private_folder(folder: Path) -> Path:
 
 
 def jobs_zip(directory: Path | None = None) -> Path:
-    """The jobs' Python as a zip, named by a digest of its bytes, in a private directory (jobs_dir).
+    """The jobs' Python as a zip, named by a digest of its bytes, in a private directory (by default
+    var/spark-jobs of this checkout; the analytics worker names the console's VAR_DIR's).
 
     Spark serves an added file from its path for as long as the session runs, so the file must
     outlive the call; one per content means every session of the same code reuses one file. (Each
@@ -113,7 +111,7 @@ def jobs_zip(directory: Path | None = None) -> Path:
             entry = zipfile.ZipInfo(f"analytics/{source.relative_to(package)}", date_time=(2020, 1, 1, 0, 0, 0))
             z.writestr(entry, source.read_bytes())
     data = buffer.getvalue()
-    folder = private_folder(directory or jobs_dir())
+    folder = private_folder(directory or DEFAULT_JOBS_DIR)
     path = folder / f"kafka-console-analytics-jobs-{os.getuid()}-{hashlib.sha256(data).hexdigest()[:16]}.zip"
     if _own_file(path) and path.read_bytes() == data:
         return path
@@ -135,15 +133,3 @@ def _own_file(path: Path) -> bool:
         return False
     return stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid()
 
-
-def _positive_int(name: str, default: int) -> int:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValueError(f"{name} must be a whole number, got {raw!r}") from None
-    if value < 1:
-        raise ValueError(f"{name} must be at least 1, got {value}")
-    return value

@@ -9,6 +9,7 @@ import threading
 import time
 import traceback
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 from celery import shared_task
@@ -37,8 +38,14 @@ def spark_session() -> Any:
     if _spark is None or _spark.sparkContext._jsc is None:
         from analytics.session import spark_session as start
 
-        _spark = start(settings.SPARK_MASTER)
+        _spark = start(settings.SPARK_MASTER, driver_memory=settings.SPARK_DRIVER_MEMORY,
+                       shuffle_partitions=settings.SPARK_SHUFFLE_PARTITIONS, jobs_dir=spark_jobs_dir())
     return _spark
+
+
+def spark_jobs_dir() -> Path:
+    """Where the worker keeps the jobs' archive it ships to Spark: a private directory in var/."""
+    return Path(settings.VAR_DIR) / "spark-jobs"
 
 
 def _stage(run: AnalyticsRun, stage: str, **fields: Any) -> None:

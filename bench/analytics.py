@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import shutil
 import tempfile
@@ -42,6 +41,7 @@ def main() -> None:
         report(args)
         return
     from confluent_kafka import Producer
+    from django.conf import settings
     from pyspark.sql import functions as F
 
     from analytics.jobs.lag import group_lag_history, lag_history
@@ -81,7 +81,8 @@ def main() -> None:
         print(f"wrote {written:,} records ({partition_samples:,} partition samples) in {write_seconds:.1f} s", flush=True)
 
         started = time.monotonic()
-        spark = spark_session("local[2]")
+        spark = spark_session("local[2]", driver_memory=settings.SPARK_DRIVER_MEMORY,
+                              shuffle_partitions=settings.SPARK_SHUFFLE_PARTITIONS)
         spark.range(1).count()
         startup = time.monotonic() - started
         out = Path(tempfile.mkdtemp(prefix="bench-analytics-"))
@@ -114,7 +115,7 @@ def main() -> None:
             spark.stop()
     first, seconds = runs[0], min(runs[1:])
     rate = partition_samples / seconds
-    driver = os.environ.get("SPARK_DRIVER_MEMORY", "1g")
+    driver = settings.SPARK_DRIVER_MEMORY
     print(f"Spark start-up {startup:.1f} s; read + compute + write {first:.1f} s first, {seconds:.1f} s warm; "
           f"{rate:,.0f} partition samples/s; {counts}")
     text = "\n".join([
@@ -172,7 +173,8 @@ def report(args: argparse.Namespace) -> None:
             records += 13
         assert producer.flush(60) == 0
         started = time.monotonic()
-        spark = spark_session(settings.SPARK_MASTER)
+        spark = spark_session(settings.SPARK_MASTER, driver_memory=settings.SPARK_DRIVER_MEMORY,
+                              shuffle_partitions=settings.SPARK_SHUFFLE_PARTITIONS)
         spark.range(1).count()
         startup = time.monotonic() - started
         timings = []
@@ -191,7 +193,7 @@ def report(args: argparse.Namespace) -> None:
         "Command: `.venv/bin/python -m bench.analytics --report` (3-node test cluster; an hour of demo-shaped samples: 5 topics x 6 "
         f"partitions, 8 groups, a cycle every 3 s = {records:,} records; Spark `{settings.SPARK_MASTER}` with the console's settings; the "
         "report's whole path: read through the connector, every table to Parquet, summary, HTML file and CSV).\n",
-        f"Shuffle partitions: {os.environ.get('SPARK_SHUFFLE_PARTITIONS', '4 (default)')}.\n",
+        f"Shuffle partitions: {settings.SPARK_SHUFFLE_PARTITIONS}.\n",
         "| Spark start-up | first report (session just started) | second report (warm) | third report (warm) | budget |",
         "|---|---|---|---|---|",
         f"| {startup:.1f} s | {cold:.1f} s | {warm:.1f} s | {warm2:.1f} s | <= 30 s warm |",

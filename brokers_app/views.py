@@ -6,13 +6,14 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.template.loader import render_to_string
 
 from brokers_app import services
 from brokers_app.models import Event
-from console import snapshots
+from console import error_responses, snapshots
 from console.auth import allow, visible
 from console.params import int_param
 from console.watcher.diff import KINDS
@@ -117,8 +118,7 @@ def reassignments(request: HttpRequest, cluster: str) -> HttpResponse:
         elif request.GET.get("preview") == "1":
             context["plan"] = services.make_plan(cluster, _plan_form(request.GET))
     except ConsoleError as exc:
-        context["error"] = exc.message
-        status = exc.http_status
+        context["error"], status = error_responses.form_error(exc)
     context["jobs"] = services.reassignment_jobs(cluster, 100)
     return render(request, "brokers_app/reassignments.html", context, status=status)
 
@@ -161,10 +161,7 @@ def reassignment(request: HttpRequest, cluster: str, job_id: int) -> HttpRespons
                 services.cancel_reassignment(request.user, job)
             return redirect(reverse("reassignment", args=[cluster, job.id]))
         except ConsoleError as exc:
-            context["error"] = exc.message
-            status = exc.http_status
-    from django.conf import settings
-
+            context["error"], status = error_responses.form_error(exc)
     context["default_throttle_mb"] = max(1, settings.REASSIGNMENT_THROTTLE // (1024 * 1024))
     context["default_max_moves"] = settings.REASSIGNMENT_MAX_MOVES_PER_BROKER
     return render(request, "brokers_app/reassignment.html", context, status=status)

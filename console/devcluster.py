@@ -38,10 +38,11 @@ class NodeStatus:
 
 
 class DevCluster:
-    def __init__(self, root: Path, base_port: int, heap: str = "512m") -> None:
+    def __init__(self, root: Path, base_port: int, heap: str = "512m", log_level: str = "WARN") -> None:
         self.root = root
         self.base_port = base_port
         self.heap = heap
+        self.log_level = log_level
 
     # Layout -------------------------------------------------------------------------------
     def broker_port(self, node: int) -> int:
@@ -173,7 +174,7 @@ class DevCluster:
             "-XX:+UseSerialGC",
             "-Djava.awt.headless=true",
             f"-Dlog4j2.configurationFile={KAFKA_DIR / 'log4j2.properties'}",
-            f"-Dkafka.root.level={os.environ.get('DEVCLUSTER_LOG_LEVEL', 'WARN')}",
+            f"-Dkafka.root.level={self.log_level}",
             "-cp",
             str(KAFKA_DIR / "lib" / "*"),
             "kafka.Kafka",

@@ -16,6 +16,8 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
+from django.conf import settings
+
 log = logging.getLogger(__name__)
 
 PRIVATE_UMASK = 0o077
@@ -62,8 +64,6 @@ def warn_if_exposed(var_dir: Path, files: Iterable[Path]) -> list[str]:
 
 def check_at_start() -> list[str]:
     """The start-up check (ConsoleConfig.ready): var/, the secret key and a SQLite database."""
-    from django.conf import settings
-
     files = [settings.VAR_DIR / "secret_key"]
     database = settings.DATABASES["default"]
     if database["ENGINE"] == "django.db.backends.sqlite3" and str(database["NAME"]) != ":memory:":

@@ -7,6 +7,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+import plotly
 
 from console.env import env_bool, env_choice, env_float, env_int, env_list, env_str
 from console.gateway.config import load_clusters
@@ -160,14 +161,10 @@ USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "/static/"
-def _plotly_js_dir() -> Path:
-    import plotly
-
-    return Path(plotly.__file__).parent / "package_data"
-
-
-# Plotly.js comes from the plotly package on PyPI (installed with the requirements), never a CDN.
-STATICFILES_DIRS = [BASE_DIR / "static", ("vendor/plotly", _plotly_js_dir())]
+# Plotly.js comes from the plotly package on PyPI (installed with the requirements), never a CDN:
+# pages load it as a static file, self-contained reports inline it.
+PLOTLY_JS_DIR = Path(plotly.__file__).parent / "package_data"
+STATICFILES_DIRS = [BASE_DIR / "static", ("vendor/plotly", PLOTLY_JS_DIR)]
 STATIC_ROOT = VAR_DIR / "staticfiles"
 STATIC_ROOT.mkdir(exist_ok=True)
 WHITENOISE_USE_FINDERS = True
@@ -239,11 +236,17 @@ SPECTACULAR_SETTINGS = {
 # the default is the local development cluster started by `manage.py devcluster up`.
 DEVCLUSTER_BASE_PORT = env_int("DEVCLUSTER_BASE_PORT", 9092, minimum=1024)
 DEVCLUSTER_DIR = Path(env_str("DEVCLUSTER_DIR", str(VAR_DIR / "devcluster")))
+DEVCLUSTER_LOG_LEVEL = env_str("DEVCLUSTER_LOG_LEVEL", "WARN")
+# Kafka's jars (`make kafka-jars`): the gateway reads the request formats kafka-python lacks from kafka-clients.
+KAFKA_LIB_DIR = Path(env_str("KAFKA_LIB_DIR", str(BASE_DIR / "kafka" / "lib")))
 KAFKA_CLUSTERS = load_clusters(DEVCLUSTER_BASE_PORT)
 KAFKA_REQUEST_TIMEOUT = env_float("KAFKA_REQUEST_TIMEOUT", 5.0, minimum=0.5)
 # Seconds one HTTP message scan may read before it answers with what it found and where to resume.
 MESSAGES_SCAN_TIME_BUDGET = env_float("MESSAGES_SCAN_TIME_BUDGET", 10.0, minimum=0.5)
 
+# The name a watcher holds its clusters' leases under; `manage.py watch` gives its children its own,
+# so a child it restarts takes the leases back at once. Empty: host name and process id.
+WATCHER_OWNER = env_str("WATCHER_OWNER", "")
 WATCHER_METADATA_INTERVAL = env_float("WATCHER_METADATA_INTERVAL", 1.0, minimum=0.2)
 # After a cycle whose metadata moved (leaders, ISR, topics: more moves are likely to follow), the next
 # cycle starts this long after it began instead (runner.cycle_delay); a quiet cluster is polled as before.
@@ -277,6 +280,8 @@ ANALYTICS_SAMPLES = env_bool("ANALYTICS_SAMPLES", True)
 ANALYTICS_SAMPLES_TOPIC = env_str("ANALYTICS_SAMPLES_TOPIC", "__kafka_console_samples")
 ANALYTICS_RETENTION_HOURS = env_float("ANALYTICS_RETENTION_HOURS", 7 * 24.0, minimum=1.0)
 SPARK_MASTER = env_str("SPARK_MASTER", "local[*]")
+SPARK_DRIVER_MEMORY = env_str("SPARK_DRIVER_MEMORY", "1g")
+SPARK_SHUFFLE_PARTITIONS = env_int("SPARK_SHUFFLE_PARTITIONS", 4, minimum=1)
 # A run still going after this many seconds is cancelled and failed; a run no worker took for as long is failed.
 ANALYTICS_RUN_TIMEOUT = env_float("ANALYTICS_RUN_TIMEOUT", 1800.0, minimum=10.0)
 # A queued run whose message the Celery broker no longer holds (Redis restarted, the queue lost) and

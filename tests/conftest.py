@@ -52,7 +52,7 @@ def _no_broker_left_dead(request: pytest.FixtureRequest) -> Iterator[None]:
 
     from console.devcluster import DevCluster
 
-    cluster = DevCluster(settings.DEVCLUSTER_DIR, settings.DEVCLUSTER_BASE_PORT)
+    cluster = DevCluster(settings.DEVCLUSTER_DIR, settings.DEVCLUSTER_BASE_PORT, log_level=settings.DEVCLUSTER_LOG_LEVEL)
     for st in cluster.status():
         if st.running:
             continue

@@ -9,6 +9,8 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
+from django.conf import settings
+
 from console.gateway.config import ClusterConfig
 from console.gateway.errors import UnknownCluster
 
@@ -20,8 +22,6 @@ _lock = threading.Lock()
 
 
 def cluster_configs() -> tuple[ClusterConfig, ...]:
-    from django.conf import settings
-
     configs: tuple[ClusterConfig, ...] = settings.KAFKA_CLUSTERS
     return configs
 
@@ -35,8 +35,6 @@ def cluster_config(name: str) -> ClusterConfig:
 
 def for_cluster(name: str) -> ClusterGateway:
     """The cached gateway of a configured cluster; UnknownCluster if there is none by that name."""
-    from django.conf import settings
-
     from console.gateway.client import ClusterGateway
 
     config = cluster_config(name)

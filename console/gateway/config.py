@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -100,7 +99,7 @@ def load_clusters(devcluster_base_port: int) -> tuple[ClusterConfig, ...]:
         if not isinstance(data, list) or not data:
             raise SettingError(f"KAFKA_CLUSTERS_FILE {path!r} must hold a non-empty JSON list of clusters")
         clusters = tuple(_validate(item, f"{path}[{i}]") for i, item in enumerate(data))
-    elif os.environ.get("KAFKA_BOOTSTRAP_SERVERS"):
+    elif env_str("KAFKA_BOOTSTRAP_SERVERS", ""):
         clusters = (
             _validate(
                 {

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import re
 import threading
 import uuid
@@ -25,10 +24,10 @@ from typing import Any
 
 import kafka.errors as kp_errors
 import kafka.protocol.api_data as kp_api_data
+from django.conf import settings
 from kafka.admin import KafkaAdminClient
 from kafka.protocol.api_message import ApiMessage
 
-LIB_DIR = Path(os.environ.get("KAFKA_LIB_DIR") or Path(__file__).resolve().parents[2] / "kafka" / "lib")
 MESSAGES = ("ConsumerGroupDescribe", "ShareGroupDescribe", "DescribeShareGroupOffsets", "AlterShareGroupOffsets",
             "DeleteShareGroupOffsets")
 
@@ -38,7 +37,7 @@ _COMMENT = re.compile(r"(?m)^\s*//.*$")
 
 
 def _jar() -> Path | None:
-    jars = sorted(LIB_DIR.glob("kafka-clients-*.jar"))
+    jars = sorted(Path(settings.KAFKA_LIB_DIR).glob("kafka-clients-*.jar"))
     return jars[-1] if jars else None
 
 

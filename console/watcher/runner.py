@@ -65,7 +65,7 @@ def cycle_delay(elapsed: float, metadata_moved: bool) -> float:
 
 def run_cluster(cluster: str, stop: threading.Event, lease_ttl: float = 10.0) -> None:
     # Under `manage.py watch` the supervising process's name: a watcher it restarts takes its lease back at once.
-    owner = os.environ.get("WATCHER_OWNER") or f"{socket.gethostname()}:{os.getpid()}"
+    owner = settings.WATCHER_OWNER or f"{socket.gethostname()}:{os.getpid()}"
     watcher = ClusterWatcher(cluster, owner, remote=settings.WATCHER_SAMPLER_PROCESS, events_thread=True)
     watcher.load_previous()
     active = tuned = False

@@ -33,6 +33,8 @@ from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
+from django.conf import settings
+
 from console.lifecycle import die_with_parent, exit_reason, tune_malloc
 from console.snapshots import store
 from console.snapshots.model import GROUP_PART, GroupState, group_part
@@ -395,8 +397,6 @@ class RemoteSampler:
         return self._process.pid if self._process is not None else None
 
     def _start(self) -> None:
-        from django.conf import settings
-
         ctx = multiprocessing.get_context("spawn")
         mine, theirs = ctx.Pipe()
         overrides = {k: getattr(settings, k) for k in dir(settings) if k.startswith(("WATCHER_", "ANALYTICS_"))}
@@ -416,8 +416,6 @@ class RemoteSampler:
         """A sampling process is running (started again if it ended, unless it ended soon after its
         last start: then not before a pause that doubles up to a minute, so one that cannot start
         does not fill the timeline). False while there is none."""
-        from django.conf import settings
-
         limit = self.stall_limit()
         if self._process is not None and self._process.is_alive():
             if self._sent is None or time.monotonic() - self._heard_at < limit:
@@ -461,8 +459,6 @@ class RemoteSampler:
         about two minutes) as long as the last process's was allowed, doubled if that one was
         stopped before its first pass; after it, WATCHER_SAMPLER_STALL_SECONDS. (A first pass
         longer than the setting once made every new process stopped in its first pass, for ever.)"""
-        from django.conf import settings
-
         base: float = settings.WATCHER_SAMPLER_STALL_SECONDS
         return max(base, self._first_limit or base) if not self._passes else base
 
@@ -586,8 +582,6 @@ def child_main(cluster: str, incremental: bool, factory: GatewayFactory | None, 
             conn.send(("alive",))
 
     step_done()
-    from django.conf import settings
-
     for name, value in overrides.items():
         setattr(settings, name, value)
     from console import gateway

@@ -7,6 +7,7 @@ import os
 import stat
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,9 +34,11 @@ def test_a_damaged_file_of_that_name_is_written_again(tmp_path: Path) -> None:
     assert zipfile.ZipFile(path).testzip() is None
 
 
-def test_the_archive_is_kept_in_a_private_directory_under_var(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CONSOLE_VAR_DIR", str(tmp_path / "var"))
-    path = jobs_zip()
+def test_the_archive_is_kept_in_a_private_directory_under_var(tmp_path: Path, settings: Any) -> None:
+    from analytics.tasks import spark_jobs_dir
+
+    settings.VAR_DIR = tmp_path / "var"
+    path = jobs_zip(spark_jobs_dir())
     assert path.parent == tmp_path / "var" / "spark-jobs"
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
     assert stat.S_IMODE(path.stat().st_mode) == 0o600

@@ -26,7 +26,8 @@ class Command(BaseCommand):
         parser.add_argument("--heap", default="512m", help="maximum Java heap of each node")
 
     def handle(self, *args: Any, **opts: Any) -> None:
-        cluster = DevCluster(settings.DEVCLUSTER_DIR, settings.DEVCLUSTER_BASE_PORT, heap=opts["heap"])
+        cluster = DevCluster(settings.DEVCLUSTER_DIR, settings.DEVCLUSTER_BASE_PORT, heap=opts["heap"],
+                             log_level=settings.DEVCLUSTER_LOG_LEVEL)
         action = opts["action"]
         node = opts["node"]
         try:

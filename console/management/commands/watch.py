@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from types import FrameType
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
 from console.lifecycle import die_with_parent, exit_reason, tune_malloc
@@ -71,7 +72,8 @@ class Command(BaseCommand):
         self.supervise(stop)
 
     def supervise(self, stop: threading.Event) -> None:
-        env = {**os.environ, "WATCHER_OWNER": os.environ.get("WATCHER_OWNER") or f"{socket.gethostname()}:{os.getpid()}"}
+        # (the children run with this process's environment, and its name as theirs)
+        env = {**os.environ, "WATCHER_OWNER": settings.WATCHER_OWNER or f"{socket.gethostname()}:{os.getpid()}"}
         command = [sys.executable, sys.argv[0], "watch", "--child"]
         pause = 0.0
         while not stop.is_set():
