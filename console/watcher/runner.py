@@ -14,7 +14,7 @@ import time
 from django.conf import settings
 
 from console import gateway
-from console.snapshots import store
+from console.snapshots import changes, store
 from console.watcher.loop import ClusterWatcher
 from console.watcher.memory import settle_gc, tune_gc
 
@@ -47,7 +47,7 @@ def run_offsets(watcher: ClusterWatcher, stop: threading.Event, active: threadin
                 log.exception("offset sampling for %s failed", watcher.cluster)
         delay = max(0.1, settings.WATCHER_OFFSETS_INTERVAL - (time.monotonic() - started))
         if active.is_set():  # a change made through the console wakes the sampler at once
-            store.wait_for_nudge(watcher.cluster, "samples", delay)
+            changes.wait_for_nudge(watcher.cluster, "samples", delay)
         else:
             stop.wait(delay)
 
@@ -96,8 +96,8 @@ def run_cluster(cluster: str, stop: threading.Event, lease_ttl: float = 10.0) ->
             active = False
             sampling.clear()
         delay = cycle_delay(time.monotonic() - started, active and watcher.metadata_moved)
-        if active:  # a change made through the console (store.note_change) wakes the watcher at once
-            store.wait_for_nudge(cluster, "metadata", delay)
+        if active:  # a change made through the console (changes.note_change) wakes the watcher at once
+            changes.wait_for_nudge(cluster, "metadata", delay)
         else:
             stop.wait(delay)
 

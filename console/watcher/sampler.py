@@ -12,40 +12,36 @@ something carries the last complete answer for it.
 from __future__ import annotations
 
 import logging
-import sys
 import time
 from array import array
 from collections import deque
 from collections.abc import Callable, Collection, Iterator, Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import count
-from typing import Any, TypeVar
+from typing import Any
 
 from django.conf import settings
 
 from console.gateway.client import ClusterGateway
 from console.gateway.errors import GatewayError
-from console.gateway.types import ConsumerGroup
-from console.snapshots import store
-from console.snapshots.model import Commits, GroupPartitions, GroupState, MemberState
-from console.snapshots.store import GroupParts
+from console.gateway.types import ConsumerGroup, TopicPartition
+from console.snapshots import changes
+from console.snapshots.encoding import Commits, GroupPartitions
+from console.snapshots.model import GroupState, MemberState
 from console.watcher import registry
 from console.watcher.columns import ABSENT, OffsetColumns
-from console.watcher.numbers import PARTITION_NUMBERS
+from console.watcher.partition_names import PartitionNames
 from console.watcher.pass_offsets import PassOffsets, topic_runs
 from console.watcher.registry import EmitEvents, EventRow
+from console.watcher.sample import Sample
 from console.watcher.size_columns import SizeColumns
 
 log = logging.getLogger(__name__)
 
-TopicPartition = tuple[str, int]
 # Groups whose committed offsets are fetched and turned into states together (one OffsetFetch per
 # coordinator each): what a pass holds of Kafka's answers at once.
 GROUP_CHUNK = 2000
 SIZE_BROKERS = 10  # brokers whose log dir sizes are read at a time (Sampler._read_sizes)
-TEXTS_MAX = 200_000  # strings and assignments shared (PartitionNames.text, .tps): forgotten all at once beyond this
-_T = TypeVar("_T")
 _NONE: dict[Any, Any] = {}  # (a group's committed or share offsets when it has none: never changed)
 _PASSES = count(1)  # (Sample.number)
 
@@ -68,194 +64,6 @@ def produce_rates(before: Mapping[TopicPartition, int], after: Mapping[TopicPart
             totals[key[0]] = totals.get(key[0], 0) + max(0, end - was)
     return {topic: round(n / seconds, 2) for topic, n in totals.items()}
 
-
-@dataclass(frozen=True)
-class Sample:
-    """One sampling pass. Its mappings are never changed once handed out (a pass whose read of them
-    failed hands out the last pass's again: `OffsetColumns.merged`)."""
-
-    started: float  # when it was asked for: what it is stamped with (a change noted before it is in it)
-    # every end offset known, this pass's over the last ones (columns.OffsetColumns from a Sampler)
-    ends: Mapping[TopicPartition, int]
-    starts: Mapping[TopicPartition, int]
-    # log-dir sizes per replica (snapshot.replica_sizes): columns.SizeColumns from a Sampler
-    sizes: Mapping[TopicPartition, Mapping[str, int]] | None
-    rates: Mapping[str, float]  # messages per second per topic
-    groups: dict[str, GroupState] | None  # None when the groups could not be read
-    groups_changed: bool  # the evaluation changed a group state it carried over
-    changed: tuple[TopicPartition, ...]  # the partitions whose offsets or sizes differ from the pass before
-    # From the sampling process: each group's stored part (its digest, and its JSON until a save
-    # wrote it: store.GroupParts, keyed as stored, "g:<id>") and the topics it reads (by group id),
-    # instead of `groups` (which is then None). The topics are a new mapping when anything in them
-    # changed; the parts are one object, renewed in place as the next pass's pieces arrive
-    # (DeltaMerger.apply_piece).
-    group_parts: GroupParts | None = None
-    group_topics: Mapping[str, list[str]] | None = None
-    # The pass's number (each Sampler pass's is new in the process; 0: not a Sampler's), and the
-    # number of the pass whose groups `groups_changed` compares with (0: none). Numbers, not the
-    # groups: a sample holding the pass before's would keep a third generation of states alive.
-    number: int = 0
-    groups_since: int = 0
-
-
-class Layout(Collection[TopicPartition]):
-    """The partitions to sample, as each topic's name and partition numbers: what the watcher
-    holds and sends its sampling process (a (topic, partition) tuple per partition was 20 MB of the
-    watcher at 300,000 partitions). Iterating gives the (topic, partition) pairs, topic by topic."""
-
-    __slots__ = ("_count", "topics")
-
-    def __init__(self, topics: list[tuple[str, tuple[int, ...]]]) -> None:
-        self.topics = topics
-        self._count = sum(len(numbers) for _name, numbers in topics)
-
-    def __iter__(self) -> Iterator[TopicPartition]:
-        for name, numbers in self.topics:
-            for number in numbers:
-                yield (name, number)
-
-    def __len__(self) -> int:
-        return self._count
-
-    def __contains__(self, tp: object) -> bool:
-        return any(tp == (name, number) for name, numbers in self.topics for number in numbers)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Layout) and self.topics == other.topics
-
-    __hash__ = None  # type: ignore[assignment]  # (compared, never a key)
-
-
-def _interned(table: dict[_T, _T], value: _T) -> _T:
-    """The one object equal to `value` in `table`, which holds at most TEXTS_MAX (cleared all at
-    once when a new value finds it full)."""
-    found = table.get(value)
-    if found is None:
-        if len(table) >= TEXTS_MAX:
-            table.clear()
-        found = table[value] = value
-    return found
-
-
-class PartitionNames:
-    """One (topic, partition) tuple and one "topic:partition" string per partition, shared by every
-    group state that names it: 50,000 groups commit on 1.5 million group partitions of 300,000
-    partitions, and the gateway's answers are new objects at every pass. Kept per topic, in two
-    lists indexed by partition number (partition numbers are dense: 0 to the count less one): as
-    two dicts keyed by tuple and by string they were 21 MB at 300,000 partitions, here about 6.
-    Cleared when it holds far more partitions than are in use (deleted topics), so it never grows
-    without bound; `generation` counts the clearings."""
-
-    __slots__ = ("_count", "_other", "_sets", "_texts", "_topics", "by_key", "generation")
-
-    def __init__(self) -> None:
-        # topic -> (each partition's key, each partition's tuple), by partition number (None: not named yet)
-        self._topics: dict[str, tuple[list[str | None], list[TopicPartition | None]]] = {}
-        self._other: dict[TopicPartition, tuple[str, TopicPartition]] = {}  # (numbers beyond the lists')
-        self._count = 0
-        self.generation = 0
-        self.by_key: Mapping[str, TopicPartition] = _ByKey(self._topics, self._other)  # each key's tuple (for the evaluation, which shares them)
-        self._texts: dict[str, str] = {}  # (see `text`)
-        self._sets: dict[tuple[TopicPartition, ...], tuple[TopicPartition, ...]] = {}  # (see `tps`)
-
-    def __len__(self) -> int:
-        return self._count
-
-    def entry(self, tp: TopicPartition) -> tuple[str, TopicPartition]:
-        """The shared "topic:partition" key of `tp`, and its shared tuple."""
-        found = self._topics.get(tp[0])
-        number = tp[1]
-        if found is not None and 0 <= number < len(found[0]):
-            key = found[0][number]
-            if key is not None:
-                return key, found[1][number]  # type: ignore[return-value]
-        return self._add(tp)
-
-    def _add(self, tp: TopicPartition) -> tuple[str, TopicPartition]:
-        # (one topic string for all its partitions: the gateway's answers hold one per partition)
-        name, number = sys.intern(tp[0]), int(tp[1])
-        if not 0 <= number < PARTITION_NUMBERS:
-            known = self._other.get((name, number))
-            if known is None:
-                known = self._other[(name, number)] = (f"{name}:{number}", (name, number))
-                self._count += 1
-            return known
-        found = self._topics.get(name)
-        if found is None:
-            found = self._topics[name] = ([], [])
-        keys, tuples = found
-        if number >= len(keys):
-            keys.extend([None] * (number + 1 - len(keys)))
-            tuples.extend([None] * (number + 1 - len(tuples)))
-        key, shared = f"{name}:{number}", (name, number)
-        keys[number], tuples[number] = key, shared
-        self._count += 1
-        return key, shared
-
-    def key(self, tp: TopicPartition) -> str:
-        """The shared "topic:partition" key of `tp`."""
-        return self.entry(tp)[0]
-
-    def shared(self, tp: TopicPartition) -> TopicPartition:
-        """The shared (topic, partition) tuple equal to `tp` (`entry`'s, looked up without it: the
-        gateway asks for one per partition of every member's assignment, every pass)."""
-        found = self._topics.get(tp[0])
-        number = tp[1]
-        if found is not None and 0 <= number < len(found[1]):
-            got = found[1][number]
-            if got is not None:
-                return got
-        return self._add(tp)[1]
-
-    def tps(self, tps: tuple[TopicPartition, ...]) -> tuple[TopicPartition, ...]:
-        """One tuple of the shared tuples for each list of partitions (a member's assignment): the
-        groups that read a topic with the same number of members and the same assignor are given
-        the same lists (100,000 members' tuples at 50,000 groups were 18 MB)."""
-        shared = self.shared
-        return _interned(self._sets, tuple([shared(tp) for tp in tps]))
-
-    def text(self, value: str) -> str:
-        """One string for each value of a member's client id and host, and of a group's state,
-        protocol type, group type and assignor: they recur across groups and passes, and each answer
-        brings new strings (400,000 of them at 50,000 groups)."""
-        return _interned(self._texts, value)
-
-    def bound(self, in_use: int) -> None:
-        if self._count > 2 * in_use + 100_000:
-            self._topics, self._other, self._count, self._sets = {}, {}, 0, {}
-            self.by_key = _ByKey(self._topics, self._other)
-            self.generation += 1
-
-
-class _ByKey(Mapping[str, TopicPartition]):
-    """PartitionNames' tuples by key ("topic:partition")."""
-
-    __slots__ = ("_other", "_topics")
-
-    def __init__(self, topics: dict[str, tuple[list[str | None], list[TopicPartition | None]]],
-                 other: dict[TopicPartition, tuple[str, TopicPartition]]) -> None:
-        self._topics, self._other = topics, other
-
-    def __getitem__(self, key: str) -> TopicPartition:
-        topic, _, number = key.rpartition(":")
-        found = self._topics.get(topic)
-        if found is not None and number.isdigit() and int(number) < len(found[0]) and found[0][int(number)] == key:
-            return found[1][int(number)]  # type: ignore[return-value]
-        try:
-            known = self._other.get((topic, int(number)))
-        except ValueError:
-            known = None
-        if known is None:
-            raise KeyError(key)
-        return known[1]
-
-    def __iter__(self) -> Iterator[str]:
-        for keys, _tuples in self._topics.values():
-            yield from (k for k in keys if k is not None)
-        yield from (key for key, _tp in self._other.values())
-
-    def __len__(self) -> int:
-        return sum(len(keys) - keys.count(None) for keys, _tuples in self._topics.values()) + len(self._other)
 
 
 def _described_as(state: GroupState, assignment_epoch: int | None, g: ConsumerGroup) -> bool:
@@ -414,11 +222,11 @@ class Sampler:
         cluster's sampling. So: every WATCHER_STARTS_INTERVAL; at once when the partitions asked
         for changed (new topics and partitions, partitions back online), when a partition's end
         went down or below its start (a topic deleted and made again, a log truncated), and when a
-        topic changed through the console (records deleted, a topic made anew: `store.note_change`)
+        topic changed through the console (records deleted, a topic made anew: `changes.note_change`)
         since they were read, so that the user's next page shows it (read-your-writes)."""
         if last_starts is None or now >= self._next_starts or asked is not self._starts_asked:
             return True
-        noted = store.pending_changes(self.cluster, settings.WATCHER_STARTS_INTERVAL)
+        noted = changes.pending_changes(self.cluster, settings.WATCHER_STARTS_INTERVAL)
         if any(when >= self._starts_read_at and what.startswith(("offsets:", "topic:")) for what, (when, _v) in noted.items()):
             return True
         if not isinstance(last_ends, OffsetColumns) or not isinstance(last_starts, OffsetColumns):

@@ -6,9 +6,9 @@ held the interpreter lock the metadata cycle needs, so a leader move waited for 
 judged. Here the pass runs in a child process with its own lock (and core), and sends the watcher
 only what changed since its last pass (`SampleDelta`): the offsets and sizes that moved, the group
 states whose description, commits or evaluation changed (as the JSON the store keeps), the events
-it saved. The watcher turns
-each delta back into a whole `Sample` (`DeltaMerger`) and merges it as it merges one taken in its
-own thread, so everything after (snapshot, store, pages) is the same either way.
+it saved (deltas.py). The watcher turns each delta back into a whole `Sample` (delta_merge.py) and
+merges it as it merges one taken in its own thread, so everything after (snapshot, store, pages) is
+the same either way.
 
 The watcher tells the child what to sample (the online partitions and live brokers of its last
 snapshot) when that changes, or to pause (lease lost, cluster unreachable). A child that dies is
@@ -18,303 +18,36 @@ started again by the next call; its first delta is whole. The child dies with th
 from __future__ import annotations
 
 import contextlib
-import itertools
 import logging
 import multiprocessing
 import os
 import queue
 import resource
-import sys
 import threading
 import time
-from array import array
 from collections import deque
-from collections.abc import Callable, Collection, Iterator, Mapping
-from dataclasses import dataclass, field, replace
-from typing import Any, cast
+from collections.abc import Callable, Collection
+from typing import Any
 
 from django.conf import settings
 
+from console.gateway.types import TopicPartition
 from console.lifecycle import die_with_parent, exit_reason, tune_malloc
-from console.snapshots import store
-from console.snapshots.model import GROUP_PART, GroupState, group_part
-from console.watcher.columns import ListColumns, OffsetColumns, PackedOffsets, pack
-from console.watcher.sampler import Sample, TopicPartition
-from console.watcher.size_columns import PackedSizes, SizeColumns, unpack_sizes
+from console.snapshots import changes
+from console.watcher.delta_merge import DeltaMerger
+from console.watcher.deltas import DeltaMaker, SampleDelta
+from console.watcher.sample import Sample
 from console.watcher.turns import CycleFirst
 
 log = logging.getLogger(__name__)
 
 SAMPLER_NICENESS = 10
 ALIVE_EVERY_MAX = 10.0  # seconds between a pass's "alive" messages (at most a quarter of the stall limit)
-# Groups per message: a pass that changed 50,000 groups (150 MB of JSON) went as one pickle, held
-# whole in both processes next to what it carried; ahead of the delta, the changed groups go in
-# pieces of this many, and the delta carries the last one. The watcher puts each in place as it
-# arrives (DeltaMerger.apply_piece), letting go of the JSON it replaces.
-GROUP_PIECE = 2000
-# Partitions per message of a pass's changed offsets and sizes (ahead of the delta, as the groups'
-# pieces are): a first pass sends every partition's, and pickled whole (24 MB at 300,000 partitions)
-# the delta made the sampling process peak 81 MB above what it held (a pickle keeps its whole output,
-# grown by doubling, and a copy of it), the watcher's unpickling it likewise.
-OFFSETS_PIECE = 20_000
-TOPIC_LISTS_MAX = 100_000  # distinct lists of topics the merger shares (DeltaMerger._topics): forgotten all at once beyond
 RESTART_STABLE_SECONDS = 30.0  # a process that ran this long is started again at once when it ends
 # A first pass that outlasts WATCHER_SAMPLER_STALL_SECONDS has the next process allowed twice as long,
 # up to this many times the setting (RemoteSampler.stall_limit).
 STALL_LIMIT_MAX_FACTOR = 8
 GatewayFactory = Callable[[], Any]  # picklable; called in the child (None: the cluster's own gateway)
-
-
-@dataclass(frozen=True)
-class SampleDelta:
-    """One pass, as what changed since the pass before (or everything, when `full`)."""
-
-    full: bool
-    started: float
-    # What changed, packed by topic (columns.pack, SizeColumns.changed_packed): a few arrays per
-    # topic, not an object per partition to pickle.
-    ends: PackedOffsets
-    starts: PackedOffsets
-    sizes: PackedSizes | None  # None: not read this pass
-    rates: Mapping[str, float]
-    groups: dict[str, tuple[bytes, list[str]]] | None  # of each group that changed: its JSON, the topics it reads;
-    # None: the groups could not be read
-    group_ids: list[str] | None  # every group, in order, when the set of groups changed (else None)
-    groups_changed: bool
-    events: list[dict[str, Any]] = field(default_factory=list)  # saved by the child, for the next broadcast
-    stats: dict[str, Any] = field(default_factory=dict)
-
-
-def _marks(g: GroupState) -> tuple[GroupState, int]:
-    """What tells whether a group is as it was last sent: its state object (a state is never
-    changed once made, but for its evaluation), and one digest of the evaluation's figures, which
-    the evaluation renews in place (new lists or arrays when it judges the group). Holding the
-    figures themselves kept every group's from the pass before alive through the next pass (15 MB
-    of time lags at 50,000 groups); a tuple of the five figures, two of them as (type, digest)
-    pairs, was 220 bytes a group (11 MB), one digest is 32."""
-    return (g, store.digest((g.status, g.time_lag, tuple(g.lag_keys), _figure(g.lag_status), _figure(g.lag_seconds))))
-
-
-def _figure(value: Any) -> Any:
-    """A per-partition figure as a hashable value: its type and bytes when it is packed (an array,
-    or bytes of its own), else its items."""
-    if isinstance(value, array):
-        return (type(value), value.tobytes())
-    if isinstance(value, bytes):
-        return (type(value), bytes(value))
-    return tuple(value)
-
-
-def _same(a: tuple[GroupState, int], b: tuple[GroupState, int]) -> bool:
-    return a[0] is b[0] and a[1] == b[1]
-
-
-def _offset_pieces(which: str, packed: dict[str, Any], per_message: int) -> Iterator[tuple[str, str, dict[str, Any]]]:
-    """("offsets", which, {topic: packed values}) messages of whole topics, about `per_message`
-    partitions each, taken out of `packed` (what stays goes with the delta) while more than that is
-    left in it."""
-    left = sum(len(parts[0]) for parts in packed.values())
-    while left > per_message:
-        piece: dict[str, Any] = {}
-        count = 0
-        for name in list(itertools.islice(packed, per_message)):
-            if count >= per_message:
-                break
-            piece[name] = parts = packed.pop(name)
-            count += len(parts[0])
-        left -= count
-        yield ("offsets", which, piece)
-        del piece
-
-
-class DeltaMaker:
-    """In the child: each pass's Sample as a SampleDelta against the pass before. Groups go as
-    their stored JSON (serialised here, where they are evaluated, and only when they changed), so
-    the watcher never builds their objects."""
-
-    def __init__(self) -> None:
-        self._last: Sample | None = None
-        self._sent: dict[str, tuple[GroupState, int]] = {}  # what each group was when last sent (`_marks`)
-
-    def make(self, sample: Sample, events: list[dict[str, Any]], stats: dict[str, Any]) -> SampleDelta:
-        """The pass as one delta, every changed group, offset and size in it."""
-        [delta] = self.messages(sample, events, stats, piece=0, offsets_piece=0)
-        return cast(SampleDelta, delta)
-
-    def messages(self, sample: Sample, events: list[dict[str, Any]], stats: dict[str, Any],
-                 piece: int | None = None, offsets_piece: int | None = None) -> Iterator[Any]:
-        """The pass as the messages that carry it: ("offsets", "ends" | "starts" | "sizes", {...})
-        pieces of whole topics' changed values, about `offsets_piece` partitions each
-        (OFFSETS_PIECE; 0: none), and ("groups", {...}) pieces of `piece` changed groups
-        (GROUP_PIECE; 0: none), then the delta with the rest (the watcher puts them together again:
-        `RemoteSampler.receive`). Each piece's JSON is made as it is taken: a pass that changed
-        50,000 groups held 150 MB of it at once; each offsets piece is let go once sent."""
-        size = GROUP_PIECE if piece is None else piece
-        per_message = OFFSETS_PIECE if offsets_piece is None else offsets_piece
-        last = self._last
-        full = last is None
-        ends = pack(sample.ends, last.ends if last else None)
-        starts = pack(sample.starts, last.starts if last else None)
-        sizes = None
-        if sample.sizes is not None and (last is None or sample.sizes is not last.sizes):
-            assert isinstance(sample.sizes, SizeColumns)  # (what Sampler.take reads)
-            sizes = sample.sizes.changed_packed(last.sizes if last else None)
-        changed: list[str] | None = None
-        group_ids = None
-        states = sample.groups
-        if (states is not None and last is not None and not sample.groups_changed and sample.groups_since
-                and sample.groups_since == last.number and self._sent.keys() == states.keys()):
-            # Every state the last pass's (the one sent last) and its evaluation as it was
-            # (Sampler.take's groups_changed): nothing to digest and compare, as on an idle cluster.
-            changed = []
-        elif states is not None:
-            sent = self._sent
-            marks = {gid: _marks(g) for gid, g in states.items()}
-            changed = [gid for gid in states if gid not in sent or not _same(sent[gid], marks[gid])]
-            if full or marks.keys() != sent.keys():
-                group_ids = list(marks)
-            self._sent = marks
-        self._last = sample
-        gids = changed or []
-        rest = (len(gids) - 1) // size * size if gids and size else 0  # (where the delta's own groups start)
-        pieces = [gids[i:i + size] for i in range(0, rest, size)] if rest else []
-
-        def serialised(part: list[str]) -> dict[str, tuple[bytes, list[str]]]:
-            assert states is not None
-            return {gid: (group_part(states[gid]), states[gid].topics()) for gid in part}
-
-        def each() -> Iterator[Any]:
-            if per_message:
-                for which, packed in (("ends", ends), ("starts", starts), ("sizes", sizes)):
-                    if packed:
-                        yield from _offset_pieces(which, packed, per_message)
-            # (taken before the next pass: the evaluation renews the states' figures in place)
-            for part in pieces:
-                yield ("groups", serialised(part))
-            yield SampleDelta(full=full, started=sample.started, ends=ends, starts=starts, sizes=sizes, rates=sample.rates,
-                              groups=serialised(gids[rest:]) if changed is not None else None, group_ids=group_ids,
-                              groups_changed=sample.groups_changed, events=events, stats=stats)
-
-        return each()
-
-    def every_group(self, piece: int | None = None) -> Iterator[tuple[str, dict[str, tuple[bytes, list[str]]]]]:
-        """Every group as last sent, again, in ("groups", {...}) pieces of `piece` groups
-        (GROUP_PIECE): what the watcher asks for when it must write every group's part and holds
-        only their digests (store.GroupParts). Between passes the states are as last sent (the
-        evaluation renews their figures in place only within a pass)."""
-        size = GROUP_PIECE if piece is None else piece
-        gids = list(self._sent)
-        for start in range(0, len(gids), size):
-            part = {gid: self._sent[gid][0] for gid in gids[start:start + size]}
-            yield ("groups", {gid: (group_part(g), g.topics()) for gid, g in part.items()})
-
-
-# Topics a step of DeltaMerger.apply takes (a size pass of 300,000 partitions is 10,000 topics:
-# 0.3 CPU-seconds in all, so about 30 ms a step).
-MERGE_STEP_TOPICS = 1_000
-
-
-def _chunks(packed: Mapping[str, Any], size: int) -> Iterator[dict[str, Any]]:
-    items = iter(packed.items())
-    while chunk := dict(itertools.islice(items, size)):
-        yield chunk
-
-
-class DeltaMerger:
-    """In the watcher: each delta back into a whole Sample (new mappings; the ones handed out
-    before are never changed, but for `group_parts`: see `apply_piece`)."""
-
-    def __init__(self, give_way: Callable[[], None] | None = None) -> None:
-        # Called between the steps of `apply` (turns.CycleFirst.give_way): the watcher's metadata
-        # cycle, sharing this interpreter, runs first.
-        self.give_way = give_way or (lambda: None)
-        # (by topic: columns.py)
-        self.ends = OffsetColumns()
-        self.starts = OffsetColumns()
-        self.sizes: ListColumns[Mapping[str, int]] | None = None
-        # Each group's digest, and its JSON until a save wrote it, keyed as stored ("g:<id>"): what
-        # the snapshot's content takes (store.GroupParts). None until the first groups came.
-        self.group_parts: store.GroupParts | None = None
-        self.group_topics: dict[str, list[str]] = {}
-        self.rates: Mapping[str, float] = {}
-        # One list of topic names for the groups that read the same topics (each delta brings new
-        # lists and strings: 50,000 of each at 50,000 groups, 7 MB); never changed once handed out.
-        self._topic_lists: dict[tuple[str, ...], list[str]] = {}
-        # The groups of the pass on its way (its pieces, `apply_piece`): the topics each reads, put in
-        # `group_topics` with the delta.
-        self._arrived: dict[str, list[str]] = {}
-        # The offsets and sizes of the pass on its way (its pieces, `apply_offsets`), by which.
-        self._pending: dict[str, dict[str, Any]] = {}
-
-    def _topics(self, names: list[str]) -> list[str]:
-        key = tuple(names)
-        found = self._topic_lists.get(key)
-        if found is None:
-            if len(self._topic_lists) >= TOPIC_LISTS_MAX:
-                self._topic_lists = {}
-            found = self._topic_lists[key] = [sys.intern(n) for n in names]
-        return found
-
-    def apply_piece(self, groups: Mapping[str, tuple[bytes, list[str]]]) -> None:
-        """A piece of the next delta's changed groups (or of every group, sent again when asked:
-        `DeltaMaker.every_group`): each group's JSON replaces its last one in `group_parts` at once,
-        in the object handed out. Gathered until their delta came, a pass's
-        changed groups (35 MB at 50,000 groups) were held next to the ones they replace, and made
-        the watcher's process peak with each pass (70 MB above its cycles at 300,000 partitions).
-        A snapshot made meanwhile stores each group as one pass or the next saw it, every group
-        there: the set of groups, and the topics each reads, change only with the delta."""
-        parts = self.group_parts
-        if parts is None:
-            parts = self.group_parts = store.GroupParts()
-        parts.put((GROUP_PART + gid, raw) for gid, (raw, _topics) in groups.items())
-        for gid, (_raw, topics) in groups.items():
-            self._arrived[gid] = self._topics(topics)
-
-    def apply_offsets(self, which: str, piece: Mapping[str, Any]) -> None:
-        """A piece of the next delta's changed offsets or sizes ("ends", "starts" or "sizes"),
-        packed by topic: kept until the delta comes (which brings the rest)."""
-        self._pending.setdefault(which, {}).update(piece)
-
-    def apply(self, d: SampleDelta) -> Sample:
-        pending, self._pending = self._pending, {}
-        if pending:  # (the pass's pieces first, then the delta's own: each topic is in one of them)
-            d = replace(d, ends={**pending.get("ends", {}), **d.ends}, starts={**pending.get("starts", {}), **d.starts},
-                        sizes={**pending["sizes"], **(d.sizes or {})} if "sizes" in pending else d.sizes)
-            del pending
-        if d.groups is not None:
-            self.apply_piece(d.groups)  # (the delta's own groups: the pass's last piece)
-        arrived, self._arrived = self._arrived, {}  # (every group the pass brought)
-        if d.full:
-            self.ends, self.starts, self.sizes, self.group_topics = OffsetColumns(), OffsetColumns(), None, {}
-            if self.group_parts is not None:  # (a new process's first pass: only what it brought)
-                self.group_parts.keep(map(GROUP_PART.__add__, arrived))
-        give_way = self.give_way
-        for chunk in _chunks(d.ends, MERGE_STEP_TOPICS):
-            self.ends = self.ends.updated_packed(chunk)
-            give_way()
-        for chunk in _chunks(d.starts, MERGE_STEP_TOPICS):
-            self.starts = self.starts.updated_packed(chunk)
-            give_way()
-        if d.sizes is not None:
-            self.sizes = self.sizes or ListColumns()
-            for chunk in _chunks(d.sizes, MERGE_STEP_TOPICS):
-                self.sizes = self.sizes.updated(unpack_sizes(chunk))
-                give_way()
-        if d.groups is not None:
-            parts, topics = cast(store.GroupParts, self.group_parts), self.group_topics
-            if d.group_ids is not None:
-                parts.keep(map(GROUP_PART.__add__, d.group_ids))  # (groups gone are left out)
-                self.group_topics = {gid: arrived[gid] if gid in arrived else topics[gid] for gid in d.group_ids}
-            elif arrived:
-                self.group_topics = {**topics, **arrived}
-        self.rates = d.rates
-        changed = {(name, n) for packed in (d.ends, d.starts, d.sizes or {}) for name, parts in packed.items()
-                   for n in parts[0].tolist()}
-        give_way()
-        return Sample(started=d.started, ends=self.ends, starts=self.starts, sizes=self.sizes, rates=d.rates,
-                      groups=None, groups_changed=d.groups_changed and d.groups is not None, changed=tuple(changed),
-                      group_parts=self.group_parts if d.groups is not None else None,
-                      group_topics=self.group_topics if d.groups is not None else None)
 
 
 class _WriterStats:
@@ -325,11 +58,9 @@ class _WriterStats:
 
 class _Outbox:
     """What the watcher tells one sampling process (targets, "pause", "groups", the last None),
-    sent in order by a thread of its own. The sampling thread that takes the passes in never waits
-    on a send: the pipe holds a few hundred KB each way, and a pass's pieces fill it while the child
-    waits for them to be read; a new target of 300,000 partitions (a broker gone or back changes
-    it) sent from that thread then waited for the child to read it, the child for the thread: both
-    for ever, offsets and lag frozen and the watcher unable to close (seen at 300,000 partitions)."""
+    sent in order by a thread of its own. The sampling thread that takes the passes in must never
+    wait on a send: while a pass's pieces fill the pipe the child waits for them to be read, and a
+    large target sent from that thread would deadlock both, freezing offsets and lag."""
 
     def __init__(self, conn: Any, cluster: str) -> None:
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
@@ -657,4 +388,4 @@ def child_main(cluster: str, incremental: bool, factory: GatewayFactory | None, 
             tuned = True
         settle_gc()
         delay = max(0.1, settings.WATCHER_OFFSETS_INTERVAL - (time.monotonic() - started))
-        store.wait_for_nudge(cluster, "samples", delay)
+        changes.wait_for_nudge(cluster, "samples", delay)

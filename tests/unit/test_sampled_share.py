@@ -1,12 +1,12 @@
-"""How many carried topics' sampled changes a metadata cycle takes (loop.SampledShare): a pass's
+"""How many carried topics' sampled changes a metadata cycle takes (sampled_share.SampledShare): a pass's
 changes spread over half the time to the next pass instead of taken in a burst."""
 
 from __future__ import annotations
 
 import pytest
 
-from console.watcher import loop
-from console.watcher.loop import SampledShare
+from console.watcher import sampled_share
+from console.watcher.sampled_share import SampledShare
 
 
 def passes_every(seconds: float, count: int = 4) -> SampledShare:
@@ -38,7 +38,7 @@ def test_a_pass_is_spread_over_half_the_time_to_the_next_one() -> None:
         cycles += 1
     # 7 cycles (half of 14 s at one a second), each the same share, the last what is left.
     assert taken == [858] * 6 + [6000 - 6 * 858]
-    assert cycles == int(loop.SPREAD_SHARE * 14.0)
+    assert cycles == int(sampled_share.SPREAD_SHARE * 14.0)
 
 
 def test_a_new_pass_arriving_before_the_backlog_is_in_is_spread_again_with_what_is_left() -> None:
@@ -53,8 +53,8 @@ def test_a_new_pass_arriving_before_the_backlog_is_in_is_spread_again_with_what_
 
 def test_few_topics_go_in_at_once_and_never_more_than_the_limit() -> None:
     share = passes_every(30.0)
-    assert share.take(loop.SPREAD_FLOOR, 3000, 1.0) == loop.SPREAD_FLOOR  # (at once, however far apart the passes)
-    assert share.take(2000, 3000, 1.0) == loop.SPREAD_FLOOR  # (15 cycles: 134 each, raised to the floor)
+    assert share.take(sampled_share.SPREAD_FLOOR, 3000, 1.0) == sampled_share.SPREAD_FLOOR  # (at once, however far apart the passes)
+    assert share.take(2000, 3000, 1.0) == sampled_share.SPREAD_FLOOR  # (15 cycles: 134 each, raised to the floor)
     assert share.take(40, 7, 1.0) == 7  # (the floor within the limit)
     fast = passes_every(1.5)  # (passes closer than two cycles: no spreading)
     assert fast.take(6000, 3000, 1.0) == 3000
@@ -64,7 +64,7 @@ def test_few_topics_go_in_at_once_and_never_more_than_the_limit() -> None:
 @pytest.mark.parametrize("interval", [0.5, 2.0])
 def test_the_cycles_counted_follow_the_metadata_interval(interval: float) -> None:
     share = passes_every(12.0)
-    cycles = int(loop.SPREAD_SHARE * 12.0 / interval)
+    cycles = int(sampled_share.SPREAD_SHARE * 12.0 / interval)
     assert share.take(12000, 12000, interval) == -(-12000 // cycles)
 
 

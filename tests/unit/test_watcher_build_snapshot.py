@@ -1,4 +1,4 @@
-"""console.watcher.loop.build_snapshot: a snapshot from Kafka's answers plus what was known before."""
+"""console.watcher.build.build_snapshot: a snapshot from Kafka's answers plus what was known before."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 
 from console.gateway.types import Broker, ClusterMetadata, Partition, Quorum, QuorumReplica, Topic
 from console.snapshots.model import QuorumMember, QuorumState
-from console.watcher.loop import build_snapshot
+from console.watcher.build import build_snapshot
 
 from ._build import broker, part, snapshot, topic
 

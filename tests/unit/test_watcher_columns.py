@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from console.snapshots.model import ReplicaSizes
+from console.snapshots.encoding import ReplicaSizes
 from console.watcher.columns import ListColumns, OffsetColumns, PackedOffsets, pack
 from console.watcher.size_columns import PackedSizes, SizeColumns, unpack_sizes
 
@@ -87,7 +87,8 @@ def test_a_negative_partition_is_refused() -> None:
 
 
 def test_the_watchers_merger_keeps_offsets_and_sizes_by_topic_and_copies_only_the_topics_a_pass_changed() -> None:
-    from console.watcher.sampling_process import DeltaMerger, SampleDelta
+    from console.watcher.delta_merge import DeltaMerger
+    from console.watcher.deltas import SampleDelta
 
     def delta(full: bool, ends: dict[tuple[str, int], int], sizes: dict[tuple[str, int], dict[int, int]] | None) -> SampleDelta:
         return SampleDelta(full=full, started=1.0, ends=pack(ends), starts=pack({tp: 0 for tp in ends} if full else {}),
@@ -131,7 +132,7 @@ def _split(answer: dict[tuple[str, int], dict[int, int]]) -> list[dict[tuple[str
 
 @pytest.mark.parametrize("seed", range(20))
 def test_size_columns_equal_the_mappings_the_snapshot_keeps_and_say_what_changed(seed: int) -> None:
-    from console.snapshots.model import replica_sizes
+    from console.snapshots.encoding import replica_sizes
 
     rng = random.Random(seed)
     before: SizeColumns | None = None
@@ -169,7 +170,7 @@ def test_size_columns_equal_the_mappings_the_snapshot_keeps_and_say_what_changed
 
 def test_analytics_takes_the_largest_replica_from_size_columns_as_from_mappings() -> None:
     from analytics.sampling import build_records
-    from console.snapshots.model import replica_sizes
+    from console.snapshots.encoding import replica_sizes
 
     answer = {("a", 0): {1: 10, 2: 30}, ("a", 2): {3: 5}, ("b", 0): {1: 7}}
     ends = {("a", 0): 100, ("a", 1): 50, ("a", 2): 9, ("b", 0): 1}
@@ -197,14 +198,15 @@ def test_the_merger_keeps_one_list_of_topics_for_the_groups_that_read_the_same_t
     one list per distinct list of topics, with one string per name."""
     import pickle
 
-    import console.watcher.sampling_process as sp
+    from console.watcher import delta_merge
+    from console.watcher.deltas import SampleDelta
 
-    def delta(groups: dict[str, tuple[bytes, list[str]]], ids: list[str] | None) -> sp.SampleDelta:
-        made = sp.SampleDelta(full=False, started=1.0, ends={}, starts={}, sizes=None, rates={}, groups=groups,
+    def delta(groups: dict[str, tuple[bytes, list[str]]], ids: list[str] | None) -> SampleDelta:
+        made = SampleDelta(full=False, started=1.0, ends={}, starts={}, sizes=None, rates={}, groups=groups,
                               group_ids=ids, groups_changed=True)
         return pickle.loads(pickle.dumps(made))  # (as it arrives: new objects)
 
-    merger = sp.DeltaMerger()
+    merger = delta_merge.DeltaMerger()
     one = merger.apply(delta({f"g{i}": (b"{}", ["orders", "pay<ments>"]) for i in range(3)} | {"h": (b"{}", ["logs"])},
                              ["g0", "g1", "g2", "h"])).group_topics
     assert one is not None and one["g0"] == ["orders", "pay<ments>"] and one["h"] == ["logs"]
@@ -212,7 +214,7 @@ def test_the_merger_keeps_one_list_of_topics_for_the_groups_that_read_the_same_t
     two = merger.apply(delta({"g1": (b'{"x":1}', ["orders", "pay<ments>"]), "g9": (b"{}", ["orders"])}, None)).group_topics
     assert two is not None and two["g1"] is one["g0"] and two["g0"] is one["g0"] and two["g9"] == ["orders"]
     assert two["g9"][0] is one["g0"][0]  # (one string per name)
-    monkeypatch.setattr(sp, "TOPIC_LISTS_MAX", 1)  # bounded: forgotten all at once when a new list finds it full
+    monkeypatch.setattr(delta_merge, "TOPIC_LISTS_MAX", 1)  # bounded: forgotten all at once when a new list finds it full
     merger.apply(delta({"g5": (b"{}", ["x"])}, None))
     three = merger.apply(delta({"g2": (b"{}", ["orders", "pay<ments>"])}, None)).group_topics
     assert three is not None and three["g2"] == ["orders", "pay<ments>"] and three["g2"] is not one["g0"]
@@ -233,20 +235,21 @@ def test_the_merger_renews_each_groups_part_in_place_as_its_piece_arrives_and_th
     stay)."""
     import sys
 
-    import console.watcher.sampling_process as sp
     from console.snapshots.store import GroupParts, digest
+    from console.watcher import delta_merge
+    from console.watcher.deltas import SampleDelta
 
     class Part(bytes):  # (bytes the test can tell apart from equal ones)
         pass
 
-    def delta(groups: dict[str, tuple[bytes, list[str]]], ids: list[str] | None, full: bool = False) -> sp.SampleDelta:
-        return sp.SampleDelta(full=full, started=1.0, ends={}, starts={}, sizes=None, rates={}, groups=groups,
+    def delta(groups: dict[str, tuple[bytes, list[str]]], ids: list[str] | None, full: bool = False) -> SampleDelta:
+        return SampleDelta(full=full, started=1.0, ends={}, starts={}, sizes=None, rates={}, groups=groups,
                               group_ids=ids, groups_changed=True)
 
     def digests(parts: GroupParts) -> dict[str, int]:
         return parts.taken()[0]
 
-    merger = sp.DeltaMerger()
+    merger = delta_merge.DeltaMerger()
     first = merger.apply(delta({"a": (Part(b"a1"), ["orders"]), "pay<ments>/é": (Part(b"p1"), ["pay"])}, ["a", "pay<ments>/é"],
                                full=True))
     parts, topics = first.group_parts, first.group_topics
@@ -288,24 +291,25 @@ def test_the_merger_renews_each_groups_part_in_place_as_its_piece_arrives_and_th
     fifth = merger.apply(delta({}, None))
     assert fifth.group_parts is fourth.group_parts and fifth.group_topics is fourth.group_topics
     # Groups that could not be read: the last ones stay (None handed out: the watcher keeps its own).
-    assert merger.apply(sp.SampleDelta(
+    assert merger.apply(SampleDelta(
         full=False, started=2.0, ends={}, starts={}, sizes=None, rates={}, groups=None, group_ids=None,
         groups_changed=False)).group_parts is None
     assert merger.group_parts is parts and parts.held() == {"g:a": b"a4", "g:pay<ments>/é": b"p3"}
 
 
 def test_a_new_sampling_processs_first_pass_holds_only_the_groups_it_brought() -> None:
-    import console.watcher.sampling_process as sp
+    from console.watcher import delta_merge
+    from console.watcher.deltas import SampleDelta
 
-    merger = sp.DeltaMerger()
+    merger = delta_merge.DeltaMerger()
     merger.apply_piece({"a": (b"a1", ["t"]), "b": (b"b1", ["t"])})
-    one = merger.apply(sp.SampleDelta(full=True, started=1.0, ends={}, starts={}, sizes=None, rates={},
+    one = merger.apply(SampleDelta(full=True, started=1.0, ends={}, starts={}, sizes=None, rates={},
                                       groups={"c": (b"c1", ["u"])}, group_ids=["a", "b", "c"], groups_changed=True))
     assert one.group_parts is not None and one.group_parts.held() == {"g:a": b"a1", "g:b": b"b1", "g:c": b"c1"}
     assert one.group_topics == {"a": ["t"], "b": ["t"], "c": ["u"]}
     # (a whole pass again, as a process started anew sends it: what it did not bring is gone)
     merger.apply_piece({"b": (b"b2", ["t"])})
-    two = merger.apply(sp.SampleDelta(full=True, started=2.0, ends={}, starts={}, sizes=None, rates={},
+    two = merger.apply(SampleDelta(full=True, started=2.0, ends={}, starts={}, sizes=None, rates={},
                                       groups={}, group_ids=["b"], groups_changed=True))
     assert two.group_parts is not None and two.group_parts.held() == {"g:b": b"b2"} and len(two.group_parts) == 1
     assert two.group_topics == {"b": ["t"]}
@@ -376,13 +380,13 @@ def test_group_parts_write_ahead_only_groups_whose_last_part_is_in_redis_and_hol
 def test_a_pass_offsets_answer_as_arrays_is_the_answer_and_a_groups_partitions_read_from_it_are_its_values(seed: int) -> None:
     """PassOffsets (what a sampling pass keeps of the gateway's dict) says what the dict says, with
     the shared tuples asked with as its keys (the same list when every partition answered); a
-    group's partitions read from it a topic at a time (consumers_app.watching._Entries) give the
+    group's partitions read from it a topic at a time (consumers_app.group_entries.GroupEntries) give the
     dict's values, None or KeyError where it has none."""
     from array import array
 
-    from console.snapshots.model import Commits, GroupPartitions
+    from console.snapshots.encoding import Commits, GroupPartitions
     from console.watcher.pass_offsets import PassOffsets, topic_runs
-    from consumers_app.watching import _Entries
+    from consumers_app.group_entries import GroupEntries
 
     rng = random.Random(seed)
     asked = [(f"t{k}", p) for k in range(rng.randint(1, 4)) for p in rng.sample(range(12), rng.randint(1, 8))]
@@ -396,7 +400,7 @@ def test_a_pass_offsets_answer_as_arrays_is_the_answer_and_a_groups_partitions_r
     for _ in range(10):
         tps = tuple(sorted(rng.sample(asked, rng.randint(1, len(asked))) + ([("gone", 3)] if rng.random() < 0.2 else [])))
         committed = array("q", [answer.get(tp, 7) if rng.random() < 0.7 else rng.randint(0, 9) for tp in tps])
-        entries = _Entries(Commits(GroupPartitions(tuple(f"{t}:{p}" for t, p in tps), tps), committed), {}, {})
+        entries = GroupEntries(Commits(GroupPartitions(tuple(f"{t}:{p}" for t, p in tps), tps), committed), {}, {})
         assert entries.ends(got) == [answer.get(tp) for tp in tps]
         if all(tp in answer for tp in tps):
             assert entries.at_end(got) == (list(committed) == [answer[tp] for tp in tps])
@@ -423,10 +427,10 @@ def test_a_pass_offsets_answer_shares_the_last_answers_array_of_each_topic_whose
     partitions is found so again, without reading them, while their arrays are the same objects."""
     from array import array
 
-    from console.snapshots.model import Commits, GroupPartitions
+    from console.snapshots.encoding import Commits, GroupPartitions
     from console.watcher.pass_offsets import PassOffsets, topic_runs
-    from consumers_app import watching
-    from consumers_app.watching import _Entries
+    from consumers_app import group_entries
+    from consumers_app.group_entries import GroupEntries
 
     rng = random.Random(seed)
     asked = [(f"t{k}", p) for k in range(rng.randint(1, 5)) for p in range(rng.randint(1, 8))]
@@ -440,13 +444,13 @@ def test_a_pass_offsets_answer_shares_the_last_answers_array_of_each_topic_whose
     tps = tuple(sorted({tp for tp in asked if tp[0] == asked[0][0]}))
     entries = None
     reads = [0]
-    real_read = watching._read
+    real_read = group_entries.read_partitions
 
     def counted(*args: object) -> object:
         reads[0] += 1
         return real_read(*args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(watching, "_read", counted)
+    monkeypatch.setattr(group_entries, "read_partitions", counted)
     shared_seen = 0
     for _ in range(8):
         for tp in asked:
@@ -471,7 +475,7 @@ def test_a_pass_offsets_answer_shares_the_last_answers_array_of_each_topic_whose
         merged, merged_plain = next_merged, next_plain
         # A group committed at this pass's values of the first topic's partitions
         if entries is None and all(tp in answer for tp in tps):
-            entries = _Entries(Commits(GroupPartitions(tuple(f"{t}:{p}" for t, p in tps), tps),
+            entries = GroupEntries(Commits(GroupPartitions(tuple(f"{t}:{p}" for t, p in tps), tps),
                                        array("q", [answer[tp] for tp in tps])), {}, {})
         if entries is not None:
             reads[0] = 0
@@ -495,7 +499,7 @@ def test_a_topic_answered_as_before_keeps_its_size_arrays_without_making_them_ag
     s); in another order it is laid out and, equal, keeps them all the same; changed, it has new ones."""
     import numpy as np
 
-    from console.snapshots.model import replica_sizes
+    from console.snapshots.encoding import replica_sizes
 
     answer = {("a", 0): {1: 10, 2: 30}, ("a", 1): {2: 5, 3: 6}, ("b", 0): {1: 7}, ("b", 2): {3: 8}}
     first = SizeColumns.read([answer], None)
@@ -575,7 +579,8 @@ def test_topic_bytes_name_every_part_serialised_anew_or_gone_since_they_were_las
     import random
     from dataclasses import replace
 
-    from console.snapshots.model import PartitionState, TopicBytes, TopicState
+    from console.snapshots.model import PartitionState, TopicState
+    from console.snapshots.part_cache import TopicBytes
     from console.snapshots.store import digests_of
 
     def _topic_state(name: str, partitions: int, end: int) -> TopicState:
@@ -614,7 +619,8 @@ def test_topic_bytes_name_every_part_serialised_anew_or_gone_since_they_were_las
 def test_topic_bytes_nobody_asks_stop_listing_what_they_serialised_and_say_all_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
     """A cache whose names nobody takes (the groups' in the watcher's own process) holds no growing
     list: past TOUCHED_MAX it says "all" (None) when asked, then lists again."""
-    from console.snapshots.model import PartitionState, TopicBytes, TopicState
+    from console.snapshots.model import PartitionState, TopicState
+    from console.snapshots.part_cache import TopicBytes
 
     monkeypatch.setattr(TopicBytes, "TOUCHED_MAX", 10)
     cache = TopicBytes()

@@ -10,8 +10,9 @@ import pytest
 
 from console.gateway.errors import ClusterUnavailable, GatewayError
 from console.gateway.types import Broker, ClusterMetadata, Partition, Quorum, QuorumReplica, Topic
-from console.watcher.loop import SIDE_READ_WAIT, ClusterWatcher, SideRead
-from console.watcher.sampler import Sample
+from console.watcher.loop import ClusterWatcher
+from console.watcher.sample import Sample
+from console.watcher.side_read import SIDE_READ_WAIT, SideRead
 
 
 def metadata(isr: tuple[int, ...] = (1, 2)) -> ClusterMetadata:

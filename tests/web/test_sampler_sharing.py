@@ -11,7 +11,8 @@ from django.test import override_settings
 
 from bench.simulate import Model, SimGateway
 from console.watcher.columns import OffsetColumns
-from console.watcher.sampler import PartitionNames, Sampler
+from console.watcher.partition_names import PartitionNames
+from console.watcher.sampler import Sampler
 
 pytestmark = pytest.mark.django_db
 
@@ -205,9 +206,9 @@ def test_a_groups_state_protocol_type_group_type_and_assignor_are_shared_strings
 
 
 def test_member_texts_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    import console.watcher.sampler as sampler_module
+    import console.watcher.partition_names as names_module
 
-    monkeypatch.setattr(sampler_module, "TEXTS_MAX", 3)
+    monkeypatch.setattr(names_module, "TEXTS_MAX", 3)
     names = PartitionNames()
     a = "".join(["client", "-1"])
     assert names.text(a) is a and names.text("".join(["client", "-1"])) is a
@@ -239,7 +240,7 @@ def test_replica_sizes_are_read_a_few_brokers_at_a_time_and_merged(redis_server:
     time, so no answer holds the whole cluster (118 MB at 300,000 partitions), and merges them."""
     import console.watcher.sampler as sampler_module
     from console.gateway.errors import ClusterUnavailable
-    from console.snapshots.model import replica_sizes
+    from console.snapshots.encoding import replica_sizes
 
     monkeypatch.setattr(sampler_module, "SIZE_BROKERS", 2)
     _model, gw, partitions = small_cluster(groups=2, brokers=5)
@@ -272,7 +273,7 @@ def test_replica_sizes_are_read_a_few_brokers_at_a_time_and_merged(redis_server:
 
 def test_groups_committing_on_the_same_partitions_share_one_group_partitions_and_the_evaluation_uses_it(
         redis_server: str) -> None:
-    from console.snapshots.model import Commits
+    from console.snapshots.encoding import Commits
 
     model, gw, partitions = small_cluster()  # 4 topics, 2 groups on each
     with override_settings(ANALYTICS_SAMPLES=False):
@@ -315,7 +316,7 @@ def test_a_set_of_partitions_no_group_commits_on_any_more_is_let_go(redis_server
 
 
 def test_a_groups_lag_columns_are_compact_unless_uniform(redis_server: str) -> None:
-    from consumers_app.watching import LagSeconds, LagStatuses
+    from consumers_app.lag_values import LagSeconds, LagStatuses
 
     model, gw, partitions = small_cluster()
     with override_settings(ANALYTICS_SAMPLES=False):
@@ -364,9 +365,9 @@ def test_members_with_equal_assignments_share_one_tuple_across_groups(redis_serv
 
 
 def test_shared_assignments_are_bounded_and_forgotten_with_the_partition_tuples(monkeypatch: pytest.MonkeyPatch) -> None:
-    import console.watcher.sampler as sampler_module
+    import console.watcher.partition_names as names_module
 
-    monkeypatch.setattr(sampler_module, "TEXTS_MAX", 3)
+    monkeypatch.setattr(names_module, "TEXTS_MAX", 3)
     names = PartitionNames()
     first = names.tps((("t", 0), ("t", 1)))
     assert names.tps((("t", 0), ("t", 1))) is first and first == (("t", 0), ("t", 1))

@@ -20,9 +20,10 @@ import pytest
 from django.test import override_settings
 
 from bench.simulate import Model, RemoteModelFactory, RemoteModelGateway, SimGateway, start_model_server
-from console.snapshots import store
+from console.snapshots import loader, store
+from console.snapshots.parts import group_of_part, group_part
+from console.watcher.deltas import DeltaMaker
 from console.watcher.loop import ClusterWatcher
-from console.watcher.sampling_process import DeltaMaker
 
 pytestmark = pytest.mark.django_db
 
@@ -51,9 +52,9 @@ def groups_passed_to(monkeypatch: pytest.MonkeyPatch, module: Any, name: str) ->
 
 
 def _stored(cluster: str, rename: str) -> bytes:
-    store._cache.pop(cluster, None)
-    store._raw_parts.pop(cluster, None)
-    snap = store.load(cluster)
+    loader._cache.pop(cluster, None)
+    loader._raw_parts.pop(cluster, None)
+    snap = loader.load(cluster)
     assert snap is not None
     return snap.content_bytes().replace(cluster.encode(), rename.encode())
 
@@ -63,7 +64,7 @@ def test_a_pass_sent_as_a_delta_stores_what_the_pass_merged_directly_stores(redi
     import time as time_module
     from multiprocessing import Pipe
 
-    from console.watcher import sampling_process
+    from console.watcher import deltas, sampling_process
 
     class Alive:
         pid = 0
@@ -75,10 +76,10 @@ def test_a_pass_sent_as_a_delta_stores_what_the_pass_merged_directly_stores(redi
     monkeypatch.setattr(time_module, "time", lambda: clock[0])
     # The changed groups go in pieces of 7 ahead of their delta (2,000 in the product), over a real
     # pipe, and the watcher's side of the sampling process puts them together again.
-    monkeypatch.setattr(sampling_process, "GROUP_PIECE", 7)
+    monkeypatch.setattr(deltas, "GROUP_PIECE", 7)
     # ... and the changed offsets and sizes in pieces of whole topics, about 25 partitions each
     # (20,000 in the product).
-    monkeypatch.setattr(sampling_process, "OFFSETS_PIECE", 25)
+    monkeypatch.setattr(deltas, "OFFSETS_PIECE", 25)
     # Groups whose last part is in Redis are written there as their piece arrives (GroupParts.direct).
     ahead: list[int] = []
     put_parts = store.put_parts
@@ -142,18 +143,18 @@ def test_a_pass_sent_as_a_delta_stores_what_the_pass_merged_directly_stores(redi
                 assert not b.groups  # the watcher holds the groups only as their JSON
                 # The digests the watcher holds are those of every part in Redis.
                 assert via._content_key is not None
-                held = store.client().hgetall(store._parts_key(f"sp-delta-{seed}"))
+                held = store.client().hgetall(store.parts_key(f"sp-delta-{seed}"))
                 assert via._content_key[1] == store.digests_of({k.decode(): v for k, v in held.items()}), (seed, i)
                 if via._changes is not None:
                     incremental += 1
                     changed_parts += len(via._changes.changed) + len(via._changes.removed)
                 # A reader holding the version before reads this one's changes only (the parts
                 # written ahead among them): the same as reading it whole.
-                read = store.load(f"sp-delta-{seed}")
+                read = loader.load(f"sp-delta-{seed}")
                 assert read is not None
                 changes_only = read.content_bytes().replace(f"sp-delta-{seed}".encode(), b"x")
                 assert _stored(f"sp-direct-{seed}", "x") == _stored(f"sp-delta-{seed}", "x") == changes_only, (seed, i)
-                loaded = store.load(f"sp-delta-{seed}")
+                loaded = loader.load(f"sp-delta-{seed}")
                 assert loaded is not None
                 with_groups += bool(loaded.groups)
             assert with_groups > 10
@@ -170,7 +171,7 @@ def test_a_snapshot_made_while_a_passs_pieces_arrive_stores_every_group_each_as_
     pieces as the new pass saw them and the rest as the last one did; the delta then brings the rest."""
     from multiprocessing import Pipe
 
-    from console.watcher import sampling_process
+    from console.watcher import deltas, sampling_process
 
     class Alive:
         pid = 0
@@ -178,7 +179,7 @@ def test_a_snapshot_made_while_a_passs_pieces_arrive_stores_every_group_each_as_
         def is_alive(self) -> bool:
             return True
 
-    monkeypatch.setattr(sampling_process, "GROUP_PIECE", 7)
+    monkeypatch.setattr(deltas, "GROUP_PIECE", 7)
     model = Model(partitions=300, groups=40, brokers=5, per_topic=10, seed=4)
     cluster = "sp-pieces"
     with override_settings(ANALYTICS_SAMPLES=False):
@@ -192,11 +193,11 @@ def test_a_snapshot_made_while_a_passs_pieces_arrive_stores_every_group_each_as_
         via.cycle()
 
         def groups_stored() -> dict[str, Any]:
-            store._cache.pop(cluster, None)
-            store._raw_parts.pop(cluster, None)
-            snap = store.load(cluster)
+            loader._cache.pop(cluster, None)
+            loader._raw_parts.pop(cluster, None)
+            snap = loader.load(cluster)
             assert snap is not None
-            return {gid: store.Snapshot.group_from_json(sampling_process.group_part(g)) for gid, g in snap.groups.items()}
+            return {gid: group_of_part(group_part(g)) for gid, g in snap.groups.items()}
 
         def take() -> list[Any]:
             snap = direct.previous
@@ -224,8 +225,8 @@ def test_a_snapshot_made_while_a_passs_pieces_arrive_stores_every_group_each_as_
         renewed = {gid for piece in messages[:2] for gid in piece[1]}
         assert between.keys() == before.keys() and len(renewed) == 14
         for gid, g in between.items():
-            expected = new_json[gid] if gid in renewed else sampling_process.group_part(before[gid])
-            assert sampling_process.group_part(g) == expected or store.Snapshot.group_from_json(expected) == g, gid
+            expected = new_json[gid] if gid in renewed else group_part(before[gid])
+            assert group_part(g) == expected or group_of_part(expected) == g, gid
         assert any(between[gid] != before[gid] for gid in renewed)
         assert all(between[gid] == before[gid] for gid in between.keys() - renewed)
         for message in messages[2:]:
@@ -236,8 +237,8 @@ def test_a_snapshot_made_while_a_passs_pieces_arrive_stores_every_group_each_as_
         after = groups_stored()
         assert after.keys() == before.keys()
         for gid, g in after.items():  # the whole pass now: its changed groups as it saw them, the others as before
-            expected = new_json[gid] if gid in new_json else sampling_process.group_part(before[gid])
-            assert sampling_process.group_part(g) == expected or store.Snapshot.group_from_json(expected) == g, gid
+            expected = new_json[gid] if gid in new_json else group_part(before[gid])
+            assert group_part(g) == expected or group_of_part(expected) == g, gid
         assert any(after[gid] != between[gid] for gid in new_json.keys() - renewed)
         remote._process = None
 
@@ -272,7 +273,7 @@ def test_a_real_sampling_process_brings_the_models_offsets_and_commits(redis_ser
         def matches() -> bool:
             w.sample_offsets(wait=1.0)
             w.cycle()
-            snap = store.load(cluster)
+            snap = loader.load(cluster)
             if snap is None or len(snap.groups) != len(wanted_commits):
                 return False
             ends = {t: [p.end_offset for p in s.partitions] for t, s in snap.topics.items()}
@@ -283,7 +284,7 @@ def test_a_real_sampling_process_brings_the_models_offsets_and_commits(redis_ser
         deadline = time.monotonic() + 60
         while not matches():
             assert time.monotonic() < deadline, "the sampling process's passes never reached the stored snapshot"
-        snap = store.load(cluster)
+        snap = loader.load(cluster)
         assert snap is not None
         topics_of: dict[str, Any] = {}
         for gid, (topic, _c) in wanted_commits.items():
@@ -312,7 +313,7 @@ def test_the_watcher_holds_only_unwritten_group_parts_and_after_redis_lost_them_
         while True:
             w.sample_offsets(wait=1.0)
             w.cycle()
-            snap = store.load(cluster)
+            snap = loader.load(cluster)
             if snap is not None and len(snap.groups) == 20 and all(g.status is not None for g in snap.groups.values()):
                 break
             assert time.monotonic() < deadline, "the groups never reached the stored snapshot"
@@ -336,17 +337,17 @@ def test_the_watcher_holds_only_unwritten_group_parts_and_after_redis_lost_them_
         redis_client = store.client()
         for key in list(redis_client.scan_iter(f"*{cluster}*")):
             redis_client.delete(key)
-        store._cache.pop(cluster, None)
-        store._raw_parts.pop(cluster, None)
+        loader._cache.pop(cluster, None)
+        loader._raw_parts.pop(cluster, None)
         # The next cycle must write everything and holds only the digests of most groups: it writes nothing yet.
         w.cycle()
-        assert store.load(cluster) is None and w._groups_asked_at is not None
+        assert loader.load(cluster) is None and w._groups_asked_at is not None
         assert w.remote is not None and w.remote._groups_wanted
         while not w.publisher.saved_once:
             w.sample_offsets(wait=1.0)  # (sends the request; the sampling process answers with every group)
             w.cycle()
             assert time.monotonic() < deadline, "every group's part never came again"
-        snap = store.load(cluster)
+        snap = loader.load(cluster)
         assert snap is not None and len(snap.groups) == 20
         assert _stored(cluster, "x") != before  # (the model moved on meanwhile)
         wanted = gw.ask("group_commits", [g[0] for g in gw.ask("group_list")])
@@ -545,10 +546,10 @@ def test_a_passs_groups_are_serialised_piece_by_piece_as_they_are_sent(redis_ser
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """The JSON of a pass's changed groups is made one piece at a time, as each is taken to be sent:
     a pass that changed 50,000 groups held 150 MB of it at once."""
-    from console.watcher import sampling_process
+    from console.watcher import deltas
 
-    monkeypatch.setattr(sampling_process, "GROUP_PIECE", 7)
-    made = groups_passed_to(monkeypatch, sampling_process, "group_part")
+    monkeypatch.setattr(deltas, "GROUP_PIECE", 7)
+    made = groups_passed_to(monkeypatch, deltas, "group_part")
     sample = first_sample("pieces-test", partitions=300, groups=40, seed=1)
     messages = DeltaMaker().messages(sample, [], {})
     assert made == []
@@ -562,8 +563,8 @@ def test_the_delta_maker_keeps_no_groups_time_lags_or_statuses_from_the_pass_bef
     """What a pass's delta compares each group with: its packed figures by value, not the objects
     (they kept the whole previous pass's time lags alive through the next pass, to its peak)."""
     from console.snapshots.model import GroupState
-    from console.watcher.sampler import Sample
-    from consumers_app.watching import LagSeconds, LagStatuses
+    from console.watcher.sample import Sample
+    from consumers_app.lag_values import LagSeconds, LagStatuses
 
     def statuses(codes: list[int]) -> Sequence[str]:
         return cast(Sequence[str], LagStatuses(codes))  # (as the evaluation hands them out)
@@ -606,10 +607,10 @@ def test_the_delta_maker_digests_no_group_when_the_pass_says_none_changed_since_
     digesting any (an idle cluster's every pass); a pass compared with groups other than the ones
     sent last (a pass not sent in between) is digested, and what changed is sent."""
     from console.snapshots.model import GroupState
-    from console.watcher import sampling_process
-    from console.watcher.sampler import Sample
+    from console.watcher import deltas
+    from console.watcher.sample import Sample
 
-    digested = groups_passed_to(monkeypatch, sampling_process, "_marks")
+    digested = groups_passed_to(monkeypatch, deltas, "_marks")
 
     def state(gid: str, status: str = "OK") -> GroupState:
         return GroupState(group_id=gid, state="Stable", protocol_type="consumer", group_type="classic", assignor="range",
@@ -638,10 +639,10 @@ def test_a_samplers_idle_pass_is_sent_without_digesting_a_group_and_a_commit_is_
                                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """The sampler numbers its passes and says which pass its groups were compared with: over an
     idle model the second pass sends no group and digests none; a group's new commit is sent."""
-    from console.watcher import sampling_process
+    from console.watcher import deltas
     from console.watcher.sampler import Sampler
 
-    digested = groups_passed_to(monkeypatch, sampling_process, "_marks")
+    digested = groups_passed_to(monkeypatch, deltas, "_marks")
     model = Model(partitions=200, groups=12, brokers=5, per_topic=10, seed=4)
     gw = SimGateway(model, 0.0)
     layout = [(t.name, p.partition) for t in gw.metadata().topics for p in t.partitions]
@@ -669,24 +670,24 @@ def test_a_first_passs_offsets_and_sizes_go_in_pieces_each_a_small_pickle(redis_
     one delta they replace."""
     import pickle
 
-    from console.watcher import sampling_process
+    from console.watcher import delta_merge, deltas
 
     sample = first_sample("offsets-pieces", partitions=3000, groups=20, seed=2)
     whole = DeltaMaker().make(sample, [], {})
-    monkeypatch.setattr(sampling_process, "OFFSETS_PIECE", 200)
+    monkeypatch.setattr(deltas, "OFFSETS_PIECE", 200)
     messages = list(DeltaMaker().messages(sample, [], {}))
     sizes = [len(pickle.dumps(m, protocol=pickle.HIGHEST_PROTOCOL)) for m in messages]
     assert len(pickle.dumps(whole, protocol=pickle.HIGHEST_PROTOCOL)) > 8 * max(sizes), sizes
     offsets = [m for m in messages if isinstance(m, tuple) and m[0] == "offsets"]
     assert len(offsets) >= 3 * (3000 // 200 - 1)  # ends, starts and sizes, each in pieces
-    merger = sampling_process.DeltaMerger()
+    merger = delta_merge.DeltaMerger()
     for m in messages[:-1]:
         if m[0] == "offsets":
             merger.apply_offsets(m[1], m[2])
         else:
             merger.apply_piece(m[1])
     pieced = merger.apply(messages[-1])
-    at_once = sampling_process.DeltaMerger().apply(whole)
+    at_once = delta_merge.DeltaMerger().apply(whole)
     assert dict(pieced.ends) == dict(at_once.ends) == dict(sample.ends) and len(pieced.ends) == 3000
     assert dict(pieced.starts) == dict(at_once.starts) == dict(sample.starts)
     assert pieced.sizes is not None and at_once.sizes is not None
@@ -699,14 +700,14 @@ def test_the_watcher_takes_a_pass_in_by_steps_giving_way_between_them_and_gets_w
     """DeltaMerger.apply takes a pass's offsets and sizes in MERGE_STEP_TOPICS topics at a time and
     calls give_way (turns.CycleFirst: a metadata cycle waiting runs) after each step; the sample is
     the same as taken in one step."""
-    from console.watcher import sampling_process
+    from console.watcher import delta_merge
 
     sample = first_sample("merge-steps", partitions=600, groups=5, seed=3)  # (60 topics)
     delta = DeltaMaker().make(sample, [], {})
-    whole = sampling_process.DeltaMerger().apply(delta)
-    monkeypatch.setattr(sampling_process, "MERGE_STEP_TOPICS", 7)
+    whole = delta_merge.DeltaMerger().apply(delta)
+    monkeypatch.setattr(delta_merge, "MERGE_STEP_TOPICS", 7)
     calls: list[int] = []
-    merger = sampling_process.DeltaMerger(lambda: calls.append(len(calls)))
+    merger = delta_merge.DeltaMerger(lambda: calls.append(len(calls)))
     stepped = merger.apply(delta)
     assert len(calls) >= 3 * (60 // 7)  # ends, starts and sizes: each after every 7 topics
     assert dict(stepped.ends) == dict(whole.ends) == dict(sample.ends) and len(stepped.ends) == 600

@@ -19,7 +19,7 @@ from django.test import override_settings
 
 from bench.simulate import SPURIOUS_KINDS, Model, SimGateway
 from brokers_app.models import Event
-from console.snapshots import store
+from console.snapshots import changes, loader, store
 from console.watcher.loop import ClusterWatcher
 from console.watcher.size_columns import SizeColumns
 
@@ -180,7 +180,7 @@ def test_the_incremental_watcher_builds_what_the_full_rebuild_builds(redis_serve
                 assert (a.offsets_at, a.groups_at) == (b.offsets_at, b.groups_at), (seed, i)
                 # What the incremental watcher stored (assembled from its per-topic JSON cache) is
                 # that snapshot too.
-                stored = store.load(f"sim-inc-{seed}")
+                stored = loader.load(f"sim-inc-{seed}")
                 assert stored is not None and replace(stored, groups={} if down else stored.groups).content_bytes() == a.content_bytes(), (seed, i)
             assert reused > 100, reused  # the incremental path did carry topics over
             assert recovered > 0, recovered  # (after outages too)
@@ -337,7 +337,7 @@ def test_events_the_database_refuses_are_saved_with_the_next_cycle_and_the_versi
     first = move(1)
     snap, _ = w.cycle()  # no exception: published, events kept
     version = snap.version
-    assert store.load("sim-test").version == version  # type: ignore[union-attr]
+    assert loader.load("sim-test").version == version  # type: ignore[union-attr]
     second = move(2)
     snap, _ = w.cycle()  # refused again: both kept
     assert snap.version == version + 1
@@ -400,7 +400,7 @@ def test_what_to_sample_is_each_topics_online_partition_numbers_not_a_tuple_per_
     (topic, partition) tuple per partition was 20 MB of it at 300,000 partitions."""
     import pickle
 
-    from console.watcher.sampler import Layout
+    from console.watcher.sample import Layout
 
     w, model, gw = watcher
     snap = w.previous
@@ -438,7 +438,7 @@ def test_a_cycle_that_rebuilds_topics_holds_no_second_copy_of_their_last_json(wa
     stored after is still exactly the snapshot (only the changed topics were written)."""
     import sys
 
-    from console.snapshots.model import TopicBytes
+    from console.snapshots.part_cache import TopicBytes
 
     w, model, gw = watcher
     held: list[int] = []
@@ -458,9 +458,9 @@ def test_a_cycle_that_rebuilds_topics_holds_no_second_copy_of_their_last_json(wa
     assert len(held) > 5  # (topics were rebuilt)
     assert held == [0] * len(held), held[:5]
     assert w.publisher._stored is not None and all(isinstance(d, int) for d in w.publisher._stored.digests.values())
-    store._cache.pop("sim-test", None)  # (read as a process that never saw it: other tests' watchers were "sim-test" too)
-    store._raw_parts.pop("sim-test", None)
-    stored = store.load("sim-test")
+    loader._cache.pop("sim-test", None)  # (read as a process that never saw it: other tests' watchers were "sim-test" too)
+    loader._raw_parts.pop("sim-test", None)
+    stored = loader.load("sim-test")
     assert stored is not None and stored.content_bytes() == snap.content_bytes()
     after = store.client().hgetall("console:snapshot:sim-test:parts")
     record = orjson.loads(store.client().get("console:snapshot:sim-test:changed") or b"{}")
@@ -470,20 +470,20 @@ def test_a_cycle_that_rebuilds_topics_holds_no_second_copy_of_their_last_json(wa
 def test_a_pass_changing_many_topics_goes_in_over_half_the_time_to_the_next_unless_a_request_waits_for_it(
         redis_server: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Passes 10 s apart, one cycle a second, every topic's offsets moved by each pass: a pass's
-    40 topics go in 8 a cycle over 5 cycles (half the time to the next pass; loop.SampledShare),
+    40 topics go in 8 a cycle over 5 cycles (half the time to the next pass; sampled_share.SampledShare),
     the snapshot's offsets time moving only once all are in. With a change made through the
     console waiting for its offsets (read-your-writes), the next pass goes in at once."""
     import time as time_module
 
-    from console.watcher import loop
+    from console.watcher import sampled_share
 
     clock = [1_800_000_000.0]
     monkeypatch.setattr(time_module, "time", lambda: clock[0])
-    monkeypatch.setattr(loop, "SPREAD_FLOOR", 4)
+    monkeypatch.setattr(sampled_share, "SPREAD_FLOOR", 4)
     model = Model(partitions=400, groups=10, brokers=5, per_topic=10, seed=9)  # (40 topics)
     with override_settings(ANALYTICS_SAMPLES=False, WATCHER_CYCLE_SAMPLED_TOPICS=40, WATCHER_METADATA_INTERVAL=1.0):
         w = ClusterWatcher("sim-spread", "test", gw=SimGateway(model, 0.0))  # type: ignore[arg-type]
-        w.sampled_share = loop.SampledShare(clock=lambda: clock[0])
+        w.sampled_share = sampled_share.SampledShare(clock=lambda: clock[0])
         w.cycle()
         w.sample_offsets()
         last, _ = w.cycle()
@@ -509,7 +509,7 @@ def test_a_pass_changing_many_topics_goes_in_over_half_the_time_to_the_next_unle
             assert all(p.end_offset == model.topics[name][p.partition][4] for name, t in last.topics.items() for p in t.partitions)
 
         started = a_pass()
-        store.note_change("sim-spread", {f"offsets:{model.names[0]}": 1})  # (as the pass it nudged ends)
+        changes.note_change("sim-spread", {f"offsets:{model.names[0]}": 1})  # (as the pass it nudged ends)
         snap, _ = w.cycle()
         assert sum(t is not last.topics[name] for name, t in snap.topics.items()) == 40
         assert snap.offsets_at == started
@@ -569,7 +569,7 @@ def test_while_no_broker_answers_the_last_state_is_kept_as_it_was_not_copied_and
         assert snap.topics.keys() == last.topics.keys() and all(snap.topics[n] is t for n, t in last.topics.items())
         assert snap.brokers == last.brokers and all(snap.brokers[b] is s for b, s in last.brokers.items())
         assert (w.topics_serialised, w.partitions_serialised) == (0, 0)
-        stored = store.load("sim-test")
+        stored = loader.load("sim-test")
         assert stored is not None and not stored.reachable and stored.topics.keys() == last.topics.keys()
         snap, changes = w.cycle()
         assert changes == []
