@@ -1,5 +1,12 @@
-"""The one way apps read cluster state: a cluster's latest snapshot, how fresh it is, and waits
-for changes the console itself made (read-your-writes)."""
+"""The one way apps read cluster state: a cluster's latest snapshot, how fresh it is, whether Kafka
+answered, and waits for changes the console itself made (read-your-writes).
+
+- `live(cluster)`: the snapshot and the page's status, once it shows the console's own changes;
+- `latest(cluster)`: that snapshot, or NoSnapshot (the one "no snapshot yet" answer);
+- `watched(cluster)`: as `live`, without waiting (live pushes and beat tasks follow the watcher);
+- `reachable(live or watched)`: the snapshot when Kafka answered the watcher, else None;
+- `note_change(cluster, expect)`: after a change, so the next reads wait until it shows.
+Redis down serves the process's last copy, with `Live.store_error` saying so."""
 
 from __future__ import annotations
 
@@ -11,11 +18,12 @@ from django.conf import settings
 
 from console import gateway
 from console.errors import NoSnapshot
-from console.snapshots import store
+from console.snapshots import loader, store
+from console.snapshots.changes import PARTITIONS_NOTED, note_change, pending_changes
 from console.snapshots.model import Snapshot
-from console.snapshots.store import note_change
 
-__all__ = ["Live", "change_shown", "live", "note_change", "require_snapshot"]
+__all__ = ["PARTITIONS_NOTED", "Live", "change_shown", "latest", "live", "note_change", "reachable", "require_snapshot",
+           "watched"]
 
 
 @dataclass
@@ -48,26 +56,46 @@ class Live:
         }
 
 
-def live(cluster: str, fresh: bool = True) -> Live:
-    """The snapshot of a configured cluster (UnknownCluster otherwise); Redis down serves the last copy.
+def live(cluster: str) -> Live:
+    """The snapshot of a configured cluster (UnknownCluster otherwise), once it shows the changes
+    made through the console moments ago: waits (at most READ_YOUR_WRITES_WAIT seconds after the
+    change) for the watcher to show them, so the next request after a change sees the change."""
+    return _read(cluster, wait=True)
 
-    `fresh`: when a change made through the console moments ago is not in the snapshot yet, wait
-    (at most READ_YOUR_WRITES_WAIT seconds after the change) for the watcher to show it, so the
-    next request after a change sees the change. Live pushes pass False: they follow the watcher."""
+
+def watched(cluster: str) -> Live:
+    """As `live`, without waiting for the console's own changes: for live pushes and beat tasks,
+    which follow the watcher and must not stall on a change it has not shown yet."""
+    return _read(cluster, wait=False)
+
+
+def latest(cluster: str) -> Snapshot:
+    """`live`'s snapshot, or NoSnapshot (503) when the watcher has stored none yet."""
+    return require_snapshot(live(cluster))
+
+
+def reachable(current: Live) -> Snapshot | None:
+    """The snapshot when Kafka answered the watcher's last look, else None (a change is refused
+    then, and a beat task skips the cluster)."""
+    snap = current.snapshot
+    return snap if snap is not None and snap.reachable else None
+
+
+def _read(cluster: str, wait: bool) -> Live:
     gateway.cluster_config(cluster)
     try:
-        snap = store.load(cluster)
-        if fresh and snap is not None:
+        snap = loader.load(cluster)
+        if wait and snap is not None:
             snap = _until_changes_show(cluster, snap)
         return Live(cluster, snap)
     except store.StoreUnreadable as exc:
-        return Live(cluster, store.cached(cluster), store_error=str(exc))
+        return Live(cluster, loader.cached(cluster), store_error=str(exc))
     except store.StoreUnavailable:  # the cause is in the watcher's log; pages say only what is down
-        return Live(cluster, store.cached(cluster), store_error="Redis is unreachable; live updates are paused.")
+        return Live(cluster, loader.cached(cluster), store_error="Redis is unreachable; live updates are paused.")
 
 
 def change_shown(snap: Snapshot, what: str, when: float, expected: Any) -> bool:
-    """Does the snapshot show a change noted by store.note_change?"""
+    """Does the snapshot show a change noted by `note_change`?"""
     kind, _, name = what.partition(":")
     if kind == "topic":
         t = snap.topics.get(name)
@@ -93,14 +121,14 @@ def _until_changes_show(cluster: str, snap: Snapshot) -> Snapshot:
     wait: float = settings.READ_YOUR_WRITES_WAIT
     if wait <= 0:
         return snap
-    pending = store.pending_changes(cluster, wait)
+    pending = pending_changes(cluster, wait)
     while snap.reachable:
         unmet = [when for what, (when, expected) in pending.items() if not change_shown(snap, what, when, expected)]
         left = max(unmet, default=0.0) + wait - time.time()
         if not unmet or left <= 0:
             break
         time.sleep(min(0.05, left))
-        snap = store.load(cluster) or snap
+        snap = loader.load(cluster) or snap
     return snap
 
 
