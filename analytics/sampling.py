@@ -17,7 +17,7 @@ from django.conf import settings
 
 from analytics.records import by_partition, group_record, topic_record
 from console.gateway.errors import GatewayError, InvalidRequest
-from console.snapshots.model import GroupState
+from console.snapshots import GroupState
 
 log = logging.getLogger(__name__)
 RETRY_SECONDS = 300.0

@@ -4,7 +4,7 @@ web process reads it.
 `TEST_REDIS_PORT=6395 .venv/bin/python -m bench.web_reads --partitions 300000 --groups 50000
 --change-rate 0.01 --seconds 100` runs `bench.simulate` (the watcher on the simulated cluster) in a
 child process, waits `--warmup` seconds (its model, first cycle and first passes), then reads the
-snapshot with `store.load` every 50 ms for `--seconds`, as a web process does before rendering a
+snapshot with `loader.load` every 50 ms for `--seconds`, as a web process does before rendering a
 live fragment (same Redis, nothing else cached). Ends by printing one JSON line: versions read and
 missed, each new version's read time and the time from its cycle's start (`taken_at`) to the end
 of its read (p50 / p99 / max), and the child's own figures. The child and this process share the
@@ -65,7 +65,7 @@ def main() -> None:
                 figures.update(change_to_page(pushes, figures.pop("page_after")))
             print(json.dumps({"views": views, "watcher": watcher_figures(out)}), flush=True)
             return
-        from console.snapshots import store
+        from console.snapshots import loader, store
 
         reads: list[tuple[int, float, float]] = []
         seen: int | None = None
@@ -74,7 +74,7 @@ def main() -> None:
         while time.monotonic() < end and child.poll() is None:
             started = time.perf_counter()
             try:
-                snap = store.load("sim")
+                snap = loader.load("sim")
             except store.StoreUnavailable:
                 snap = None
             took = time.perf_counter() - started

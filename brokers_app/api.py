@@ -102,7 +102,7 @@ class LeaderElections(APIView):
         unclean = d["type"] == "unclean"
         if unclean and not may(request.user, "leaders.elect_unclean", cluster):
             raise Forbidden("An unclean leader election needs the admin role (the leaders.elect_unclean action).")
-        snap = require_snapshot(snapshots.live(cluster))
+        snap = snapshots.latest(cluster)
         parts = [(p["topic"], p["partition"]) for p in d["partitions"]]
         return Response(services.elect_leaders(request.user, cluster, snap, unclean, d["topics"], parts, d["confirm"]))
 

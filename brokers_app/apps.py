@@ -8,11 +8,10 @@ class BrokersAppConfig(AppConfig):
     def ready(self) -> None:
         from brokers_app import services, views
         from brokers_app.watching import EventTable
-        from console import live, snapshots
+        from console import live
         from console.watcher import registry
 
         registry.register_events(EventTable())
-        live.register_live_state(lambda cluster: snapshots.live(cluster, fresh=False))
         live.register_fragment("overview", views.overview_fragment, shared=True)
         live.register_events(live.EventsView(filters=services.event_filters, matches=services.event_matches, rows=views.event_rows))
         live.register_view("reassignments", action="reassignments.view")

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
 
-from console.snapshots.model import Snapshot
+from console.snapshots import Snapshot
 
 PREFERRED_IMBALANCE = 0.10  # Kafka's own leader.imbalance.per.broker.percentage default
 

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from console import gateway
+from console import gateway, snapshots
 from console.errors import BadParameter
 from console.gateway.errors import NotFound
 from console.gateway.types import TopicPartition
-from console.snapshots import store
-from console.snapshots.model import Snapshot
+from console.snapshots import Snapshot
 
 UNCLEAN_WARNING = ("An unclean election makes an out-of-sync replica the leader: messages that only the lost leader "
                    "had are gone for good, and consumers may see offsets go back.")
@@ -59,10 +58,10 @@ def elect(cluster: str, snap: Snapshot, unclean: bool, topics: list[str], partit
     leaders = {(t.name, p.partition): None if p.offline else p.leader
                for t in snap.topics.values() for p in t.partitions}
     results = gateway.for_cluster(cluster).elect_leaders(unclean, chosen)
-    elected = [tp for tp, outcome in sorted(results.items()) if outcome is None][:store.PARTITIONS_NOTED]
+    elected = [tp for tp, outcome in sorted(results.items()) if outcome is None][:snapshots.PARTITIONS_NOTED]
     if elected:
-        # The user's next request shows the new leaders (store.note_change; -1: any live leader).
-        store.note_change(cluster, {f"leader:{t}:{p}": -1 if unclean else _first_replica(snap, t, p) for t, p in elected})
+        # The user's next request shows the new leaders (snapshots.note_change; -1: any live leader).
+        snapshots.note_change(cluster, {f"leader:{t}:{p}": -1 if unclean else _first_replica(snap, t, p) for t, p in elected})
     rows = [{"topic": t, "partition": p, "leader_before": leaders.get((t, p)),
              "result": "elected" if outcome is None else outcome}
             for (t, p), outcome in sorted(results.items())]

@@ -40,9 +40,8 @@ from brokers_app.reassignment_moves import (
     sized,
     throttle_configs,
 )
-from console import gateway
+from console import gateway, snapshots
 from console.gateway.errors import GatewayError, NotFound
-from console.snapshots import store
 
 log = logging.getLogger(__name__)
 
@@ -303,11 +302,11 @@ class Runner:
 
 def note_replicas(job: ReassignmentJob, target: str) -> None:
     """Whoever reads the job as ended reads its partitions' replica sets as it left them: the next
-    reads wait for the watcher's snapshot to show them (store.note_change "replicas:<topic>:<p>";
-    the first store.PARTITIONS_NOTED moves, as elections note their leaders)."""
-    moves = moves_of(job.plan)[:store.PARTITIONS_NOTED]
+    reads wait for the watcher's snapshot to show them (snapshots.note_change "replicas:<topic>:<p>";
+    the first snapshots.PARTITIONS_NOTED moves, as elections note their leaders)."""
+    moves = moves_of(job.plan)[:snapshots.PARTITIONS_NOTED]
     if moves:
-        store.note_change(job.cluster, {f"replicas:{m.topic}:{m.partition}": sorted(m.after if target == "after" else m.before)
+        snapshots.note_change(job.cluster, {f"replicas:{m.topic}:{m.partition}": sorted(m.after if target == "after" else m.before)
                                         for m in moves})
 
 

@@ -26,8 +26,7 @@ from console.errors import BadParameter, Conflict
 from console.gateway.errors import NotFound
 from console.gateway.types import TopicPartition
 from console.params import choice_param, int_param, topic_param
-from console.snapshots import require_snapshot
-from console.snapshots.model import Snapshot, TopicTally, tallied
+from console.snapshots import Snapshot, TopicTally, tallied
 from console.watcher.diff import KINDS
 
 log = logging.getLogger(__name__)
@@ -120,7 +119,7 @@ def elect_leaders(user: Any, cluster: str, snap: Snapshot, unclean: bool, topics
 def make_plan(cluster: str, d: Mapping[str, Any]) -> dict[str, Any]:
     """The plan for a request (kind, topics, brokers, replication_factor; or an imported plan), from
     the watcher's snapshot; refusals as 400. Planning changes nothing in Kafka, so it is not audited."""
-    snap = require_snapshot(snapshots.live(cluster))
+    snap = snapshots.latest(cluster)
     layout = layout_from_snapshot(snap)
     try:
         if d["kind"] == "import":

@@ -42,17 +42,15 @@ BALANCE_KEY = "balance:{cluster}"
 @shared_task(ignore_result=True)
 def balance_watch() -> int:
     """Beat, every few minutes: raise an event for each imbalance that appeared since the last look."""
-    from console.snapshots import store
-
     raised = 0
     for config in gateway.cluster_configs():
-        snap = snapshots.live(config.name, fresh=False).snapshot
-        if snap is None or not snap.reachable:
+        snap = snapshots.reachable(snapshots.watched(config.name))
+        if snap is None:
             continue
         found = balance.findings(snap, settings.BALANCE_SKEW_THRESHOLD)
         key = BALANCE_KEY.format(cluster=config.name)
         try:
-            known = set(orjson.loads(store.client().get(key) or b"[]"))
+            known = set(orjson.loads(snapshots.redis_client().get(key) or b"[]"))
         except Exception:  # noqa: BLE001 - Redis down: look again next time
             log.warning("balance watch: Redis unavailable", exc_info=True)
             continue
@@ -65,7 +63,7 @@ def balance_watch() -> int:
             Event.objects.bulk_create(rows)
             raised += len(rows)
             push_events(config.name, rows)
-        store.client().set(key, orjson.dumps(sorted(f.signature for f in found)))
+        snapshots.redis_client().set(key, orjson.dumps(sorted(f.signature for f in found)))
     return raised
 
 

@@ -10,6 +10,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from console import snapshots
+
 Fragment = Callable[[Any, Mapping[str, str]], dict[str, str]]  # (the cluster's live state, page params) -> {target: html}
 
 
@@ -39,12 +41,6 @@ ON_MESSAGE: dict[str, OnMessage] = {}
 # The action a page's socket needs (console.access.ACTIONS), per view: cluster.view unless registered.
 VIEW_ACTIONS: dict[str, str] = {}
 _events: list[EventsView] = []
-_live: list[Callable[[str], Any]] = []
-
-
-def register_live_state(loader: Callable[[str], Any]) -> None:
-    """How a cluster's live state is read for rendering (the snapshot, without waiting)."""
-    _live[:] = [loader]
 
 
 def register_fragment(view: str, fragment: Fragment, shared: bool = False, action: str = "cluster.view") -> None:
@@ -73,8 +69,10 @@ def register_on_message(message_type: str, handler: OnMessage, action: str = "cl
     VIEW_ACTIONS.setdefault(handler.view, action)
 
 
-def live_state(cluster: str) -> Any:
-    return _live[0](cluster)
+def live_state(cluster: str) -> snapshots.Live:
+    """A cluster's live state for rendering: the snapshot without waiting for the console's own
+    changes (pushes follow the watcher)."""
+    return snapshots.watched(cluster)
 
 
 def events_view() -> EventsView | None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import redis
 from django.conf import settings
 
-from console.snapshots import store
+from console import snapshots
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +87,7 @@ def take(kind: str, user_id: object, member: str) -> str | None:
     against one user's excess, and the sockets themselves need Redis anyway."""
     spec = KINDS[kind]
     try:
-        taken = store.client().eval(_TAKE, 1, key(kind, user_id), member, SLOT_EXPIRY, spec.limit())
+        taken = snapshots.redis_client().eval(_TAKE, 1, key(kind, user_id), member, SLOT_EXPIRY, spec.limit())
     except redis.RedisError:
         log.warning("could not count the %s of user %s in Redis; not limited this time", kind, user_id, exc_info=True)
         return None
@@ -96,7 +96,7 @@ def take(kind: str, user_id: object, member: str) -> str | None:
 
 def release(kind: str, user_id: object, member: str) -> None:
     try:
-        store.client().zrem(key(kind, user_id), member)
+        snapshots.redis_client().zrem(key(kind, user_id), member)
     except redis.RedisError:
         log.warning("could not release a %s slot of user %s in Redis; it ages out", kind, user_id, exc_info=True)
 
@@ -109,7 +109,7 @@ def beat(held: Iterable[tuple[str, object, str]]) -> None:
     if not by_key:
         return
     try:
-        pipe = store.client().pipeline(transaction=False)
+        pipe = snapshots.redis_client().pipeline(transaction=False)
         for k, members in by_key.items():
             pipe.eval(_BEAT, 1, k, *members, SLOT_EXPIRY)
         pipe.execute()

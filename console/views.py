@@ -15,12 +15,11 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_safe
 
-from console import audit_query, error_responses, gateway
+from console import audit_query, error_responses, gateway, snapshots
 from console.auth import access_for, allow
 from console.errors import BadParameter
 from console.gateway import causes
 from console.redis_errors import credentials_sentence
-from console.snapshots import store
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +49,7 @@ def healthz(request: HttpRequest) -> JsonResponse:
         ok = False
     redis_ok = True
     try:
-        store.client().ping()
+        snapshots.redis_client().ping()
         checks["redis"] = {"ok": True}
     except Exception as exc:  # noqa: BLE001
         log.warning("healthz: Redis is unreachable", exc_info=True)
@@ -59,19 +58,15 @@ def healthz(request: HttpRequest) -> JsonResponse:
         redis_ok = ok = False
     watcher_age = celery_age = None
     if redis_ok:
-        watcher_age = store.heartbeat_age()
-        celery_age = store.heartbeat_age(store.CELERY_HEARTBEAT_KEY)
+        watcher_age = snapshots.heartbeat_age()
+        celery_age = snapshots.heartbeat_age(snapshots.CELERY_HEARTBEAT_KEY)
     checks["watcher"] = _heartbeat("The watcher", watcher_age, 15, redis_ok)
     checks["celery"] = _heartbeat("The Celery worker", celery_age, 45, redis_ok)
     ok = ok and checks["watcher"]["ok"] and checks["celery"]["ok"]
     clusters = {}
     for config in gateway.cluster_configs():
-        snap = None
-        if redis_ok:
-            try:
-                snap = store.load(config.name)
-            except store.StoreUnavailable:
-                snap = None
+        current = snapshots.watched(config.name) if redis_ok else None
+        snap = current.snapshot if current is not None and current.store_error is None else None  # (never a stale copy)
         age = None if snap is None or snap.taken_at is None else round(max(0.0, time.time() - snap.taken_at), 1)
         reachable = bool(snap and snap.reachable)
         if snap is None:

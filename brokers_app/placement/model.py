@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from console.gateway.types import TopicPartition
 
 if TYPE_CHECKING:
-    from console.snapshots.model import Snapshot
+    from console.snapshots import Snapshot
 
 Assignment = dict[TopicPartition, tuple[int, ...]]
 

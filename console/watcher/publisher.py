@@ -18,7 +18,8 @@ from typing import Any
 from console.lifecycle import failure_seen
 from console.realtime import cluster_group, group_send
 from console.snapshots import store
-from console.snapshots.model import ContentParts, Snapshot
+from console.snapshots.model import Snapshot
+from console.snapshots.parts import ContentParts
 from console.watcher import registry
 from console.watcher.diff import Change
 from console.watcher.registry import EventRow

@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from console.gateway.types import TopicPartition
-from console.snapshots.model import ReplicaSizes, broker_key, replica_sizes_of
+from console.snapshots.encoding import ReplicaSizes, broker_key, replica_sizes_of
 
 
 class SizeColumns(Mapping[TopicPartition, Mapping[str, int]]):

@@ -8,7 +8,9 @@ from array import array
 import orjson
 import pytest
 
-from console.snapshots.model import Commits, GroupPartitions, GroupState, MemberState, Snapshot, group_part, part_json
+from console.snapshots.encoding import Commits, GroupPartitions
+from console.snapshots.model import GroupState, MemberState, Snapshot
+from console.snapshots.parts import group_of_part, group_part, part_json
 
 
 def _commits(offsets: dict[str, int]) -> Commits:
@@ -44,7 +46,7 @@ def test_a_group_with_commits_serialises_as_the_same_group_with_a_dict() -> None
 
     with_commits, with_dict = group(_commits(offsets)), group(dict(offsets))
     assert part_json(group_part(with_commits)) == part_json(group_part(with_dict))
-    read = Snapshot.group_from_json(group_part(with_commits))
+    read = group_of_part(group_part(with_commits))
     assert read.offsets == offsets and isinstance(read.offsets, dict)
     snap = Snapshot(cluster="c", groups={"g/%1": with_commits})
     assert orjson.loads(snap.to_json())["groups"]["g/%1"]["offsets"] == {"a:0": 3, "b:1": 7}

@@ -9,7 +9,7 @@ import random
 import pytest
 from django.conf import settings
 
-from console.snapshots import store
+from console import snapshots
 from console.snapshots.model import GroupState, MemberState
 from consumers_app import watching
 from consumers_app.lagcolumns import TimeColumns, WindowColumns
@@ -99,7 +99,7 @@ def test_the_random_samples_make_tables_be_forgotten_and_rows_handed_on(monkeypa
 
 def replay(seed: int, monkeypatch: pytest.MonkeyPatch) -> int:
     """Random samples through the evaluation and the reference; the time tables' generation at the end."""
-    monkeypatch.setattr(store, "append_lag_history", lambda *args, **kwargs: True)
+    monkeypatch.setattr(snapshots, "append_lag_history", lambda *args, **kwargs: True)
     rng = random.Random(seed)
     evaluation = GroupEvaluation("c", incremental=True, emit=lambda rows: None)
     monkeypatch.setattr(evaluation, "_record_rebalances", lambda ended: None)  # (rows in the database: not this test's)
@@ -171,7 +171,7 @@ def test_groups_on_the_same_partitions_share_one_array_of_time_table_rows(monkey
     """The time tables' rows of a group's partitions are read once per set of partitions and
     generation of the tables, and shared by the groups that commit on that set (50,000 lists of 30
     rows were 15 MB at 50,000 groups); a generation that handed rows on reads them again."""
-    monkeypatch.setattr(store, "append_lag_history", lambda *args, **kwargs: True)
+    monkeypatch.setattr(snapshots, "append_lag_history", lambda *args, **kwargs: True)
     evaluation = GroupEvaluation("c", incremental=False, emit=lambda rows: None)
     monkeypatch.setattr(evaluation, "_record_rebalances", lambda ended: None)
     evaluation._time_tables = TimeColumns(forget_after=5.0)
@@ -209,7 +209,7 @@ def test_the_evaluation_keeps_no_member_objects_for_groups_carried_over_and_stil
 
     from consumers_app.rebalance import Member
 
-    monkeypatch.setattr(store, "append_lag_history", lambda *args, **kwargs: True)
+    monkeypatch.setattr(snapshots, "append_lag_history", lambda *args, **kwargs: True)
     ended: list = []
     evaluation = GroupEvaluation("c", incremental=True, emit=lambda rows: None)
     monkeypatch.setattr(evaluation, "_record_rebalances", lambda found: ended.extend(found))
@@ -267,10 +267,10 @@ def test_steady_batches_recorded_as_the_last_sample_equal_the_reference(seed, mo
     group at every sample."""
     from array import array
 
-    from console.snapshots.model import Commits, GroupPartitions
+    from console.snapshots.encoding import Commits, GroupPartitions
     from console.watcher.pass_offsets import PassOffsets, topic_runs
 
-    monkeypatch.setattr(store, "append_lag_history", lambda *args, **kwargs: True)
+    monkeypatch.setattr(snapshots, "append_lag_history", lambda *args, **kwargs: True)
     if seed % 2:
         monkeypatch.setattr(watching, "BATCH_WINDOWS", 4)  # several batches: some steady, some not
     rng = random.Random(seed)

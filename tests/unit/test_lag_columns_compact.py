@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import orjson
 
-from console.snapshots.model import GroupState, Snapshot, group_part, part_json
+from console.snapshots.model import GroupState, Snapshot
+from console.snapshots.parts import group_of_part, group_part, part_json
 from consumers_app.lagcolumns import STATUS_NAMES
 from consumers_app.watching import LagSeconds, LagStatuses
 
@@ -42,6 +43,6 @@ def test_a_group_with_compact_lag_columns_serialises_and_reads_as_with_lists() -
     assert compact.lag_of() == plain.lag_of() == {"t:0": {"status": "OK", "time_lag": 0.0},
                                                   "t:1": {"status": "WARN", "time_lag": 9.5},
                                                   "t:2": {"status": "OK", "time_lag": None}}
-    read = Snapshot.group_from_json(group_part(compact))
+    read = group_of_part(group_part(compact))
     assert read.lag_status == ["OK", "WARN", "OK"] and read.lag_seconds == [0.0, 9.5, None]
     assert orjson.loads(Snapshot(cluster="c", groups={"g": compact}).to_json())["groups"]["g"]["lag_seconds"] == [0.0, 9.5, None]

@@ -1,4 +1,4 @@
-"""A leader election is read back: the next reads wait for the elected leaders (store.note_change "leader:<topic>:<partition>")."""
+"""A leader election is read back: the next reads wait for the elected leaders (changes.note_change "leader:<topic>:<partition>")."""
 
 from __future__ import annotations
 

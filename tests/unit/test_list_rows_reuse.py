@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from console.snapshots import model as snapshot_module
+from console.snapshots import tallies as tallies_module
 from console.snapshots.model import GroupState, MemberState, Snapshot
+from console.snapshots.parts import topic_of_part
 from consumers_app import services as groups
 from tests.unit._build import part, snapshot, topic
 from topics_app import services as topics
@@ -104,19 +105,19 @@ def test_the_overviews_tallies_are_kept_for_unchanged_topics_and_sum_to_the_full
     healthy = topic("healthy", part(0, leader=1), part(1, leader=2))
     shrunk = topic("shrunk", part(0, leader=3, isr=(3,)), part(1, leader=-1, isr=()), min_isr=2)
     v1 = replace(snapshot(healthy, shrunk, cluster="tallies"), version=1)
-    snapshot_module._TALLIED.pop("tallies", None)
+    tallies_module._TALLIED.pop("tallies", None)
     first = brokers.overview(v1)
     assert first["counts"] == v1.counts() and first["brokers"] == v1.broker_rows()
     assert first["counts"]["under_replicated"] == 2 and first["counts"]["offline"] == 1 and first["counts"]["under_min_isr"] == 2
     assert [b["leader_count"] for b in first["brokers"]] == [1, 1, 1] and [b["under_replicated"] for b in first["brokers"]] == [0, 0, 1]
-    kept = snapshot_module._TALLIED["tallies"][0]["healthy"]
+    kept = tallies_module._TALLIED["tallies"][0]["healthy"]
 
     # Version 2: healthy's leader moved (a new TopicState), shrunk kept: only healthy is tallied again.
     moved = topic("healthy", part(0, leader=2), part(1, leader=2))
     v2 = replace(v1, version=2, topics={"healthy": moved, "shrunk": shrunk})
-    shrunk_tally = snapshot_module._TALLIED["tallies"][0]["shrunk"]
+    shrunk_tally = tallies_module._TALLIED["tallies"][0]["shrunk"]
     second = brokers.overview(v2)
-    assert snapshot_module._TALLIED["tallies"][0]["shrunk"] is shrunk_tally and snapshot_module._TALLIED["tallies"][0]["healthy"] is not kept
+    assert tallies_module._TALLIED["tallies"][0]["shrunk"] is shrunk_tally and tallies_module._TALLIED["tallies"][0]["healthy"] is not kept
     assert second["counts"] == v2.counts() and second["brokers"] == v2.broker_rows()
     assert [b["leader_count"] for b in second["brokers"]] == [0, 2, 1]
     # Version 3: shrunk deleted, a topic created: the sum moves by both.
@@ -205,7 +206,8 @@ def test_a_topics_tally_says_what_its_partitions_properties_say() -> None:
     each figure equals what TopicState's and PartitionState's own properties say, for partitions with
     and without offsets and sizes, offline, under-replicated, under min ISR, of mixed replica counts,
     and for a topic without partitions."""
-    from console.snapshots.model import TopicState, TopicTally
+    from console.snapshots.model import TopicState
+    from console.snapshots.tallies import TopicTally
 
     sized = replace(part(0, leader=2, replicas=(2, 3, 4), isr=(2,), start_offset=5, end_offset=9), size=100)
     backwards = replace(part(1, leader=-1, replicas=(3, 4), isr=(), start_offset=9, end_offset=4), size=None)
@@ -244,7 +246,8 @@ def test_the_overview_and_the_topics_list_of_topics_read_from_the_store_do_not_p
     counts and broker rows and the topics list's rows come from the tally stored with it, equal to
     those of the topics the watcher stored, with no topic's partitions parsed."""
     from brokers_app import services as brokers
-    from console.snapshots.model import StoredTopic, TopicBytes
+    from console.snapshots.part_cache import TopicBytes
+    from console.snapshots.parts import StoredTopic
 
     written = replace(snapshot(
         topic("healthy", replace(part(0, leader=1, start_offset=5, end_offset=50), size=100), replace(part(1, leader=2), size=7)),
@@ -253,10 +256,10 @@ def test_the_overview_and_the_topics_list_of_topics_read_from_the_store_do_not_p
         cluster="stored-a"), version=7)
     parts = TopicBytes().each(written.topics, "t:")
     read = replace(written, cluster="stored-b",
-                   topics={name: Snapshot.topic_from_json(parts["t:" + name]) for name in written.topics})
+                   topics={name: topic_of_part(parts["t:" + name]) for name in written.topics})
     assert all(type(t) is StoredTopic for t in read.topics.values())
     for cluster in ("stored-a", "stored-b"):
-        snapshot_module._TALLIED.pop(cluster, None)
+        tallies_module._TALLIED.pop(cluster, None)
     assert brokers.overview(read)["counts"] == brokers.overview(written)["counts"]
     assert brokers.overview(read)["brokers"] == brokers.overview(written)["brokers"]
     for internal in (False, True):

@@ -9,15 +9,10 @@ from array import array
 import orjson
 import pytest
 
-from console.snapshots.model import (
-    PartitionState,
-    ReplicaSizes,
-    Snapshot,
-    TopicBytes,
-    TopicState,
-    replica_sizes,
-    replica_sizes_of,
-)
+from console.snapshots.encoding import ReplicaSizes, replica_sizes, replica_sizes_of
+from console.snapshots.model import PartitionState, Snapshot, TopicState
+from console.snapshots.part_cache import TopicBytes
+from console.snapshots.parts import topic_of_part
 
 
 @pytest.mark.parametrize("answer", [{1: 10}, {1: 0, 2: 2**40, 3: 7}, {10: 5, 2: 6}])
@@ -64,7 +59,7 @@ def test_a_partition_with_replica_sizes_serialises_as_with_the_dict() -> None:
     assert TopicBytes().each({"t": compact}) == TopicBytes().each({"t": with_dict})
     assert Snapshot(cluster="c", topics={"t": compact}).content_bytes() == \
         Snapshot(cluster="c", topics={"t": with_dict}).content_bytes()
-    read = Snapshot.topic_from_json(TopicBytes().each({"t": compact})["t"])
+    read = topic_of_part(TopicBytes().each({"t": compact})["t"])
     assert read.partitions[0].replica_sizes == plain and isinstance(read.partitions[0].replica_sizes, dict)
     assert orjson.loads(Snapshot(cluster="c", topics={"t": compact}).to_json())["topics"]["t"]["partitions"][0][
         "replica_sizes"] == plain
@@ -91,7 +86,7 @@ def test_a_topic_serialises_its_partitions_replica_sizes_as_orjson_writes_their_
             PartitionState(i, b[0] if b else -1, list(b), list(b), [], 0, i, 5,
                            {str(x): v for x, v in zip(b, s, strict=True)}) for i, (b, s) in enumerate(parts)])}
         assert TopicBytes().each(compact) == TopicBytes().each(with_dict), round_
-        read = Snapshot.topic_from_json(TopicBytes().each(compact)["t"])
+        read = topic_of_part(TopicBytes().each(compact)["t"])
         assert [p.replica_sizes for p in read.partitions] == [{str(x): v for x, v in zip(b, s, strict=True)} for b, s in parts]
 
 

@@ -1,5 +1,5 @@
 """A reassignment job read as ended is read back: the next reads wait for the replica sets it left
-(store.note_change "replicas:<topic>:<partition>", noted by the job's worker when it finishes)."""
+(changes.note_change "replicas:<topic>:<partition>", noted by the job's worker when it finishes)."""
 
 from __future__ import annotations
 
@@ -29,10 +29,10 @@ class _Job:
 
 
 def test_a_finished_job_notes_the_replica_sets_it_left(monkeypatch: pytest.MonkeyPatch) -> None:
-    from console.snapshots import store
+    from console import snapshots
 
     noted: list[tuple[str, dict[str, Any]]] = []
-    monkeypatch.setattr(store, "note_change", lambda cluster, expect: noted.append((cluster, expect)))
+    monkeypatch.setattr(snapshots, "note_change", lambda cluster, expect: noted.append((cluster, expect)))
     reassignment_runner.note_replicas(_Job(), target="after")  # type: ignore[arg-type]
     reassignment_runner.note_replicas(_Job(), target="before")  # type: ignore[arg-type]
     assert noted == [("local", {"replicas:orders:0": [3, 4], "replicas:orders:1": [1, 3]}),

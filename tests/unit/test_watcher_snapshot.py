@@ -8,6 +8,7 @@ from dataclasses import replace
 import pytest
 
 from console.snapshots.model import PartitionState, QuorumMember, QuorumState, Snapshot, TopicState
+from console.snapshots.parts import topic_of_part
 
 from ._build import broker, part, snapshot, topic
 
@@ -350,7 +351,7 @@ def test_stamp_round_trip_restores_version_timestamps_and_quorum():
 def test_content_serialised_through_the_topic_cache_is_the_same_bytes_and_reserialises_only_new_topics():
     from dataclasses import replace
 
-    from console.snapshots.model import TopicBytes
+    from console.snapshots.part_cache import TopicBytes
 
     snap = snapshot(topic("orders", part(0, end_offset=5), part(1, leader=2)), topic("a\"<odd>/é", min_isr=2), topic("b"))
     cache = TopicBytes()
@@ -366,7 +367,10 @@ def test_content_serialised_through_the_topic_cache_is_the_same_bytes_and_reseri
 def test_a_topics_stored_part_is_its_summary_then_its_json_compressed_and_earlier_forms_still_read():
     import orjson
 
-    from console.snapshots.model import CONTENT_OPTIONS, StoredTopic, TopicBytes, TopicTally, part_json, topic_part
+    from console.snapshots.encoding import CONTENT_OPTIONS
+    from console.snapshots.part_cache import TopicBytes
+    from console.snapshots.parts import StoredTopic, part_json, topic_part
+    from console.snapshots.tallies import TopicTally
 
     parts = [part(n, leader=1 + n % 3, replicas=(1 + n % 3, 1 + (n + 1) % 3), end_offset=10_000 + n * 7) for n in range(30)]
     t = topic("a\"<odd>/é", *parts, min_isr=2)
@@ -375,22 +379,22 @@ def test_a_topics_stored_part_is_its_summary_then_its_json_compressed_and_earlie
     stored = TopicBytes().each({t.name: t}, "t:")["t:" + t.name]
     assert stored[:1] == b"S" and len(stored) * 2 < len(plain), (len(stored), len(plain))
     assert part_json(stored) == plain
-    read = Snapshot.topic_from_json(stored)
+    read = topic_of_part(stored)
     # Its fields and tally from the summary; its partitions not parsed until asked for.
     assert type(read) is StoredTopic and "partitions" not in vars(read)
     assert (read.name, read.internal, read.min_isr, read.produce_rate) == (t.name, False, 2, 12.5)
     assert TopicTally.of(read) == TopicTally.of(t) and "partitions" not in vars(read)
-    assert read == t and t == read and read == Snapshot.topic_from_json(plain) and "partitions" in vars(read)
+    assert read == t and t == read and read == topic_of_part(plain) and "partitions" in vars(read)
     assert read.partitions == t.partitions and read.replication_factor == 2 and read.size == t.size
     assert read != topic(t.name, *parts[:29], min_isr=2) and topic(t.name, *parts[:29], min_isr=2) != read
     # Written as a TopicState is (a snapshot that holds it, as JSON), and copied by `replace` with its own tally.
-    fresh = Snapshot.topic_from_json(stored)
+    fresh = topic_of_part(stored)
     assert orjson.loads(Snapshot(cluster="c", topics={t.name: fresh}).to_json())["topics"][t.name] == orjson.loads(plain)
     assert Snapshot(cluster="c", topics={t.name: fresh}).content_bytes() == Snapshot(cluster="c", topics={t.name: t}).content_bytes()
     fewer = replace(fresh, partitions=parts[:3])
     assert fewer.stored_tally is None and TopicTally.of(fewer).partitions == 3
     # Parts stored by earlier versions: LZ4 without a summary, plain JSON.
-    assert Snapshot.topic_from_json(topic_part(plain)) == t and type(Snapshot.topic_from_json(topic_part(plain))) is not StoredTopic
+    assert topic_of_part(topic_part(plain)) == t and type(topic_of_part(topic_part(plain))) is not StoredTopic
     assert part_json(plain) is plain and part_json(topic_part(plain)) == plain
 
 
@@ -424,7 +428,10 @@ def test_a_changed_topic_reserialises_only_its_new_partition_objects_and_writes_
 
     import orjson
 
-    from console.snapshots.model import CONTENT_OPTIONS, TopicBytes, _encode, part_json, replica_sizes_of
+    from console.snapshots.encoding import CONTENT_OPTIONS, replica_sizes_of
+    from console.snapshots.model import json_default
+    from console.snapshots.part_cache import TopicBytes
+    from console.snapshots.parts import part_json
 
     rng = random.Random(seed)
 
@@ -465,11 +472,11 @@ def test_a_changed_topic_reserialises_only_its_new_partition_objects_and_writes_
                                produce_rate=rng.choice([None, 0.0, 12.5, 1e300]), internal=rng.random() < 0.1)
         out = cache.each(topics, "t:")
         for n, tt in topics.items():
-            assert part_json(out["t:" + n]) == orjson.dumps(tt, default=_encode, option=CONTENT_OPTIONS), (seed, step, n)
+            assert part_json(out["t:" + n]) == orjson.dumps(tt, default=json_default, option=CONTENT_OPTIONS), (seed, step, n)
         assert cache.serialised == 1
         if replaced >= 0:
             assert cache.partitions_serialised == replaced, (seed, step)
-        assert Snapshot.topic_from_json(out["t:" + name]) == topics[name]
+        assert topic_of_part(out["t:" + name]) == topics[name]
 
 
 # A group's stored part ---------------------------------------------------------------------------
@@ -484,7 +491,9 @@ def test_a_groups_part_is_compressed_with_a_preset_dictionary_a_fifth_smaller_an
 
     import orjson
 
-    from console.snapshots.model import CONTENT_OPTIONS, GROUP_DICTIONARY, GroupState, MemberState, group_part, part_json
+    from console.snapshots.encoding import CONTENT_OPTIONS
+    from console.snapshots.model import GroupState, MemberState
+    from console.snapshots.parts import GROUP_DICTIONARY, group_part, part_json
 
     offsets = {f"payments.settled:{p}": 7_000_000 + 13 * p for p in range(30)}
     g = GroupState(group_id="settlement-workers", state="Stable", protocol_type="consumer", group_type="classic",
@@ -513,7 +522,9 @@ def test_the_tally_stored_with_a_changed_topics_part_is_what_a_walk_of_its_parti
     the tally it was moved from is left as it was."""
     import random
 
-    from console.snapshots.model import TopicBytes, TopicTally, topic_summary
+    from console.snapshots.part_cache import TopicBytes
+    from console.snapshots.parts import topic_summary
+    from console.snapshots.tallies import TopicTally
 
     rng = random.Random(11)
     moved = []
@@ -566,7 +577,7 @@ def test_the_tally_stored_with_a_changed_topics_part_is_what_a_walk_of_its_parti
         kept = cache._cache[name][2][0]
         assert kept == TopicTally.of(TopicState(name, False, parts, min_isr)), name
         assert before == as_it_was  # (the tally moved from is not changed: its dicts are copied, or shared unchanged)
-        assert TopicTally.of(Snapshot.topic_from_json(stored)) == kept
+        assert TopicTally.of(topic_of_part(stored)) == kept
         # (the summary stored, its brokers' lists copied from the last one where the tally shares them)
         assert stored[5:5 + int.from_bytes(stored[1:5], "big")] == topic_summary(topics[name], kept)
     assert len(moved) == 300 and 150 < sum(moved) < 300, sum(moved)  # (most moved the kept tally; some walked)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from console.snapshots import loader
+
 
 @pytest.mark.parametrize(
     "path",
@@ -76,7 +78,7 @@ def test_api_answers_503_with_a_reason_before_the_first_snapshot(client_as, redi
     from console.snapshots import store
 
     store.client().delete("console:snapshot:local", "console:snapshot:local:stamp")
-    store._cache.clear()
+    loader._cache.clear()
     response = client_as("viewer").get("/api/v1/clusters/local/")
     assert response.status_code == 503
     assert "no snapshot" in response.json()["detail"]

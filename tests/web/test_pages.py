@@ -6,6 +6,8 @@ import re
 
 import pytest
 
+from console.snapshots import loader
+
 
 def text(response) -> str:
     return re.sub(r"\s+", " ", response.content.decode())
@@ -212,14 +214,14 @@ def test_groups_page_heads_and_rebalance_panel_are_rendered_for_each_request_con
 
 
 def test_a_group_whose_stored_part_cannot_be_read_gets_a_sentence_not_a_server_error(client_as, snapshot) -> None:
-    """Groups are parsed when a page first asks for them (store.GroupsRead): a part this version
+    """Groups are parsed when a page first asks for them (parts.GroupsRead): a part this version
     cannot read (a later version's, or damaged) answers the pages and the API that need it with
     503 and a sentence, and the pages that do not need it render."""
     from console.snapshots import store
 
     store.client().hset("console:snapshot:local:parts", "g:billing", b"x\x01 damaged")
-    store._cache.pop("local", None)
-    store._raw_parts.pop("local", None)
+    loader._cache.pop("local", None)
+    loader._raw_parts.pop("local", None)
     viewer = client_as("viewer")
     for path in ("/clusters/local/groups/billing/", "/clusters/local/groups/", "/api/v1/clusters/local/consumer-groups/billing/",
                  "/api/v1/clusters/local/consumer-groups/"):

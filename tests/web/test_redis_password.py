@@ -16,7 +16,7 @@ from kombu import Connection
 
 from console import realtime
 from console.redis_errors import RedisCredentialsRefused
-from console.snapshots import store
+from console.snapshots import changes, loader, store
 from tests.support import TEST_VAR, off_the_test_thread, wait_for
 from tests.web.conftest import sample_snapshot
 
@@ -52,30 +52,30 @@ def use_redis(settings: object) -> Iterator[object]:
         settings.REDIS_URL = url  # type: ignore[attr-defined]
         settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer",  # type: ignore[attr-defined]
                                                "CONFIG": {"hosts": [url], "capacity": 200, "expiry": 30}}}
-        store._client = store._blocking = None
+        store._client = changes._blocking = None
 
     yield point
-    store._client = store._blocking = None
+    store._client = changes._blocking = None
 
 
 def test_the_store_saves_and_loads_with_the_password_in_the_url(locked_redis: int, use_redis) -> None:  # noqa: ANN001
     use_redis(f"redis://:{PASSWORD}@127.0.0.1:{locked_redis}/0")
     snap = sample_snapshot(version=7)
     store.save(snap, snap.content_bytes())
-    loaded = store.load("local")
+    loaded = loader.load("local")
     assert loaded is not None and loaded.version == 7
 
 
 def test_the_store_without_the_password_says_to_put_it_in_redis_url(locked_redis: int, use_redis) -> None:  # noqa: ANN001
     use_redis(f"redis://127.0.0.1:{locked_redis}/0")
     with pytest.raises(store.StoreUnavailable, match=r"Redis needs a password and REDIS_URL gives none: set REDIS_URL=redis://:PASSWORD@"):
-        store.load("local")
+        loader.load("local")
 
 
 def test_a_wrong_password_is_named_as_such_and_never_shown(locked_redis: int, use_redis) -> None:  # noqa: ANN001
     use_redis(f"redis://:not-it@127.0.0.1:{locked_redis}/0")
     with pytest.raises(store.StoreUnavailable, match="refused the user name or password in REDIS_URL") as caught:
-        store.load("local")
+        loader.load("local")
     assert "not-it" not in str(caught.value)
 
 

@@ -2,7 +2,7 @@
 moves only when Kafka deletes segments or records, or when the log is truncated or made anew, so
 the pass reads them every WATCHER_STARTS_INTERVAL, and at once when one can have moved: the
 partitions asked for changed, an end offset went down or below its start, or a topic changed
-through the console (store.note_change) since they were read. Between reads the pass hands on the
+through the console (changes.note_change) since they were read. Between reads the pass hands on the
 last start offsets, the same object."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from django.test import override_settings
 
 from bench.simulate import Model, SimGateway
 from console.gateway.errors import ClusterUnavailable
-from console.snapshots import store
+from console.snapshots import changes
 from console.watcher.sampler import Sampler
 
 pytestmark = pytest.mark.django_db
@@ -86,7 +86,7 @@ def test_start_offsets_are_read_when_due_or_when_one_can_have_moved(redis_server
         # Records deleted through the console (noted for read-your-writes): read at the next pass.
         with model.lock:
             model.topics[first_topic][1][3] = 50
-        store.note_change(cluster, {f"offsets:{first_topic}": 1})
+        changes.note_change(cluster, {f"offsets:{first_topic}": 1})
         again()
         assert gw.earliest == 4 and sample.starts[(first_topic, 1)] == 50
         again()  # (the note is older than that read: not again)

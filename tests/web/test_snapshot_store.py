@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, cast
 
 import pytest
 
-from console.snapshots import store
-from console.snapshots.model import Snapshot, TopicBytes
+from console.snapshots import loader, store
+from console.snapshots.model import Snapshot
+from console.snapshots.part_cache import TopicBytes, content_parts
 from tests.unit._build import part, snapshot, topic
 
 if TYPE_CHECKING:
@@ -18,9 +19,9 @@ if TYPE_CHECKING:
 
 def fresh_load(cluster: str) -> Snapshot | None:
     """What another process (nothing cached) reads."""
-    store._cache.pop(cluster, None)
-    store._raw_parts.pop(cluster, None)
-    return store.load(cluster)
+    loader._cache.pop(cluster, None)
+    loader._raw_parts.pop(cluster, None)
+    return loader.load(cluster)
 
 
 def started_watcher(cluster: str, watcher: ClusterWatcher | None = None) -> ClusterWatcher:
@@ -31,8 +32,8 @@ def started_watcher(cluster: str, watcher: ClusterWatcher | None = None) -> Clus
 
     if watcher is None:
         watcher = ClusterWatcher(cluster, "test", gw=SimGateway(Model(partitions=20, groups=2, brokers=3, per_topic=10, seed=1), 0.0))  # type: ignore[arg-type]
-    store._cache.pop(cluster, None)
-    store._raw_parts.pop(cluster, None)
+    loader._cache.pop(cluster, None)
+    loader._raw_parts.pop(cluster, None)
     watcher.load_previous()
     return watcher
 
@@ -41,8 +42,8 @@ def started_watcher(cluster: str, watcher: ClusterWatcher | None = None) -> Clus
 def cluster(redis_server: str) -> str:
     name = "parts"
     store.client().delete(*[f"console:snapshot:{name}{suffix}" for suffix in ("", ":stamp", ":parts", ":changed", ":changes")])
-    store._cache.pop(name, None)
-    store._raw_parts.pop(name, None)
+    loader._cache.pop(name, None)
+    loader._raw_parts.pop(name, None)
     return name
 
 
@@ -50,8 +51,8 @@ def test_a_change_rewrites_only_its_topics_and_readers_reparse_only_those(cluste
     cache = TopicBytes()
     v1 = replace(snapshot(*(topic(f"t{i}", part(0, end_offset=i)) for i in range(50)), topic("odd/\"<é>"), topic("gone")),
                  cluster=cluster, version=1)
-    stored = store.save(v1, v1.content_parts(cache), None)
-    first = store.load(cluster)
+    stored = store.save(v1, content_parts(v1, cache), None)
+    first = loader.load(cluster)
     assert first is not None and first.content_bytes() == v1.content_bytes()
 
     # Version 2: one topic's offsets moved, one topic deleted, one created.
@@ -59,7 +60,7 @@ def test_a_change_rewrites_only_its_topics_and_readers_reparse_only_those(cluste
     topics["t7"] = replace(topics["t7"], partitions=[part(0, end_offset=700)])
     topics["new"] = topic("new")
     v2 = replace(v1, version=2, topics=topics)
-    parts = v2.content_parts(cache)
+    parts = content_parts(v2, cache)
     assert cache.serialised == 2  # only t7 and new
     stored = store.save(v2, parts, stored)
     record = store.client().get(f"console:snapshot:{cluster}:changed")
@@ -68,7 +69,7 @@ def test_a_change_rewrites_only_its_topics_and_readers_reparse_only_those(cluste
     # (Behind the store's back, an unchanged topic's field is dropped: a reader that fetches only the
     # changed topics, as it should, never notices; one that read everything would lose t3.)
     store.client().hdel(f"console:snapshot:{cluster}:parts", "t:t3")
-    second = store.load(cluster)
+    second = loader.load(cluster)
     assert second is not None and second.version == 2
     assert second.content_bytes() == v2.content_bytes()
     assert second.topics["t3"] is first.topics["t3"]  # not fetched, not parsed again
@@ -87,12 +88,12 @@ def test_a_change_rewrites_only_its_topics_and_readers_reparse_only_those(cluste
     # records (at 300,000 partitions a web process missed one in two, and read all 60,000 parts of
     # each then: 2 to 8 s a version).
     v3 = replace(v2, version=3, topics={**v2.topics, "t9": replace(v2.topics["t9"], min_isr=2)})
-    stored = store.save(v3, v3.content_parts(cache), stored)
+    stored = store.save(v3, content_parts(v3, cache), stored)
     v4 = replace(v3, version=4, topics={**{n: t for n, t in v3.topics.items() if n != "t5"},
                                         "t1": replace(v3.topics["t1"], min_isr=3)})
-    stored = store.save(v4, v4.content_parts(cache), stored)
+    stored = store.save(v4, content_parts(v4, cache), stored)
     store.client().hdel(f"console:snapshot:{cluster}:parts", "t:t3")  # (as above: not fetched if only the changes are)
-    fourth = store.load(cluster)
+    fourth = loader.load(cluster)
     assert fourth is not None and fourth.version == 4 and fourth.content_bytes() == v4.content_bytes()
     assert fourth.topics["t3"] is other.topics["t3"] and fourth.topics["t8"] is other.topics["t8"]
     assert "t5" not in fourth.topics and fourth.topics["t9"].min_isr == 2 and fourth.topics["t1"].min_isr == 3
@@ -100,11 +101,11 @@ def test_a_change_rewrites_only_its_topics_and_readers_reparse_only_those(cluste
     # One whose version the log no longer reaches (a save that wrote everything starts it afresh)
     # reads everything, and gets the same.
     v5 = replace(v4, version=5, topics={**v4.topics, "t2": replace(v4.topics["t2"], min_isr=2)})
-    stored = store.save(v5, v5.content_parts(cache), None)
+    stored = store.save(v5, content_parts(v5, cache), None)
     v6 = replace(v5, version=6, topics={**v5.topics, "t4": replace(v5.topics["t4"], min_isr=2)})
-    store.save(v6, v6.content_parts(cache), stored)
+    store.save(v6, content_parts(v6, cache), stored)
     assert store.client().llen(f"console:snapshot:{cluster}:changes") == 1
-    sixth = store.load(cluster)
+    sixth = loader.load(cluster)
     assert sixth is not None and sixth.version == 6 and sixth.content_bytes() == v6.content_bytes()
 
 
@@ -114,12 +115,12 @@ def test_catching_up_over_missed_versions_follows_their_bases_in_order() -> None
 
     log = [rec(7, 6, ["t:a"]), rec(6, 5, ["t:b"], ["t:a"]), rec(5, 4, ["t:a", "t:c"]), rec(4, None, [])]
     # a removed at 6 and written again at 7: fetched; b changed once; c from 5.
-    assert store.catch_up(log, 4, 7) == (["t:c", "t:b", "t:a"], [])
-    assert store.catch_up(log, 5, 6) == (["t:b"], ["t:a"])
-    assert store.catch_up(log, 6, 6) == ([], [])
-    assert store.catch_up(log, 3, 7) is None  # (before the save that wrote everything)
-    assert store.catch_up([rec(7, 6, ["t:a"]), rec(5, 4, ["t:c"])], 4, 7) is None  # (a record missing)
-    assert store.catch_up(log, 5, 8) is None
+    assert loader.catch_up(log, 4, 7) == (["t:c", "t:b", "t:a"], [])
+    assert loader.catch_up(log, 5, 6) == (["t:b"], ["t:a"])
+    assert loader.catch_up(log, 6, 6) == ([], [])
+    assert loader.catch_up(log, 3, 7) is None  # (before the save that wrote everything)
+    assert loader.catch_up([rec(7, 6, ["t:a"]), rec(5, 4, ["t:c"])], 4, 7) is None  # (a record missing)
+    assert loader.catch_up(log, 5, 8) is None
 
 
 def test_whole_content_bytes_rewrite_everything(cluster: str) -> None:
@@ -128,12 +129,13 @@ def test_whole_content_bytes_rewrite_everything(cluster: str) -> None:
     v2 = replace(v1, version=2, topics={"c": topic("c")})
     store.save(v2, v2.content_bytes())
     assert {k.decode() for k in store.client().hkeys(f"console:snapshot:{cluster}:parts")} == {"t:c"}
-    loaded = store.load(cluster)
+    loaded = loader.load(cluster)
     assert loaded is not None and list(loaded.topics) == ["c"] and loaded.content_bytes() == v2.content_bytes()
 
 
 def test_groups_are_parts_of_their_own_and_a_changed_evaluation_rewrites_only_its_group(cluster: str) -> None:
-    from console.snapshots.model import GroupBytes, GroupState
+    from console.snapshots.model import GroupState
+    from console.snapshots.part_cache import GroupBytes
 
     def group(gid: str, offset: int) -> GroupState:
         return GroupState(group_id=gid, state="Stable", protocol_type="consumer", group_type="classic", assignor="range",
@@ -142,22 +144,22 @@ def test_groups_are_parts_of_their_own_and_a_changed_evaluation_rewrites_only_it
     topics_cache, groups_cache = TopicBytes(), GroupBytes()
     groups = {f"g{i}": group(f"g{i}", i) for i in range(20)} | {"odd/%<'\"é>": group("odd/%<'\"é>", 1)}
     v1 = replace(snapshot(topic("t1")), cluster=cluster, version=1, groups=groups)
-    header, parts = v1.content_parts(topics_cache, groups_cache)
+    header, parts = content_parts(v1, topics_cache, groups_cache)
     assert b"g1" not in header and set(parts) >= {"t:t1", "g:g1", "g:odd/%<'\"é>"}
     stored = store.save(v1, (header, parts), None)
-    first = store.load(cluster)
+    first = loader.load(cluster)
     assert first is not None and first.content_bytes() == v1.content_bytes()
 
     # The evaluation renews one group's lag columns in place (as the watcher's does): only it is rewritten.
     g5 = v1.groups["g5"]
     g5.status, g5.lag_keys, g5.lag_status, g5.lag_seconds = "WARN", ["t1:0"], ["WARN"], [3.5]
     v2 = replace(v1, version=2, groups={k: g for k, g in v1.groups.items() if k != "g7"})
-    parts2 = v2.content_parts(topics_cache, groups_cache)
+    parts2 = content_parts(v2, topics_cache, groups_cache)
     assert groups_cache.serialised == 1 and topics_cache.serialised == 0
     stored = store.save(v2, parts2, stored)
     record = store.client().get(f"console:snapshot:{cluster}:changed")
     assert record is not None and b'"changed":["g:g5"]' in record and b'"removed":["g:g7"]' in record
-    second = store.load(cluster)
+    second = loader.load(cluster)
     assert second is not None and second.content_bytes() == v2.content_bytes()
     assert second.groups["g5"].lag_status == ["WARN"] and second.groups["g1"] is first.groups["g1"]
     assert "g7" not in second.groups and second.topics["t1"] is first.topics["t1"]
@@ -165,8 +167,8 @@ def test_groups_are_parts_of_their_own_and_a_changed_evaluation_rewrites_only_it
     assert other is not None and other.content_bytes() == v2.content_bytes()
     # A group created (between two others by name) and one changed: in their places by name.
     v3 = replace(v2, version=3, groups={**v2.groups, "g10b": group("g10b", 3), "g2": group("g2", 9)})
-    store.save(v3, v3.content_parts(topics_cache, groups_cache), stored)
-    third = store.load(cluster)
+    store.save(v3, content_parts(v3, topics_cache, groups_cache), stored)
+    third = loader.load(cluster)
     assert third is not None and third.version == 3 and third.content_bytes() == v3.content_bytes()
     assert list(third.groups) == sorted(third.groups) and third.groups["g2"].offsets == {"t1:0": 9}
     assert third.groups["g1"] is other.groups["g1"]
@@ -177,7 +179,9 @@ def test_a_reader_parses_a_group_when_first_asked_for_and_once_for_every_version
     parsing them all took 0.3 to 0.7 s of each of those versions' reads in a web process, though
     the live pages but the groups list ask for no group (and that one, by default, for the fifty
     it shows). A reader holds each group's part and parses it when first asked (GroupsRead)."""
-    from console.snapshots.model import GroupBytes, GroupsRead, GroupState
+    from console.snapshots.model import GroupState
+    from console.snapshots.part_cache import GroupBytes
+    from console.snapshots.parts import GroupsRead
     from consumers_app import services
 
     def group(gid: str, offset: int) -> GroupState:
@@ -190,7 +194,7 @@ def test_a_reader_parses_a_group_when_first_asked_for_and_once_for_every_version
 
     topics_cache, groups_cache = TopicBytes(), GroupBytes()
     v1 = replace(snapshot(topic("t1")), cluster=cluster, version=1, groups={f"g{i:02}": group(f"g{i:02}", i) for i in range(20)})
-    stored = store.save(v1, v1.content_parts(topics_cache, groups_cache), None)
+    stored = store.save(v1, content_parts(v1, topics_cache, groups_cache), None)
     first = fresh_load(cluster)
     assert first is not None and parsed(first) == set() and len(first.groups) == 20 and "g03" in first.groups
     assert list(first.groups) == sorted(v1.groups)
@@ -206,8 +210,8 @@ def test_a_reader_parses_a_group_when_first_asked_for_and_once_for_every_version
     # Version 2 changes g05 and g11: their holders are new (not parsed); the others are the same
     # holders, parsed or not, so g03 is not parsed again.
     v2 = replace(v1, version=2, groups={**v1.groups, "g05": group("g05", 500), "g11": group("g11", 1100)})
-    store.save(v2, v2.content_parts(topics_cache, groups_cache), stored)
-    second = store.load(cluster)
+    store.save(v2, content_parts(v2, topics_cache, groups_cache), stored)
+    second = loader.load(cluster)
     assert second is not None and second.version == 2 and isinstance(second.groups, GroupsRead)
     assert second.groups["g03"] is g3 and parsed(second) == parsed(first) - {"g05"}
     assert second.groups.held()["g12"] is cast(GroupsRead, first.groups).held()["g12"]
@@ -215,7 +219,7 @@ def test_a_reader_parses_a_group_when_first_asked_for_and_once_for_every_version
     # Everything read equals what was stored (every group asked for), and the stored parts are what
     # a content made from the reader's snapshot holds.
     assert second.content_bytes() == v2.content_bytes() and dict(second.groups) == v2.groups
-    assert {k: v for k, v in second.content_parts()[1].items() if k.startswith("g:")} == \
+    assert {k: v for k, v in content_parts(second)[1].items() if k.startswith("g:")} == \
         {k.decode(): v for k, v in store.client().hgetall(f"console:snapshot:{cluster}:parts").items() if k.startswith(b"g:")}
 
 
@@ -226,7 +230,10 @@ def test_groups_are_stored_compressed_and_a_plain_json_group_still_reads(cluster
 
     import orjson
 
-    from console.snapshots.model import CONTENT_OPTIONS, GroupBytes, GroupState, MemberState, part_json
+    from console.snapshots.encoding import CONTENT_OPTIONS
+    from console.snapshots.model import GroupState, MemberState
+    from console.snapshots.part_cache import GroupBytes
+    from console.snapshots.parts import part_json
 
     offsets = {f"orders.v1:{p}": 1_000_000 + p for p in range(30)}
     g = GroupState(group_id="odd/%<'\"é>", state="Stable", protocol_type="consumer", group_type="classic", assignor="range",
@@ -234,7 +241,7 @@ def test_groups_are_stored_compressed_and_a_plain_json_group_still_reads(cluster
                    offsets=offsets, status="OK", time_lag=0.0, lag_keys=list(offsets), lag_status=["OK"] * 30,
                    lag_seconds=[0.0] * 30)
     v1 = replace(snapshot(topic("orders.v1")), cluster=cluster, version=1, groups={g.group_id: g})
-    header, parts = v1.content_parts(TopicBytes(), GroupBytes())
+    header, parts = content_parts(v1, TopicBytes(), GroupBytes())
     raw = parts["g:" + g.group_id]
     plain = orjson.dumps(g, option=CONTENT_OPTIONS)
     assert raw[:1] != b"{" and part_json(raw) == plain and len(raw) * 3 < len(plain)
@@ -260,10 +267,11 @@ def test_a_group_part_that_cannot_be_read_is_a_clear_fault_when_asked_for_and_th
     import zlib
 
     from console.errors import ConsoleError, PartUnreadable
-    from console.snapshots.model import GroupBytes, GroupsRead, TopicBytes
+    from console.snapshots.part_cache import GroupBytes, TopicBytes
+    from console.snapshots.parts import GroupsRead
 
     v1 = replace(snapshot(topic("orders.v1")), cluster=cluster, version=1)
-    store.save(v1, v1.content_parts(TopicBytes(), GroupBytes()), None)
+    store.save(v1, content_parts(v1, TopicBytes(), GroupBytes()), None)
     other = zlib.compressobj(1, zdict=b'{"group_id":"a later version"}')
     for bad in (other.compress(b'{"group_id":"g"}') + other.flush(), b"x\x01 damaged", b'{"group_id": "no more"}'):
         store.client().hset(f"console:snapshot:{cluster}:parts", "g:g", bad)
@@ -279,7 +287,7 @@ def test_a_group_part_that_cannot_be_read_is_a_clear_fault_when_asked_for_and_th
                         b'"group_type":"classic","assignor":"","members":[],"offsets":{"orders.v1:0":5}}')
     watcher = started_watcher(cluster, watcher)  # (readable again: the watcher holds it, every group parsed)
     assert watcher.previous is not None and type(watcher.previous.groups) is dict
-    held = store.cached(cluster)  # (the store's cached snapshot, shared in the process, left as read)
+    held = loader.cached(cluster)  # (the store's cached snapshot, shared in the process, left as read)
     assert held is not None and held is not watcher.previous and isinstance(held.groups, GroupsRead)
     assert watcher.previous.groups["g"].offsets == {"orders.v1:0": 5}
 
@@ -310,7 +318,7 @@ def test_a_save_streams_one_transaction_that_is_applied_whole_or_not_at_all(clus
         store._transaction(lambda: iter([("SET", key + ":s", "new"), ("NO-SUCH-COMMAND", "x")]))
     assert client.get(key + ":s") is None  # (refused at EXEC: nothing of it applied)
     snap = replace(snapshot(topic("orders")), cluster=cluster, version=1)
-    assert store.save(snap, snap.content_parts()) is not None
+    assert store.save(snap, content_parts(snap)) is not None
     loaded = fresh_load(cluster)
     assert loaded is not None and loaded.content_bytes() == snap.content_bytes()
     client.delete(key)
@@ -324,7 +332,7 @@ def test_a_save_on_a_connection_redis_dropped_goes_through_on_a_new_one(cluster:
     for conn in list(client.connection_pool._available_connections):  # type: ignore[attr-defined]
         conn._sock.close()  # (what a restarted Redis leaves: a socket that fails on use)
     snap = replace(snapshot(topic("orders")), cluster=cluster, version=1)
-    assert store.save(snap, snap.content_parts()) is not None
+    assert store.save(snap, content_parts(snap)) is not None
     loaded = fresh_load(cluster)
     assert loaded is not None and loaded.content_bytes() == snap.content_bytes()
 
@@ -367,27 +375,27 @@ def test_a_version_read_is_frozen_out_of_the_collectors_sight_and_collected_ever
     import gc
 
     v1 = replace(snapshot(*(topic(f"t{i}", part(0, end_offset=i)) for i in range(20))), cluster=cluster, version=1)
-    store.save(v1, v1.content_parts(TopicBytes()), None)
+    store.save(v1, content_parts(v1, TopicBytes()), None)
     gc.unfreeze()
     try:
-        loaded = store.load(cluster)
+        loaded = loader.load(cluster)
         assert loaded is not None
         # (what the read made is in the permanent generation: no collection walks it)
         assert gc.get_freeze_count() > 0
         assert not any(o is loaded.topics["t3"].partitions for g in (0, 1, 2) for o in gc.get_objects(generation=g))
         collected: list[int] = []
-        monkeypatch.setattr(store, "_collected", [0.0])  # (the interval is over)
+        monkeypatch.setattr(loader, "_collected", [0.0])  # (the interval is over)
 
         def collect(*args: object) -> int:
             collected.append(1)
             return 0
 
         monkeypatch.setattr(gc, "collect", collect)
-        store._cache.pop(cluster, None)
-        store.load(cluster)
+        loader._cache.pop(cluster, None)
+        loader.load(cluster)
         assert collected == [1] and gc.get_freeze_count() > 0
-        store._cache.pop(cluster, None)
-        store.load(cluster)
+        loader._cache.pop(cluster, None)
+        loader.load(cluster)
         assert collected == [1]  # (not again before the interval)
         # The read's objects are frozen while the collector is still paused (enabled first, it walked
         # them once more before the freeze: 0.1 to 0.2 s a version at 300,000 partitions).
@@ -399,9 +407,9 @@ def test_a_version_read_is_frozen_out_of_the_collectors_sight_and_collected_ever
             freeze()
 
         monkeypatch.setattr(gc, "freeze", noting_freeze)
-        store._cache.pop(cluster, None)
+        loader._cache.pop(cluster, None)
         assert gc.isenabled()
-        store.load(cluster)
+        loader.load(cluster)
         assert enabled_at_freeze == [False] and gc.isenabled()
     finally:
         gc.unfreeze()
@@ -415,11 +423,13 @@ def test_topics_are_read_from_their_summaries_and_a_topic_part_that_cannot_be_re
     summary that cannot be read makes the snapshot unreadable (StoreUnreadable). The watcher, which
     parses every topic when it starts, takes such a store as holding nothing and writes it again."""
     from console.errors import ConsoleError, PartUnreadable
-    from console.snapshots.model import GroupBytes, StoredTopic, TopicState
+    from console.snapshots.model import TopicState
+    from console.snapshots.part_cache import GroupBytes
+    from console.snapshots.parts import StoredTopic
 
     layout = topic("orders.v1", part(0, leader=1), part(1, leader=2, isr=(2,)), min_isr=2)
     v1 = replace(snapshot(layout, topic("other")), cluster=cluster, version=1)
-    store.save(v1, v1.content_parts(TopicBytes(), GroupBytes()), None)
+    store.save(v1, content_parts(v1, TopicBytes(), GroupBytes()), None)
     read = fresh_load(cluster)
     assert read is not None and type(read.topics["orders.v1"]) is StoredTopic
     assert read.counts() == v1.counts() and not [t for t in read.topics.values() if "partitions" in vars(t)]

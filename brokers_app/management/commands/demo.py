@@ -32,10 +32,9 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
-from console import gateway
+from console import gateway, snapshots
 from console.gateway.errors import GatewayError
 from console.gateway.traffic import GroupConsumer, MessageProducer, ShareGroupConsumer
-from console.snapshots import store
 from consumers_app.lagstatus import DEFAULT_WINDOW
 
 TOPICS = [
@@ -194,10 +193,7 @@ class Command(BaseCommand):
                 return
             if now < at_least:
                 continue
-            try:
-                snap = store.load(cluster)
-            except store.StoreUnavailable:
-                continue
+            snap = snapshots.watched(cluster).snapshot  # (Redis down: the last copy, or none)
             group = snap.groups.get(STOPPED_GROUP) if snap is not None else None
             if group is not None and group.status == "ERR":
                 return
