@@ -72,11 +72,12 @@ def load(cluster: str) -> Snapshot | None:
 
 # A reading process (web, Celery) holds the parsed snapshot: millions of objects on a large cluster.
 # The cyclic collector would walk them all whenever a version's new objects tipped it into a full
-# collection, making that read several times slower (and miss the next versions). What a read leaves is frozen (out of the collector's sight; still freed when
-# the version is replaced, as none of it is cyclic), as the watcher's process does after each cycle
-# (runner.settle_gc); a full collection, frozen objects included, every READER_COLLECTION_INTERVAL
-# frees what cyclic garbage was frozen with them. The read's new objects are frozen while the collector
-# is still paused: re-enabled first, it would walk them once more.
+# collection, making that read several times slower (and miss the next versions). What a read
+# leaves is frozen (out of the collector's sight; still freed when the version is replaced, as none
+# of it is cyclic), as the watcher's process does after each cycle (console.watcher.memory.settle_gc);
+# a full collection, frozen objects included, every READER_COLLECTION_INTERVAL frees what cyclic
+# garbage was frozen with them. The read's new objects are frozen while the collector is still
+# paused: re-enabled first, it would walk them once more.
 READER_COLLECTION_INTERVAL = 600.0
 _collected = [time.monotonic()]
 
