@@ -113,7 +113,6 @@ def sized(m: Move, baseline: dict[str, Any]) -> Move:
     return m if size is None else Move(m.topic, m.partition, m.before, m.after, int(size))
 
 
-
 def refusal(answer: dict[TopicPartition, str | None]) -> str | None:
     """The first partition Kafka refused to reassign and why ("orders-3: ..."), or None."""
     refused = sorted((k, v) for k, v in answer.items() if v)

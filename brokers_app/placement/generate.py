@@ -19,7 +19,6 @@ class GenerateEstimate:
     replicas: float
 
 
-
 class _KafkaPlacer:
     """Kafka's AdminUtils.assignReplicasToBrokers, the placement `kafka-reassign-partitions --generate`
     uses (and ZooKeeper-era topic creation; KRaft's controller uses StripedReplicaPlacer instead).

@@ -258,7 +258,6 @@ def resolve(layout: ClusterLayout, request: PlanRequest) -> Scope:
     return Scope(tuple(sorted(topics)), tuple(targets), tuple(removed), tuple(added), rf, racks, tuple(notes))
 
 
-
 def is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 

@@ -90,7 +90,6 @@ class Spread:
     leaders: int
 
 
-
 @dataclass(frozen=True)
 class Plan:
     request: PlanRequest

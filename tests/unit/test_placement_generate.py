@@ -19,7 +19,6 @@ class _Zero(random.Random):
         return 0
 
 
-
 def test_kafka_model_matches_kafkas_documented_rack_unaware_example():
     # AdminUtils' javadoc: 5 brokers, 10 partitions, 3 replicas, start index 0.
     layout = cluster(range(5), *(("t", n, [0], 0) for n in range(10)))
