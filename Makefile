@@ -69,6 +69,7 @@ run: migrate
 
 lint: setup
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports --no-cache
 	$(VENV)/bin/mypy .
 
 test: test-deps setup lint
