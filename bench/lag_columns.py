@@ -1,5 +1,5 @@
-"""The lag windows' and time tables' columns (consumers_app/lagcolumns.py) on their own: time per
-sample and bytes held, for a quiet cluster, a mixed one and a busy one (issue 11).
+"""The lag windows' and time tables' columns (consumers_app/lag_windows.py, time_tables.py) on their
+own: time per sample and bytes held, for a quiet cluster, a mixed one and a busy one (issue 11).
 
 `.venv/bin/python -m bench.lag_columns [--windows N] [--topics T] [--samples S] [--module FILE]`
 records S samples into N windows (10 entries each, one group) and N time tables (60 points) of
@@ -9,9 +9,9 @@ three kinds of partitions:
   - mixed: a fifth of the rows busy (offsets that move by 50,000 a sample, lags of 100,000);
   - busy: every row busy.
 `--module` loads the columns from another file (an older version, as `git show
-REV:consumers_app/lagcolumns.py` writes it) to compare. Prints one line per kind: milliseconds a
-sample after the first, the first (every row handed out: a sampling process's first pass), and
-the windows' and tables' arrays in MB.
+REV:consumers_app/lagcolumns.py` writes it for revisions that kept both there) to compare. Prints
+one line per kind: milliseconds a sample after the first, the first (every row handed out: a
+sampling process's first pass), and the windows' and tables' arrays in MB.
 """
 
 from __future__ import annotations
@@ -21,17 +21,18 @@ import importlib.util
 import os
 import sys
 import time
-from types import ModuleType
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
 
-def load(path: str | None) -> ModuleType:
+def load(path: str | None) -> Any:
+    """What holds WindowColumns and TimeColumns: the current modules, or the file at `path`."""
     if path is None:
-        from consumers_app import lagcolumns
+        from consumers_app import lag_windows, time_tables
 
-        return lagcolumns
+        return SimpleNamespace(WindowColumns=lag_windows.WindowColumns, TimeColumns=time_tables.TimeColumns)
     spec = importlib.util.spec_from_file_location("lagcolumns_compared", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -43,7 +44,7 @@ def held(columns: Any, names: tuple[str, ...]) -> float:
     return sum(getattr(columns, n).nbytes for n in names if hasattr(columns, n)) / 1e6
 
 
-def run(module: ModuleType, kind: str, windows: int, samples: int, topics: int) -> tuple[float, float, float, float]:
+def run(module: Any, kind: str, windows: int, samples: int, topics: int) -> tuple[float, float, float, float]:
     rng = np.random.default_rng(1)
     busy = np.zeros(windows, np.bool_)
     if kind == "busy":
@@ -85,7 +86,7 @@ def main() -> None:
     parser.add_argument("--windows", type=int, default=300_000)
     parser.add_argument("--topics", type=int, default=10_000)
     parser.add_argument("--samples", type=int, default=30)
-    parser.add_argument("--module", help="a lagcolumns.py to load instead of the current one")
+    parser.add_argument("--module", help="a file defining WindowColumns and TimeColumns to load instead of the current ones")
     args = parser.parse_args()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -9,7 +9,7 @@ class ConsumersAppConfig(AppConfig):
         from console import live
         from console.watcher import registry
         from consumers_app import views
-        from consumers_app.watching import GroupEvaluation
+        from consumers_app.group_evaluation import GroupEvaluation
 
         registry.register_group_evaluation(GroupEvaluation)
         live.register_fragment("groups", views.groups_fragment, shared=True, action="group.view")

@@ -24,6 +24,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from console.gateway.types import TopicPartition
+
 SETTLED = frozenset({"stable", "empty", "dead"})
 _GONE = frozenset({"empty", "dead"})
 
@@ -32,8 +34,6 @@ MEMBER_LEFT = "member left or timed out"
 SUBSCRIPTION_CHANGE = "subscription change"
 ALL_MEMBERS_LEFT = "all members left"
 UNKNOWN = "unknown"
-
-TopicPartition = tuple[str, int]
 
 
 def _norm(state: str) -> str:
@@ -57,8 +57,9 @@ class Member:
     client_id: str
     host: str
     # The partitions, sorted and each once (any iterable is made so), so that two members with the
-    # same partitions are equal. A tuple, not a frozenset: 50,000 groups' members held 117 MB of
-    # set tables; an assignment given already sorted (the sampler's shared tuple) is kept as it is.
+    # same partitions are equal. A tuple, not a frozenset, whose hash table costs several times the
+    # tuple for every member the watcher follows; an assignment given already sorted (the sampler's
+    # shared tuple) is kept as it is.
     assignment: tuple[TopicPartition, ...] = ()
 
     def __post_init__(self) -> None:
@@ -72,8 +73,8 @@ class MembersOf(Mapping[str, Member]):
     """A group's members by member id, over the list of its member states the watcher keeps
     (anything with a member_id, client_id, host and assignment): a Member is made when one is read.
     A tracker compares two observations' members only when they are not over the same list (a
-    state carried over is), so most are never read: 50,000 groups' {member id: Member} mappings
-    were 17 MB of the sampling process."""
+    state carried over is), so most are never read, and a mapping of Members made for every group at
+    each sample would be held by the sampling process for nothing."""
 
     __slots__ = ("source",)
 

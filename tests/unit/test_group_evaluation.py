@@ -1,4 +1,4 @@
-"""The watcher's group evaluation (consumers_app/watching.py: windows and time tables as columns, groups
+"""The watcher's group evaluation (consumers_app/group_evaluation.py: windows and time tables as columns, groups
 skipped when caught up and unchanged) against the reference written plainly with PartitionWindow,
 evaluate_partition, evaluate_group, OffsetTimeTable and time_lag, every group at every sample."""
 
@@ -11,11 +11,12 @@ from django.conf import settings
 
 from console import snapshots
 from console.snapshots.model import GroupState, MemberState
-from consumers_app import watching
-from consumers_app.lagcolumns import TimeColumns, WindowColumns
+from consumers_app import group_evaluation
+from consumers_app.group_evaluation import GroupEvaluation
+from consumers_app.lag_windows import WindowColumns
 from consumers_app.lagstatus import PartitionResult, PartitionWindow, evaluate_group, evaluate_partition
+from consumers_app.time_tables import TimeColumns
 from consumers_app.timelag import OffsetTimeTable, group_time_lag, time_lag
-from consumers_app.watching import GroupEvaluation
 
 
 class Reference:
@@ -77,7 +78,7 @@ def test_the_evaluation_in_batches_of_a_few_windows_equals_the_reference(seed, m
     """Groups are recorded and judged in batches of about BATCH_WINDOWS windows (a batch of all
     1.5 million at 50,000 groups was 100 MB of each pass's peak): the answers are the same, and no
     batch holds more than that plus one group's windows."""
-    monkeypatch.setattr(watching, "BATCH_WINDOWS", 3)
+    monkeypatch.setattr(group_evaluation, "BATCH_WINDOWS", 3)
     recorded: list[int] = []
     record = WindowColumns.record
 
@@ -242,7 +243,7 @@ def test_time_lags_kept_in_milliseconds_read_back_as_the_rounded_seconds() -> No
     rounded to, unknown as None, through JSON and a pickle alike."""
     import pickle
 
-    from consumers_app.watching import LagSeconds
+    from consumers_app.lag_values import LagSeconds
 
     rng = random.Random(5)
     values = [round(rng.random() * rng.choice([1.0, 90.0, 86_400.0, 1_000_000.0]), 3) for _ in range(20_000)]
@@ -272,7 +273,7 @@ def test_steady_batches_recorded_as_the_last_sample_equal_the_reference(seed, mo
 
     monkeypatch.setattr(snapshots, "append_lag_history", lambda *args, **kwargs: True)
     if seed % 2:
-        monkeypatch.setattr(watching, "BATCH_WINDOWS", 4)  # several batches: some steady, some not
+        monkeypatch.setattr(group_evaluation, "BATCH_WINDOWS", 4)  # several batches: some steady, some not
     rng = random.Random(seed)
     evaluation = GroupEvaluation("c", incremental=True, emit=lambda rows: None)
     monkeypatch.setattr(evaluation, "_record_rebalances", lambda ended: None)

@@ -1,5 +1,5 @@
 """A judged group's per-partition time lags and statuses as the sampling process keeps them when
-they are not uniform (consumers_app.watching.LagSeconds, LagStatuses): read and serialised as the
+they are not uniform (consumers_app.lag_values.LagSeconds, LagStatuses): read and serialised as the
 lists they stand for."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import orjson
 
 from console.snapshots.model import GroupState, Snapshot
 from console.snapshots.parts import group_of_part, group_part, part_json
-from consumers_app.lagcolumns import STATUS_NAMES
-from consumers_app.watching import LagSeconds, LagStatuses
+from consumers_app.lag_values import LagSeconds, LagStatuses
+from consumers_app.lag_windows import STATUS_NAMES
 
 
 def test_lag_seconds_read_as_the_list_with_none_where_unknown() -> None:

@@ -1,5 +1,6 @@
-"""The column windows (consumers_app/lagcolumns.py) against the reference PartitionWindow and
-evaluate_partition: random observation sequences, every window and status compared."""
+"""The column windows and time tables (consumers_app/lag_windows.py, time_tables.py, on the storage of
+narrow_columns.py and column_rows.py) against the reference PartitionWindow, evaluate_partition and
+OffsetTimeTable: random observation sequences, every window, table and status compared."""
 
 from __future__ import annotations
 
@@ -9,9 +10,13 @@ import random
 import numpy as np
 import pytest
 
-from consumers_app import lagcolumns
-from consumers_app.lagcolumns import GROUP_RANK, STATUS_NAMES, STATUS_OF_RANK, Narrow, TimeColumns, WindowColumns
+from console.watcher.numbers import PARTITION_NUMBERS
+from consumers_app import column_rows, narrow_columns
+from consumers_app.column_rows import Stamps
+from consumers_app.lag_windows import GROUP_RANK, STATUS_NAMES, STATUS_OF_RANK, WindowColumns
 from consumers_app.lagstatus import ERR, OK, REWIND, STALL, STOP, WARN, PartitionWindow, evaluate_partition, group_status_of
+from consumers_app.narrow_columns import Narrow
+from consumers_app.time_tables import TimeColumns
 from consumers_app.timelag import OffsetTimeTable, time_lag
 
 
@@ -22,7 +27,7 @@ def _small_narrow(monkeypatch, rng: random.Random) -> None:
     monkeypatch.setattr(Narrow, "NARROW_MAX", narrow)
     monkeypatch.setattr(Narrow, "WIDE_MAX", rng.choice([narrow, 5 * narrow, 2**31 - 1]))
     monkeypatch.setattr(Narrow, "SETTLE_EVERY", rng.choice([1, 2, 5]))
-    monkeypatch.setattr(lagcolumns, "SETTLE_ROWS", rng.choice([1, 2, 1 << 14]))  # (a few wide rows at a time, in turn)
+    monkeypatch.setattr(narrow_columns, "SETTLE_ROWS", rng.choice([1, 2, 1 << 14]))  # (a few wide rows at a time, in turn)
     plain, narrow_again = rng.choice([(2, 4), (5, 10)])  # (when whole columns go plain, and narrow again)
     monkeypatch.setattr(Narrow, "PLAIN_SHARE", plain)
     monkeypatch.setattr(Narrow, "NARROW_SHARE", narrow_again)
@@ -32,13 +37,13 @@ def _small_narrow(monkeypatch, rng: random.Random) -> None:
 def test_columns_record_and_judge_exactly_as_the_reference_windows(seed, monkeypatch):
     rng = random.Random(seed)
     if seed % 2:  # in chunks of a few rows, as 1.5 million windows are
-        monkeypatch.setattr(lagcolumns, "CHUNK", rng.choice([1, 2, 3]))
+        monkeypatch.setattr(narrow_columns, "CHUNK", rng.choice([1, 2, 3]))
     if seed % 3 == 1:  # full rows shifted a few at a time, as 300,000 time tables are
-        monkeypatch.setattr(lagcolumns, "SHIFT_ENTRIES", rng.choice([1, 7, 30]))
+        monkeypatch.setattr(column_rows, "SHIFT_ENTRIES", rng.choice([1, 7, 30]))
     if seed % 3 == 0:  # room for a few sample numbers: they are given back and renumbered all the time
-        monkeypatch.setattr(lagcolumns.Stamps, "CAPACITY", rng.choice([2, 3]))
+        monkeypatch.setattr(Stamps, "CAPACITY", rng.choice([2, 3]))
     elif seed % 4 == 1:  # rows whose sample numbers are far apart: their stamps spill to 2 bytes and widen
-        monkeypatch.setattr(lagcolumns.Stamps, "CAPACITY", rng.choice([4, 64]))
+        monkeypatch.setattr(Stamps, "CAPACITY", rng.choice([4, 64]))
         _small_narrow(monkeypatch, rng)
     if seed % 5 in (1, 3):  # entries kept in small ranges: origins move, rows spill, columns go plain and widen, all the time
         _small_narrow(monkeypatch, rng)
@@ -159,17 +164,17 @@ def test_time_columns_add_and_interpolate_exactly_as_the_reference_tables(seed, 
     committed offsets (below, inside, on and above each table) equal the reference's, bit for bit."""
     rng = random.Random(seed)
     if seed % 2:  # interpolated in chunks of a few rows, as 1.5 million are
-        monkeypatch.setattr(lagcolumns, "CHUNK", rng.choice([1, 2, 3]))
+        monkeypatch.setattr(narrow_columns, "CHUNK", rng.choice([1, 2, 3]))
     if seed % 3 == 1:  # full tables shifted a few rows at a time, as 300,000 are
-        monkeypatch.setattr(lagcolumns, "SHIFT_ENTRIES", rng.choice([1, 7, 130]))
+        monkeypatch.setattr(column_rows, "SHIFT_ENTRIES", rng.choice([1, 7, 130]))
     if seed % 3 == 0:  # room for a few sample numbers: they are given back and renumbered all the time
-        monkeypatch.setattr(lagcolumns.Stamps, "CAPACITY", rng.choice([2, 3]))
+        monkeypatch.setattr(Stamps, "CAPACITY", rng.choice([2, 3]))
     limit = rng.choice([2, 3, 5, 60])
     forget_after = rng.choice([4.0, 1e9])  # partitions unlisted for longer lose their tables
     if seed % 4 in (1, 2):  # rises kept in small ranges: origins move up, rows spill, columns go plain and widen, all the time
         _small_narrow(monkeypatch, rng)
     if seed % 5 == 2:  # rows whose sample numbers are far apart: their stamps spill to 2 bytes and widen
-        monkeypatch.setattr(lagcolumns.Stamps, "CAPACITY", rng.choice([4, 64]))
+        monkeypatch.setattr(Stamps, "CAPACITY", rng.choice([4, 64]))
         _small_narrow(monkeypatch, rng)
     cols = TimeColumns(limit=limit, capacity=1, forget_after=forget_after)
     tps = [("t", p) for p in range(rng.randint(1, 8))]
@@ -249,7 +254,7 @@ def test_a_partitions_row_is_found_by_topic_and_number_in_four_bytes_and_a_forgo
     dict entry and an int object); a number Kafka never gives (below 0, or 2^20 and above) is kept
     apart; a topic whose partitions are all forgotten is let go."""
     cols = TimeColumns(limit=3, forget_after=10.0)
-    odd = [("odd", -1), ("odd", lagcolumns.PARTITION_NUMBERS), ("odd", 2**40)]
+    odd = [("odd", -1), ("odd", PARTITION_NUMBERS), ("odd", 2**40)]
     ends = {**{(f"t{t}", p): 10 * t + p for t in range(40) for p in range(30)}, **dict.fromkeys(odd, 5)}
     for tp in random.Random(3).sample(sorted(ends), len(ends)):  # (in any order)
         ends = {tp: ends.pop(tp), **ends}
@@ -274,7 +279,7 @@ def test_every_table_spilling_at_the_same_sample_is_rebased_a_block_of_rows_at_a
     those were 144 MB each, and a sample took 390 MB above what the tables held)."""
     import tracemalloc
 
-    monkeypatch.setattr(lagcolumns, "CHUNK", 1024)
+    monkeypatch.setattr(narrow_columns, "CHUNK", 1024)
     rows, limit = 40_000, 60
     cols = TimeColumns(limit=limit, capacity=rows)
     tps = [(f"t{i // 30}", i % 30) for i in range(rows)]
@@ -300,7 +305,7 @@ def test_sample_numbers_are_given_back_so_their_room_stays_bounded(monkeypatch):
     """Entries keep their sample's time as a number (its rise over the row's stamp origin). Over
     5,000 samples the numbers no entry holds any more are given back: the room stays a few times
     what the entries hold, and every entry's time is still the one it was recorded with."""
-    monkeypatch.setattr(lagcolumns.Stamps, "CAPACITY", 4)
+    monkeypatch.setattr(Stamps, "CAPACITY", 4)
     windows = WindowColumns(size=3, min_distance=1.0, capacity=4)
     tables = TimeColumns(limit=4, capacity=2)
     rows = windows.rows_of("g", (("t", 0), ("t", 1)))
@@ -452,7 +457,7 @@ def test_window_offsets_far_apart_move_the_origin_or_spill_the_row_and_stay_exac
             assert cols.rises.spilled() == 0 and cols.origin[rows[0]] == 1060 and cols.origin[rows[1]] == 500
     assert cols.rises.spilled() == 1 and cols.rises.dtype == np.int64  # 10 beside 1090 .. 1150: more than 1000
     assert cols.status(rows, 200.0).tolist() == [
-        lagcolumns.STATUS_NAMES.index(evaluate_partition(w, 200.0)) for w in reference]
+        STATUS_NAMES.index(evaluate_partition(w, 200.0)) for w in reference]
 
 
 def test_a_windows_offsets_are_kept_in_one_byte_where_its_commits_are_near_and_spill_where_they_are_not(monkeypatch) -> None:
@@ -615,7 +620,7 @@ def test_a_sample_into_every_partitions_time_table_holds_a_block_of_rows_at_a_ti
     import tracemalloc
 
     def peak_of_a_sample(chunk: int) -> float:
-        monkeypatch.setattr(lagcolumns, "CHUNK", chunk)
+        monkeypatch.setattr(narrow_columns, "CHUNK", chunk)
         n = 200_000
         cols = TimeColumns(limit=60, capacity=n, forget_after=1e9)
         keys = [("t", p) for p in range(n)]
@@ -639,11 +644,11 @@ def test_a_sample_into_every_partitions_time_table_holds_a_block_of_rows_at_a_ti
 _SWITCH_SCRIPT = """
 import sys
 import numpy as np
-from consumers_app import lagcolumns
-from consumers_app.lagcolumns import Narrow
+from consumers_app import narrow_columns
+from consumers_app.narrow_columns import Narrow
 
 if sys.argv[1] == "kept":
-    lagcolumns._give_back = lambda array, done, upto: done
+    narrow_columns._give_back = lambda array, done, upto: done
 
 def status(name):
     for line in open("/proc/self/status"):
@@ -692,10 +697,10 @@ def test_a_column_going_plain_gives_back_the_narrow_rows_and_wide_entries_it_cop
 
 @pytest.mark.parametrize("seed", range(40))
 def test_rows_inserted_a_block_at_a_time_are_numpys_insert(seed: int, monkeypatch) -> None:
-    from consumers_app.lagcolumns import _inserted
+    from consumers_app.narrow_columns import _inserted
 
     rng = random.Random(seed)
-    monkeypatch.setattr(lagcolumns, "CHUNK", rng.choice([1, 2, 3, 7, 1 << 14]))
+    monkeypatch.setattr(narrow_columns, "CHUNK", rng.choice([1, 2, 3, 7, 1 << 14]))
     n, k, width = rng.randint(0, 60), rng.randint(0, 12), rng.choice([None, 1, 3])
     shape = (n,) if width is None else (n, width)
     array = np.arange(int(np.prod(shape)), dtype=np.int32).reshape(shape)
@@ -709,7 +714,7 @@ def test_rows_inserted_a_block_at_a_time_are_numpys_insert(seed: int, monkeypatc
 _INSERT_SCRIPT = """
 import sys
 import numpy as np
-from consumers_app import lagcolumns
+from consumers_app import narrow_columns
 
 def status(name):
     for line in open("/proc/self/status"):
@@ -723,7 +728,7 @@ expected = np.insert(side, places, values, axis=0) if sys.argv[1] == "check" els
 with open("/proc/self/clear_refs", "w") as f:
     f.write("5")  # (the high-water mark from now on: Linux)
 before = status("VmRSS")
-out = np.insert(side, places, values, axis=0) if sys.argv[1] == "numpy" else lagcolumns._inserted(side, places, values)
+out = np.insert(side, places, values, axis=0) if sys.argv[1] == "numpy" else narrow_columns._inserted(side, places, values)
 peak = status("VmHWM")
 del side
 if expected is not None:

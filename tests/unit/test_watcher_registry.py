@@ -26,7 +26,7 @@ def test_the_apps_register_their_parts_when_django_starts():
     from analytics.sampling import SampleWriter
     from brokers_app.watching import EventTable
     from console.watcher import registry
-    from consumers_app.watching import GroupEvaluation
+    from consumers_app.group_evaluation import GroupEvaluation
 
     assert isinstance(registry.events(), EventTable)
     assert isinstance(registry.group_evaluator("c", True, lambda rows: None), GroupEvaluation)

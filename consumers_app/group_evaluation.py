@@ -1,20 +1,20 @@
-"""The watcher's evaluation of consumer groups, registered with console.watcher.registry.
+"""The evaluation of consumer groups at each offsets sample, registered with console.watcher.registry.
 
 From each offsets sample: lag status (Burrow's rules, lagstatus.py), time lag (kafka-lag-exporter's
 interpolation, timelag.py), each group's lag history (Redis, for the group page's chart) and
 rebalances (rebalance.py; a row per rebalance and an event). The windows, tables and trackers live
 here across samples. Its cost follows what changed: a group described and committed as last time,
 caught up on every partition, is not re-evaluated (its windows still record the commit). The
-windows are columns (lagcolumns.py): one sample records and judges them in a few array operations.
+windows and tables are columns (lag_windows.py, time_tables.py): one sample records and judges
+them in a few array operations.
 """
 
 from __future__ import annotations
 
-import sys
 from array import array
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from operator import is_, itemgetter
+from operator import is_
 from typing import Any, cast
 
 import numpy as np
@@ -22,200 +22,31 @@ import numpy.typing as npt
 from django.conf import settings
 from django.db import close_old_connections
 
-from console.snapshots import store
-from console.snapshots.model import Commits, GroupPartitions, GroupState
-from console.watcher.columns import ABSENT, OffsetColumns
+from console import snapshots
+from console.snapshots import Commits, GroupState
+from console.watcher.columns import OffsetColumns
 from console.watcher.history import LagHistoryFilter
 from console.watcher.pass_offsets import PassOffsets
 from console.watcher.registry import EmitEvents, EventRow
-from consumers_app.lagcolumns import CODE_OK, GROUP_RANK, STATUS_NAMES, STATUS_OF_RANK, Rows, TimeColumns, WindowColumns
+from consumers_app.group_entries import GroupEntries, offset_columns
+from consumers_app.lag_values import LagSeconds, LagStatuses, uniform
+from consumers_app.lag_windows import CODE_OK, GROUP_RANK, STATUS_NAMES, STATUS_OF_RANK, WindowColumns
+from consumers_app.narrow_columns import Rows
 from consumers_app.rebalance import MembersOf, Observation, Rebalance, RebalanceTracker
+from consumers_app.time_tables import TimeColumns
 
 _ZERO = 0.0
-# Windows recorded and judged together (`_evaluate_batch`): a few MB of arrays a batch.
+# Windows recorded and judged together (`_evaluate_batch`): a batch's arrays stay a few MB however
+# many groups there are.
 BATCH_WINDOWS = 1 << 17
 # Windows of the batches kept whole for the next sample when every group in them was caught up and
-# unchanged (`_Steady`: 17 bytes a window, 4.5 MB at most).
+# unchanged (`_Steady`, 17 bytes a window): a bound on what an idle cluster's shortcut holds.
 STEADY_WINDOWS = 1 << 18
 _NO_ROWS: Rows = np.zeros(0, np.int64)
 
 
-_UNIFORM: dict[tuple[Any, int], list[Any]] = {}
-
-
-class LagSeconds(array):  # type: ignore[type-arg]
-    """A judged group's time lag per partition (GroupState.lag_seconds) when not all 0, in whole
-    milliseconds (what the evaluation rounds them to): 4 bytes a partition while every lag is
-    under 24 days (8 after), -1 where unknown (None when read, and in its JSON). As a list of
-    floats it was about 1 KB a group of 30 partitions, and a cluster whose groups fall behind holds
-    one for most of them (50 MB more over ten minutes at 50,000 groups); as 8-byte floats 16 MB."""
-
-    __slots__ = ()
-
-    def __new__(cls, seconds: Iterable[float | None]) -> LagSeconds:
-        ms = [-1 if s is None or s < 0 else round(s * 1000) for s in seconds]
-        return cast(LagSeconds, super().__new__(cls, "i" if not ms or max(ms) <= _MS_MAX else "q", ms))
-
-    def __getitem__(self, i: Any) -> Any:
-        found = array.__getitem__(self, i)
-        if isinstance(i, slice):
-            return [None if v < 0 else v / 1000 for v in found]
-        return None if found < 0 else found / 1000
-
-    def __iter__(self) -> Iterator[float | None]:
-        return (None if v < 0 else v / 1000 for v in array.__iter__(self))
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (LagSeconds, (list(self),))
-
-    def json_value(self) -> list[float | None]:
-        return [None if v < 0 else v / 1000 for v in self.tolist()]
-
-
-_MS_MAX = int(np.iinfo(np.int32).max)
-
-
-class LagStatuses(bytes):
-    """A judged group's lag status per partition (GroupState.lag_status) when not all OK: a byte a
-    partition (its code: lagcolumns.STATUS_NAMES), read as the names, and written so in its JSON."""
-
-    __slots__ = ()
-
-    def __new__(cls, codes: Iterable[int]) -> LagStatuses:
-        return super().__new__(cls, bytes(codes))
-
-    def __getitem__(self, i: Any) -> Any:  # type: ignore[override]
-        found = bytes.__getitem__(self, i)
-        return [STATUS_NAMES[c] for c in found] if isinstance(i, slice) else STATUS_NAMES[found]
-
-    def __iter__(self) -> Iterator[str]:  # type: ignore[override]
-        return (STATUS_NAMES[c] for c in bytes.__iter__(self))
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (LagStatuses, (bytes(self),))
-
-    def json_value(self) -> list[str]:
-        return [STATUS_NAMES[c] for c in bytes.__iter__(self)]
-
-
-def _uniform(value: Any, n: int) -> list[Any]:
-    """One list of `n` times `value`, shared by every group whose partitions all have that status or
-    time lag (all OK, all 0 s: most groups, 30 MB of lists at 1.5 million windows). Safe to share:
-    a group's lag lists are replaced when it is judged again, never changed in place."""
-    found = _UNIFORM.get((value, n))
-    if found is None:
-        found = _UNIFORM[(value, n)] = [value] * n
-        if len(_UNIFORM) > 10_000:  # (as many as there are partition counts: bounded all the same)
-            _UNIFORM.clear()
-            _UNIFORM[(value, n)] = found
-    return found
-
-
 def _behind(end: int, committed: int) -> int:
     return end - committed if end > committed else 0
-
-
-def _partition_of(key: str, tp_of: dict[str, tuple[str, int]]) -> tuple[str, int]:
-    topic, _, part = key.rpartition(":")
-    tp = tp_of[key] = (sys.intern(topic), int(part))  # (one topic string for all its partitions: 20 MB at 300,000)
-    return tp
-
-
-class _Entries:
-    """What one group state's committed offsets give the evaluation, derived once per state."""
-
-    __slots__ = ("at_end_of", "committed", "committed_key", "getter", "keys", "offsets", "time_rows", "time_rows_of", "tps")
-
-    def __init__(self, offsets: Mapping[str, int], shared: Mapping[str, tuple[str, int]], tp_of: dict[str, tuple[str, int]]) -> None:
-        self.offsets = offsets
-        self.keys: Sequence[str]
-        self.committed: Sequence[int]  # (an array of the sampler's Commits, else a tuple)
-        if isinstance(offsets, Commits):
-            # The sampler's: its partitions' keys, tuples and getter are shared objects already.
-            self.keys, self.tps, self.committed = offsets.partitions.keys, offsets.partitions.tps, offsets.committed
-            self.getter = offsets.partitions.getter
-        else:
-            self.keys = list(offsets)
-            self.tps = tuple([shared.get(key) or tp_of.get(key) or _partition_of(key, tp_of) for key in self.keys])
-            self.committed = tuple(offsets.values())
-            # The end offsets of its partitions in one C call, to compare with the committed ones.
-            self.getter = itemgetter(*self.tps) if self.tps else None
-        self.committed_key: Any = self.committed if len(self.committed) != 1 else self.committed[0]
-        # Each partition's row of the time tables, once all have one: one array for all the groups
-        # that commit on the same partitions (GroupEvaluation._time_rows_of).
-        self.time_rows: array[int] | None = None
-        self.time_rows_of = -1  # ... as of this generation of the time tables
-        # The arrays (one per topic run) of the offsets by topic in which every partition was last
-        # found at its committed offset: the same arrays again (a pass's answer keeps a topic's
-        # array when its values are as they were: columns.PassOffsets.of) are at the end still.
-        self.at_end_of: tuple[Any, ...] | None = None
-
-    def at_end(self, ends: Mapping[tuple[str, int], int]) -> bool:
-        """Whether every partition's end offset in `ends` is its committed one (KeyError: one has none)."""
-        if self.getter is None:
-            return False
-        columns = _columns_of(ends)
-        if columns is not None and isinstance(self.offsets, Commits):
-            held = tuple([columns.array(run[0]) for run in self.offsets.partitions.runs])
-            was = self.at_end_of
-            if was is not None and all(map(is_, held, was)):
-                return True
-            self.at_end_of = None
-            found = _read(self.offsets.partitions, columns)
-            if (found == ABSENT).any():
-                raise KeyError("a partition without an end offset")
-            if np.array_equal(found, np.frombuffer(self.offsets.committed, np.int64)):
-                self.at_end_of = held
-                return True
-            return False
-        found = self.getter(ends)
-        if isinstance(self.offsets, Commits):
-            return self.offsets.same_as(found)
-        return bool(found == self.committed_key)
-
-    def ends(self, ends: Mapping[tuple[str, int], int]) -> list[int | None]:
-        if self.getter is None:
-            return []
-        columns = _columns_of(ends)
-        if columns is not None and isinstance(self.offsets, Commits):
-            found = _read(self.offsets.partitions, columns)
-            if (found == ABSENT).any():
-                return [None if v == ABSENT else v for v in found.tolist()]
-            return cast(list[int | None], found.tolist())
-        try:
-            found = self.getter(ends)
-        except KeyError:
-            return [ends.get(tp) for tp in self.tps]
-        return list(found) if len(self.tps) != 1 else [found]
-
-
-def _columns_of(ends: Mapping[tuple[str, int], int]) -> OffsetColumns | None:
-    """A pass's offsets by topic, when `ends` has them so (the sampler's), else None."""
-    if isinstance(ends, PassOffsets):
-        return ends.columns
-    return ends if isinstance(ends, OffsetColumns) else None
-
-
-def _read(partitions: GroupPartitions, columns: OffsetColumns) -> np.ndarray:  # type: ignore[type-arg]
-    """The values of a group's partitions, in order, from offsets by topic (ABSENT where none): a
-    topic's slice or pick at a time, not a look-up per partition (the sampler's offsets are
-    arrays, not the 20 MB dict they were: columns.PassOffsets)."""
-    got = []
-    for run in partitions.runs:
-        held = columns.array(run[0])
-        if len(run) == 3:
-            first, n = run[1], run[2]
-            part = held[first:first + n] if held is not None else np.full(n, ABSENT, np.int64)
-            if len(part) < n:
-                part = np.concatenate([part, np.full(n - len(part), ABSENT, np.int64)])
-        else:
-            numbers = np.asarray(run[1], np.int64)
-            part = np.full(len(numbers), ABSENT, np.int64)
-            if held is not None:
-                inside = numbers < len(held)
-                part[inside] = held[numbers[inside]]
-        got.append(part)
-    return got[0] if len(got) == 1 else np.concatenate(got)
 
 
 class _Steady:
@@ -256,10 +87,10 @@ class GroupEvaluation:
         self._history = LagHistoryFilter()
         # Derived once per group state (a state carried over is the same object): the committed
         # offsets with their partitions.
-        self._entries_cache: dict[str, _Entries] = {}
+        self._entries_cache: dict[str, GroupEntries] = {}
         # The time tables' rows of each set of partitions groups commit on (the set's tuple), for the
-        # time tables' `generation` they were read in: one array for the groups that share the set
-        # (50,000 lists of 30 rows, 15 MB, were 10,000 sets' worth).
+        # time tables' `generation` they were read in: one array for the groups that share the set,
+        # as many groups commit on the same partitions.
         self._time_rows: dict[tuple[tuple[str, int], ...], array[int]] = {}
         self._time_rows_generation = -1
         # One (topic, partition) tuple per "topic:partition" key, shared by the groups that commit on
@@ -319,7 +150,7 @@ class GroupEvaluation:
             self._windows.retain(groups)
         self._windows.settle()
         written, trim = self._history.select(history)
-        if store.append_lag_history(self.cluster, written, trim=trim):
+        if snapshots.append_lag_history(self.cluster, written, trim=trim):
             self._history.stored(written, trim)
         self._history.retain(groups)
         for gid in set(self._trackers) - set(groups):
@@ -337,7 +168,7 @@ class GroupEvaluation:
         """One batch of `_evaluate`: as the last sample's when it was steady and still is (`_Steady`:
         what `_evaluate_batch` would do with it, without asking each group), else evaluated. Its
         `_Steady`, or None, appended to `steady`."""
-        columns = _columns_of(ends)
+        columns = offset_columns(ends)
         if kept is not None and columns is not None and kept.holds(states, columns):
             self._windows.record(kept.rows, kept.committed, kept.committed, now, kept.committing)
             point = round(now, 2)
@@ -355,7 +186,7 @@ class GroupEvaluation:
     def _steady_of(self, states: list[GroupState], rows: Rows, committed: npt.NDArray[np.int64],
                    committing: npt.NDArray[np.bool_]) -> _Steady | None:
         """A batch of groups all found caught up and unchanged, as `_Steady`, when each was found so
-        on arrays of the offsets by topic (`_Entries.at_end_of`) and the windows kept are in bounds."""
+        on arrays of the offsets by topic (`GroupEntries.at_end_of`) and the windows kept are in bounds."""
         if not self.incremental or self._steady_windows + len(rows) > STEADY_WINDOWS:
             return None
         topics: dict[str, Any] = {}
@@ -372,13 +203,13 @@ class GroupEvaluation:
     def _evaluate_batch(self, states: list[GroupState], before: Mapping[str, GroupState], ends: Mapping[tuple[str, int], int],
                         now: float, ended: list[tuple[str, Rebalance]], history: dict[str, tuple[float, int, float | None]],
                         changed: bool, skipped: int) -> tuple[bool, int, _Steady | None]:
-        """One batch of `_evaluate`: its windows recorded, judged and interpolated together. (One
-        batch of every group, 1.5 million windows at 50,000 groups, made each of its arrays 12 MB
-        and the pass's peak about 100 MB higher.) Returns `changed` and `skipped` brought up to date,
-        and the batch as `_Steady` when no group in it was judged (else None)."""
+        """One batch of `_evaluate`: its windows recorded, judged and interpolated together (batches,
+        not every group at once, so that the pass's arrays stay small on a cluster of many groups).
+        Returns `changed` and `skipped` brought up to date, and the batch as `_Steady` when no group
+        in it was judged (else None)."""
         # The batch: rows, committed and end offsets, whether the group can commit (per group). As
-        # arrays (8 bytes an entry), not lists of Python ints: at 1.5 million windows the lists and
-        # their copies into arrays were 150 MB of each pass's peak.
+        # arrays (8 bytes an entry), not lists of Python ints, which with their copies into arrays
+        # would be several times the size at each pass's peak.
         rows: list[Rows] = []  # each group's block of rows (the windows' own arrays, not copied)
         committed = array("q")
         end_offsets = array("q")
@@ -457,7 +288,7 @@ class GroupEvaluation:
                 self._observe(g, now, ended)
                 changed = changed or was is None or was != (g.status, g.time_lag, g.lag_keys, g.lag_status, g.lag_seconds)
                 continue
-            # (a group's slice at a time: the whole pass's time lags as Python floats were 50 MB)
+            # (a group's slice at a time: the whole pass's time lags as Python floats would be large)
             group_codes = codes[i:i + n].tolist()
             seconds_of = lags[i:i + n].tolist()
             i += n
@@ -471,15 +302,15 @@ class GroupEvaluation:
             else:
                 total = sum(map(_behind, found, mine))
             # Unknown time lags (NaN) are None and left out of the group's (timelag.group_time_lag).
-            # (a lag of 0, most of them, is one shared float: 1.5 million of 24 bytes each otherwise)
+            # (a lag of 0, most of them, is one shared float, not a float object a partition)
             rounded: Sequence[float | None]
             if seconds_of.count(0.0) == n:  # caught up everywhere, most groups: one shared list of zeros
-                rounded = _uniform(_ZERO, n)
+                rounded = uniform(_ZERO, n)
                 known = seconds_of
             else:
                 rounded = LagSeconds([-1.0 if s != s else round(s, 3) or _ZERO for s in seconds_of])
                 known = [s for s in seconds_of if s == s]
-            statuses = _uniform(names[CODE_OK], n) if group_codes.count(CODE_OK) == n else \
+            statuses = uniform(names[CODE_OK], n) if group_codes.count(CODE_OK) == n else \
                 cast(Sequence[str], LagStatuses(group_codes))
             g.lag_keys, g.lag_status, g.lag_seconds = keys, statuses, rounded
             g.status = STATUS_OF_RANK[max(map(GROUP_RANK.__getitem__, group_codes))]
@@ -509,11 +340,11 @@ class GroupEvaluation:
             found = self._time_rows[tps] = array("q", cast(list[int], self._time_tables.rows(tps)))
         return found
 
-    def _entries_of(self, g: GroupState) -> _Entries:
+    def _entries_of(self, g: GroupState) -> GroupEntries:
         cached = self._entries_cache.get(g.group_id)
         if cached is not None and cached.offsets is g.offsets:
             return cached
-        entries = self._entries_cache[g.group_id] = _Entries(g.offsets, self._shared, self._tp_of)
+        entries = self._entries_cache[g.group_id] = GroupEntries(g.offsets, self._shared, self._tp_of)
         return entries
 
     def _caught_up_and_unchanged(self, last: GroupState, g: GroupState, ends: Mapping[tuple[str, int], int]) -> bool:
@@ -553,3 +384,4 @@ class GroupEvaluation:
                      details={"group": row.group, "trigger": row.trigger, "missed": row.missed})
             for row in rows
         ])
+
