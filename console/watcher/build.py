@@ -82,8 +82,7 @@ def build_snapshot(
     # Replicas on brokers never seen alive (quorum voters may be dedicated controllers, not brokers)
     # are listed as down. A partition whose state is carried over (its topic unchanged, or its
     # metadata what it was) named only brokers the previous snapshot lists, which stay listed: only
-    # the partitions built anew are looked through (all of them was 900,000 replicas a cycle at
-    # 300,000 partitions, whatever changed; the changed topics' were 400,000).
+    # the partitions built anew are looked through, so that the cost follows what changed.
     referenced: set[int] = set()
 
     prior: Mapping[str, TopicState] = previous.topics if previous else {}
@@ -194,7 +193,7 @@ def _partition_state(row: PartitionRow, old: PartitionState | None, live: Mappin
 
 # What most partitions' offline replicas are: one list for all (a snapshot's lists are values, never
 # changed: a partition carried over is shared by two snapshots already). So is the ISR when it is the
-# replicas, in their order. 40 MB of lists at 300,000 partitions.
+# replicas, in their order: one empty list per partition was a large share of a snapshot.
 _NO_REPLICAS: list[int] = []
 _NO_PARTITIONS: list[PartitionState] = []
 LISTS_MAX = 100_000  # distinct broker lists `shared_list` keeps (then it starts afresh)
@@ -204,8 +203,8 @@ _lists: dict[tuple[int, ...], list[int]] = {}
 def shared_list(ids: tuple[int, ...]) -> list[int]:
     """The one list of these broker ids that snapshots' partitions hold as their replicas or ISR.
     A cluster's partitions share a few thousand replica sets, and the watcher never changes a
-    partition's lists once they are in a snapshot (as it never changes the partition): one list
-    per partition was 300,000 lists (29 MB) at 300,000 partitions."""
+    partition's lists once they are in a snapshot (as it never changes the partition), so one
+    list per set costs far less than one per partition."""
     found = _lists.get(ids)
     if found is None:
         if len(_lists) >= LISTS_MAX:

@@ -102,10 +102,9 @@ class OffsetColumns(_ByTopic[int]):
     @classmethod
     def merged(cls, last: Mapping[TopicPartition, int] | None, answer: Mapping[TopicPartition, int]) -> OffsetColumns:
         """`answer` over `last` (a pass's offsets answer over the last pass's offsets), as arrays: the
-        way a sampling pass keeps its end and start offsets. As the answer's dict they were a dict
-        entry and an int object per partition (about 20 MB at 300,000 partitions), and the pass
-        that renewed them held the last pass's and its own at once, at its end, where the sampling
-        process holds the most.
+        way a sampling pass keeps its end and start offsets, because the answer's dict (an entry
+        and an int object per partition) held twice at a pass's end was the sampling process's
+        peak.
 
         An answer that holds every partition of `last` (the usual one) replaces it: partitions no
         longer listed (a deleted topic's) go. One that left some out (a broker that did not answer)

@@ -47,7 +47,7 @@ class DeltaMerger:
         self.group_topics: dict[str, list[str]] = {}
         self.rates: Mapping[str, float] = {}
         # One list of topic names for the groups that read the same topics (each delta brings new
-        # lists and strings: 50,000 of each at 50,000 groups, 7 MB); never changed once handed out.
+        # lists and strings for every group it carries); never changed once handed out.
         self._topic_lists: dict[tuple[str, ...], list[str]] = {}
         # The groups of the pass on its way (its pieces, `apply_piece`): the topics each reads, put in
         # `group_topics` with the delta.
@@ -67,10 +67,9 @@ class DeltaMerger:
     def apply_piece(self, groups: Mapping[str, tuple[bytes, list[str]]]) -> None:
         """A piece of the next delta's changed groups (or of every group, sent again when asked:
         `DeltaMaker.every_group`): each group's JSON replaces its last one in `group_parts` at once,
-        in the object handed out. Gathered until their delta came, a pass's
-        changed groups (35 MB at 50,000 groups) were held next to the ones they replace, and made
-        the watcher's process peak with each pass (70 MB above its cycles at 300,000 partitions).
-        A snapshot made meanwhile stores each group as one pass or the next saw it, every group
+        in the object handed out, because gathered until their delta came, a pass's changed
+        groups were held next to the ones they replace and made the watcher's process peak with
+        each pass. A snapshot made meanwhile stores each group as one pass or the next saw it, every group
         there: the set of groups, and the topics each reads, change only with the delta."""
         parts = self.group_parts
         if parts is None:

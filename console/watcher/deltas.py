@@ -51,10 +51,9 @@ class SampleDelta:
 def _marks(g: GroupState) -> tuple[GroupState, int]:
     """What tells whether a group is as it was last sent: its state object (a state is never
     changed once made, but for its evaluation), and one digest of the evaluation's figures, which
-    the evaluation renews in place (new lists or arrays when it judges the group). Holding the
-    figures themselves kept every group's from the pass before alive through the next pass (15 MB
-    of time lags at 50,000 groups); a tuple of the five figures, two of them as (type, digest)
-    pairs, was 220 bytes a group (11 MB), one digest is 32."""
+    the evaluation renews in place (new lists or arrays when it judges the group). One digest,
+    because holding the figures themselves kept every group's from the pass before alive through
+    the next pass."""
     return (g, store.digest((g.status, g.time_lag, tuple(g.lag_keys), _figure(g.lag_status), _figure(g.lag_seconds))))
 
 
@@ -110,8 +109,8 @@ class DeltaMaker:
         pieces of whole topics' changed values, about `offsets_piece` partitions each
         (OFFSETS_PIECE; 0: none), and ("groups", {...}) pieces of `piece` changed groups
         (GROUP_PIECE; 0: none), then the delta with the rest (the watcher puts them together again:
-        `RemoteSampler.receive`). Each piece's JSON is made as it is taken: a pass that changed
-        50,000 groups held 150 MB of it at once; each offsets piece is let go once sent."""
+        `RemoteSampler.receive`). Each piece's JSON is made as it is taken and each offsets piece
+        let go once sent, so a pass that changed every group never holds all their JSON at once."""
         size = GROUP_PIECE if piece is None else piece
         per_message = OFFSETS_PIECE if offsets_piece is None else offsets_piece
         last = self._last

@@ -158,7 +158,7 @@ class ClusterWatcher(MetadataPolling):
         parts = content[1]
         if base is not None and topics is not None and made is not None and made[0] is base and made[1] is groups:
             # The last content's digests with those of the topics serialised since and the groups
-            # that arrived since: not a look at every part (10,000 topics and 50,000 groups).
+            # that arrived since, not a look at every part: the cost follows what changed.
             every, self._changes = store.digests_moved(base, chain(
                 ((name, store.digest(parts[name]) if name in parts else None) for name in topics),
                 ((key, digests.get(key)) for key in touched)))
@@ -227,9 +227,8 @@ class ClusterWatcher(MetadataPolling):
         if changed:
             snap.version = (self.previous.version if self.previous else 0) + 1
         self.stats.seconds = time.monotonic() - started
-        # The snapshot first: pages see a change without waiting for its events to be written (at
-        # 300,000 partitions a cycle can bring thousands, 0.4 s of database work); the events follow
-        # in a message of their own.
+        # The snapshot first: pages see a change without waiting for its events to be written (a
+        # large cluster's cycle can bring thousands); the events follow in a message of their own.
         to_save = content if changed or not self.publisher.saved_once else None
         if to_save is not None and self.publisher.writes_all and not whole:
             # Nothing is stored this cycle (as when Redis refuses it): a snapshot without some
@@ -244,7 +243,7 @@ class ClusterWatcher(MetadataPolling):
         self._content_key = key  # (what is published is the base of the next cycle, whatever the events do)
         del content, to_save, carried
         # The events after the snapshot is out: a leader move reaches the pages without waiting for
-        # the diff (0.06 s of a cycle at 300,000 partitions).
+        # the diff.
         changes: list[Change] = [] if reused else diff(self.previous, snap)
         self.previous = snap
         self.publisher.record_later(snap, changes)

@@ -30,8 +30,8 @@ class PassOffsets(Mapping[TopicPartition, int]):
     """One sampling pass's offsets answer: the partitions answered, as the shared tuples the pass
     asked with (`keys`, in the order asked) and their offsets in one array (`values`), and the same
     by topic (`columns`, OffsetColumns: what a group's partitions are read from, a topic's array at a
-    time). As the gateway's dict (a dict entry and an int object per partition) it was about 20 MB
-    at 300,000 partitions, held through the whole pass: where the sampling process peaks.
+    time), because the gateway's dict (an entry and an int object per partition), held through
+    the whole pass, was where the sampling process peaked.
 
     The time tables take `keys` and `values` as they are (the same list object as long as every
     partition answers); lookups by partition go through `columns`."""

@@ -30,7 +30,7 @@ _REPLICAS = attrgetter("replicas")
 
 @dataclass
 class CycleStats:
-    """Kafka requests made by the last cycle, for the benchmarks."""
+    """Kafka requests made by the last cycle and where its time went (the watcher's stats)."""
 
     requests: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
@@ -89,10 +89,8 @@ class MetadataPolling(SampleMerging):
                 return Snapshot(cluster=self.cluster, checked_at=now, reachable=False, error=exc.message, cause=cause)
             # Keep the last known state, marked unreachable: the pages say how old it is. Its
             # topics, brokers and groups are the previous snapshot's objects (a snapshot's are never
-            # changed once it is out): a copy through JSON cost 3.6 s a cycle at 300,000
-            # partitions, all of it serialised again and walked by the collector, and it held a
-            # second set of states (the watcher's process went from 380 MB to 1.1 GB in a 30 s
-            # outage and stayed there).
+            # changed once it is out): a copy would be serialised again, walked by the collector,
+            # and held as a second set of states for as long as the outage lasts.
             return replace(previous, reachable=False, error=exc.message, cause=cause, checked_at=now)
 
         # The quorum and the racks as far as they have come: a slow answer is taken by a later
@@ -145,9 +143,9 @@ class MetadataPolling(SampleMerging):
         last_inputs, self._last_inputs = self._last_inputs, inputs
         quorum_state = quorum_state_of(quorum, previous)
         leader = quorum_state.leader_id if quorum_state else None
-        # Steady state at 30,000 partitions: building, diffing and serialising an identical snapshot
-        # costs more than reading the metadata, so when nothing it is made of changed (the controller
-        # included) only the stamp is new. Comparing the metadata costs a few tens of ms.
+        # Building, diffing and serialising an identical snapshot costs more than reading the
+        # metadata, so when nothing it is made of changed (the controller included) only the stamp
+        # is new; comparing the metadata is cheap.
         same_metadata = last_inputs is not None and inputs[0] == last_inputs[0]
         self.metadata_moved = last_inputs is not None and not same_metadata
         self.unchanged = (previous is not None and previous.reachable and leader == previous.controller_id
@@ -179,7 +177,7 @@ class MetadataPolling(SampleMerging):
         with no replica on a broker that `moved` (left or came back since the last build).
         After an outage too: an unreachable snapshot holds the last reachable one's topics (`poll`),
         which `_built_from` built, so the first cycle after it rebuilds what changed meanwhile, not
-        every topic (3.2 s at 300,000 partitions, and a second set of states held while it ran)."""
+        every topic."""
         if not self.incremental or previous is None:
             return frozenset()
         built, built_min, shown = self._built_from, self._built_min_isr, previous.topics
@@ -192,9 +190,8 @@ class MetadataPolling(SampleMerging):
         names = list(compress(names, map(shown.__contains__, names)))
         if moved:
             # A broker gone or back changes the offline replicas of the partitions it hosts: the
-            # topics with a replica on one are built anew, the others carried over (every topic was
-            # rebuilt: 3.5 s at 300,000 partitions on 100 brokers, where one broker hosts a replica
-            # of a third of the topics).
+            # topics with a replica on one are built anew, the others carried over (one broker can
+            # host a replica of a large share of the topics, but rarely of all).
             names = [name for name in names if moved.isdisjoint(chain.from_iterable(map(_REPLICAS, shown[name].partitions)))]
         return frozenset(names)
 

@@ -33,7 +33,7 @@ UNSAVED_LIMIT = 100_000  # events kept while the database refuses them
 # database: the events page shows them all).
 PENDING_KEPT = 200
 # The events thread runs below the metadata cycle's priority (Linux sets a nice value per thread), as
-# the sampling process does: at 300,000 partitions it writes ~3,000 rows a second into a table that
+# the sampling process does: a large cluster's events are many rows a second into a table that
 # grows, and on a busy host the cycle (leader moves reaching the pages) goes first.
 WRITER_NICENESS = 10
 
@@ -41,8 +41,8 @@ WRITER_NICENESS = 10
 class Publisher:
     def __init__(self, cluster: str, background: bool = False) -> None:
         """`background`: a cycle's events are written by a thread of their own (`record_later`),
-        so the next cycle does not wait for the database (at 300,000 partitions a second's changes
-        bring about 3,000 events, 0.2-0.4 s of SQLite work, mostly out of the interpreter lock).
+        so the next cycle does not wait for the database (that work is mostly out of the
+        interpreter lock).
         `manage.py watch` writes so; a watcher driven cycle by cycle (tests, tools) writes in the
         cycle, where the caller reads them back."""
         self.cluster = cluster

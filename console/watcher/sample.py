@@ -43,8 +43,8 @@ class Sample:
 
 class Layout(Collection[TopicPartition]):
     """The partitions to sample, as each topic's name and partition numbers: what the watcher
-    holds and sends its sampling process (a (topic, partition) tuple per partition was 20 MB of the
-    watcher at 300,000 partitions). Iterating gives the (topic, partition) pairs, topic by topic."""
+    holds and sends its sampling process, with no (topic, partition) tuple per partition to keep.
+    Iterating gives the (topic, partition) pairs, topic by topic."""
 
     __slots__ = ("_count", "topics")
 

@@ -112,11 +112,11 @@ class Sampler:
         self._starts_read_at = 0.0  # (... by the pass that started then)
         self._last: Sample | None = None
         # Called as a pass goes on, after each answer (a sampling process tells the watcher it is
-        # alive: a first pass over 300,000 partitions and 50,000 groups takes about two minutes).
+        # alive: a large cluster's first pass takes minutes).
         self.progress: Callable[[], None] | None = None
         # group -> (its assignment epoch, what reads its committed offsets, share offsets, state): the
         # next answer is compared with the state itself (`_described_as`), not with a kept copy of
-        # the description (20 MB at 50,000 groups)
+        # the description
         self._group_cache: dict[str, tuple[Any, Any, Any, GroupState]] = {}
         self.names = PartitionNames()
         # Each set of partitions groups commit on, once (GroupPartitions), by its tuples: this pass's
@@ -142,7 +142,7 @@ class Sampler:
         last_starts = last.starts if last is not None else None
         # Each answer taken in as arrays at once (PassOffsets: the shared tuples asked with, and the
         # offsets by topic), its dict let go: held through the whole pass as the gateway's dict,
-        # the end offsets were 20 MB of the sampling process's peak at 300,000 partitions.
+        # the end offsets were a large part of the sampling process's peak.
         latest = self._read_offsets(asked, "latest")
         self._went_on()
         ends = OffsetColumns.merged(last_ends, latest.columns if latest is not None else {})
@@ -218,7 +218,7 @@ class Sampler:
                     last_ends: Mapping[TopicPartition, int] | None, last_starts: Mapping[TopicPartition, int] | None) -> bool:
         """Whether this pass reads the partitions' start offsets. A log's start moves only when
         Kafka deletes its oldest segments (retention, checked every few minutes), records are
-        deleted, or the log is truncated or made anew; reading it every pass was a fifth of an idle
+        deleted, or the log is truncated or made anew; reading it every pass was a large share of an idle
         cluster's sampling. So: every WATCHER_STARTS_INTERVAL; at once when the partitions asked
         for changed (new topics and partitions, partitions back online), when a partition's end
         went down or below its start (a topic deleted and made again, a log truncated), and when a
@@ -273,9 +273,8 @@ class Sampler:
 
     def _read_sizes(self, brokers: list[int], before: Mapping[TopicPartition, Mapping[str, int]] | None) -> SizeColumns:
         """Every replica's size, read SIZE_BROKERS brokers at a time (DescribeLogDirs is one request
-        per broker either way) into per-topic arrays (columns.SizeColumns): no answer holds the
-        whole cluster (118 MB at 300,000 partitions), and what is kept is no dict per partition
-        (72 MB). A topic whose sizes did not change keeps the arrays before. Any read that fails
+        per broker either way) into per-topic arrays (size_columns.SizeColumns): no answer holds
+        the whole cluster, and what is kept is no dict per partition. A topic whose sizes did not change keeps the arrays before. Any read that fails
         fails them all."""
 
         def answers() -> Iterator[Mapping[TopicPartition, Mapping[int, int]]]:
@@ -291,8 +290,7 @@ class Sampler:
         """Every group's state: described a chunk at a time (the gateway's
         `consumer_group_chunks`), each chunk's committed offsets fetched and turned into states
         GROUP_CHUNK groups at a time, and each chunk's answers let go before the next is asked for
-        (at 50,000 groups the answers for all of them were 250 MB of each pass's peak for the
-        offsets, 50 MB for the descriptions). None when any read failed: the pass keeps the last
+        (every group's answers at once were most of a pass's peak). None when any read failed: the pass keeps the last
         complete groups."""
         sent_before = self.gateway.kafka_python_requests.get("groups", 0)
         fetching = 0.0
@@ -400,8 +398,8 @@ class Sampler:
                 ordered = sorted(mine.items())
                 offsets = Commits(self._partitions_of(tuple([entry(tp)[1] for tp, _o in ordered])),
                                   array("q", [o for _tp, o in ordered]))
-                # The next pass compares its answer with the state's offsets through this (the
-                # answer itself was kept for that: 58 MB of dicts at 50,000 groups).
+                # The next pass compares its answer with the state's offsets through this, rather
+                # than through the answer's dict kept for it.
                 getter = offsets.partitions.getter
                 state = GroupState(
                     group_id=g.group_id,

@@ -186,10 +186,10 @@ class RemoteSampler:
 
     def stall_limit(self) -> float:
         """How long the running process may stay silent with work given: a first pass (it reads
-        every offset, size and group: at 300,000 partitions and 50,000 groups on two loaded cores,
-        about two minutes) as long as the last process's was allowed, doubled if that one was
-        stopped before its first pass; after it, WATCHER_SAMPLER_STALL_SECONDS. (A first pass
-        longer than the setting once made every new process stopped in its first pass, for ever.)"""
+        every offset, size and group, which on a large cluster takes minutes) as long as the last
+        process's was allowed, doubled if that one was stopped before its first pass; after it,
+        WATCHER_SAMPLER_STALL_SECONDS. Otherwise a first pass longer than the setting would have
+        every new process stopped in its first pass, for ever."""
         base: float = settings.WATCHER_SAMPLER_STALL_SECONDS
         return max(base, self._first_limit or base) if not self._passes else base
 

@@ -21,8 +21,7 @@ class SizeColumns(Mapping[TopicPartition, Mapping[str, int]]):
     """(topic, partition) -> each replica's log size as the snapshot keeps it ({broker key: bytes}
     in broker order: snapshot.replica_sizes), held by the sampling process as two arrays per topic,
     a row per partition number: the replicas' brokers (int32, in order, -1 after the last) and their
-    sizes (int64). As a dict per partition they were 72 MB of that process at 300,000 partitions;
-    here about 13. A partition's mapping is made when asked for (`get`), and a pass sends the
+    sizes (int64), a fraction of what a dict per partition costs. A partition's mapping is made when asked for (`get`), and a pass sends the
     watcher only those that changed (`changed_packed`).
 
     `read` builds one from the gateway's answers; a topic whose sizes equal the ones before keeps
@@ -123,8 +122,8 @@ class SizeColumns(Mapping[TopicPartition, Mapping[str, int]]):
 
     def changed_packed(self, before: Mapping[TopicPartition, Mapping[str, int]] | None) -> PackedSizes:
         """The sizes of the partitions `changed_keys` gives, by topic as arrays (`unpack_sizes`):
-        what a pass sends the watcher. (A pickle keeps every object it wrote until its end: as a mapping or a tuple per
-        partition, the first pass's 300,000 were 60 to 120 MB of that process's peak.)"""
+        what a pass sends the watcher, as arrays because a pickle keeps every object it wrote
+        until its end."""
         return {name: (np.array(numbers, np.int32), brokers[numbers], sizes[numbers])
                 for name, (brokers, sizes, numbers) in self._changed(before)}
 
@@ -171,9 +170,9 @@ _SIZE_ROWS: dict[int, np.dtype[Any]] = {}  # (ReplicaSizes' bytes as rows of a r
 def unpack_sizes(packed: PackedSizes) -> dict[TopicPartition, ReplicaSizes]:
     """Each partition's ReplicaSizes from packed rows. The rows that hold every replica (all but a
     partition whose replica count changed) are written as ReplicaSizes' bytes for the whole topic at
-    once, each partition's then one slice of them: made one by one (the broker keys' tuple once
-    per replica set of a topic), a size pass of 300,000 partitions cost the watcher's process 0.15
-    to 0.45 CPU-seconds, taken from its metadata cycle."""
+    once, each partition's then one slice of them, because made one by one they took the
+    watcher's process time its metadata cycle needs; the rest are made one by one (the broker
+    keys' tuple once per replica set of a topic)."""
     out: dict[TopicPartition, ReplicaSizes] = {}
     for name, (numbers, brokers, sizes) in packed.items():
         width = brokers.shape[1] if brokers.ndim == 2 else 0

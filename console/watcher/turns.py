@@ -1,11 +1,9 @@
 """The metadata cycle first, in the watcher's process.
 
-The cycle's thread and the sampling thread share one interpreter. The sampling thread takes a
-sampling process's pass in (DeltaMerger.apply, ClusterWatcher.merge): at 300,000 partitions 0.25 to
-0.4 CPU-seconds a pass, which, run while a cycle ran, made that cycle wait for the interpreter
-lock (a cycle's serialisation measured 0.66 s of wall time for 0.1 s of its own CPU). A pass
-taken in a second later costs nothing anyone waits for; a cycle a second later delays every
-change it carries. So a merge does its work in steps and gives way, between two steps, to a cycle
+The cycle's thread and the sampling thread share one interpreter. Taking a sampling process's
+pass in (DeltaMerger.apply, ClusterWatcher.merge) while a cycle runs makes the cycle wait for the
+interpreter lock. A pass taken in a second later costs nothing anyone waits for; a cycle a second
+later delays every change it carries. So a merge does its work in steps and gives way, between two steps, to a cycle
 that asked for its turn; a cycle never starts while a step runs, and a merge never starts while a
 cycle runs."""
 

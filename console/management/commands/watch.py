@@ -1,10 +1,10 @@
 """`manage.py watch`: run the watcher for every configured cluster until stopped.
 
 The watcher runs in a child process that this one starts again when it dies (`--child` runs it
-directly). The watcher's threads call into native client libraries (librdkafka, numpy); a crash
-there (a SIGSEGV or SIGABRT no Python code can catch) used to end the process, and with it every
-live page, until someone restarted the console. The child keeps the parent's lease owner, so it
-takes its clusters back at once instead of waiting for the lease to expire.
+directly), because its threads call into native client libraries (librdkafka, numpy) whose crash
+(a SIGSEGV or SIGABRT no Python code can catch) would otherwise stop every live page until someone
+restarted the console. The child keeps the parent's lease owner, so it takes its clusters back at
+once instead of waiting for the lease to expire.
 """
 
 from __future__ import annotations
