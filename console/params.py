@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from datetime import UTC, datetime
 
 from console.errors import BadParameter
 
@@ -53,3 +54,18 @@ def topic_param(params: Mapping[str, str], name: str) -> str | None:
     if not _TOPIC.fullmatch(raw):
         raise BadParameter(f"'{name}' is not a valid topic name: use 1-249 letters, digits, '.', '_' or '-'.")
     return raw
+
+
+def timestamp_ms(raw: str) -> int:
+    """A 'timestamp' given as milliseconds since 1970 or as an ISO date and time (UTC unless it names
+    its zone), in milliseconds since 1970: the one reading of a time that pages and the API share."""
+    raw = raw.strip()
+    if raw.isdigit():
+        return int(raw)
+    try:
+        when = datetime.fromisoformat(raw.replace("Z", "+00:00"))
+    except ValueError:
+        raise BadParameter(f"'timestamp' must be milliseconds since 1970 or an ISO date and time, not '{raw[:50]}'.") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return int(when.timestamp() * 1000)

@@ -13,14 +13,12 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from console.api_edge import INT32_MAX, INT64_MAX, Body, StrictBooleanField, StrictCharField, StrictIntegerField, validated
-from console.audit import audited
 from console.auth import visible
 from console.errors import BadParameter
-from console.params import bool_param, int_param
-from console.snapshots import live, require_snapshot
+from console.params import bool_param, int_param, timestamp_ms
+from console.snapshots import latest, live
 from console.tokens import MetricsTokenMixin
-from consumers_app import services
-from topics_app.browse import _timestamp_ms
+from consumers_app import group_history, group_rows, services
 
 
 @extend_schema_field({"oneOf": [{"type": "string", "description": "ISO date and time (UTC unless it says)"},
@@ -31,7 +29,7 @@ class TimestampField(serializers.Field):  # type: ignore[type-arg]
     def to_internal_value(self, data: Any) -> int:
         if isinstance(data, bool) or not isinstance(data, (str, int)) or (isinstance(data, int) and not 0 <= data <= 2**53):
             self.fail("invalid")
-        return _timestamp_ms(str(data))
+        return timestamp_ms(str(data))
 
     def to_representation(self, value: Any) -> Any:
         return value
@@ -85,16 +83,16 @@ class GroupList(APIView):
 
     @extend_schema(responses=OpenApiTypes.OBJECT, summary="Consumer groups with state, members, lag (from the snapshot)",
                    parameters=[OpenApiParameter("q", str), OpenApiParameter("regex", bool),
-                               OpenApiParameter("state", str, enum=services.STATES), OpenApiParameter("type", str, enum=services.KINDS), OpenApiParameter("ordering", str),
+                               OpenApiParameter("state", str, enum=group_rows.STATES), OpenApiParameter("type", str, enum=group_rows.KINDS), OpenApiParameter("ordering", str),
                                OpenApiParameter("page", int), OpenApiParameter("page_size", int)])
     def get(self, request: Request, cluster: str) -> Response:
-        snap = require_snapshot(live(cluster))
+        snap = latest(cluster)
         p = request.query_params
         ordering = p.get("ordering", "group") or "group"
-        page = services.groups_page(snap, query=p.get("q", ""), regex=bool_param(p, "regex"), sort=ordering.lstrip("-"),
+        page = group_rows.groups_page(snap, query=p.get("q", ""), regex=bool_param(p, "regex"), sort=ordering.lstrip("-"),
                                     descending=ordering.startswith("-"), page=int_param(p, "page", 1, minimum=1) or 1,
                                     per_page=int_param(p, "page_size", 50, minimum=1, maximum=1000) or 50,
-                                    **services.filter_params(p), visible=visible("group.view", cluster, "groups"))
+                                    **group_rows.filter_params(p), visible=visible("group.view", cluster, "groups"))
         return Response({"count": page.total, "page": page.page, "pages": page.pages, "results": page.rows})
 
 
@@ -105,14 +103,13 @@ class GroupDetail(APIView):
 
     @extend_schema(responses=OpenApiTypes.OBJECT, summary="A group: partitions (committed, end, lag, owner) and members")
     def get(self, request: Request, cluster: str, group: str) -> Response:
-        return Response(services.group_detail(require_snapshot(live(cluster)), group))
+        return Response(group_rows.group_detail(latest(cluster), group))
 
     @extend_schema(request=GroupDeleteBody, responses=OpenApiTypes.OBJECT, parameters=[CONFIRM_PARAM],
                    summary="Delete a group (it must be empty); its id typed again as confirm")
     def delete(self, request: Request, cluster: str, group: str) -> Response:
         confirm = confirmation(request)
-        with audited(request.user, "delete_group", cluster=cluster, target=group):
-            services.delete_group(request.user, cluster, require_snapshot(live(cluster)), group, confirm)
+        services.delete_group(request.user, cluster, latest(cluster), group, confirm)
         return Response({"deleted": group})
 
 
@@ -128,15 +125,11 @@ class GroupOffsets(APIView):
     def post(self, request: Request, cluster: str, group: str) -> Response:
         d = validated(ResetBody, request)
         spec, dry_run = ResetBody.spec(d), d["dry_run"]
-        snap = require_snapshot(live(cluster))
+        snap = latest(cluster)
         if dry_run:
-            services.check_sources(request.user, cluster, spec)
-            plan = services.plan_reset(cluster, snap, group, spec)
+            plan = services.preview_reset(request.user, cluster, snap, group, spec)
         else:
-            with audited(request.user, "reset_offsets", cluster=cluster, target=group,
-                         details={"to": spec.to, "topics": spec.topics, "partitions": spec.partitions}) as entry:
-                plan = services.apply_reset(request.user, cluster, snap, group, spec, d["confirm"])
-                entry["offsets"] = {f"{r['topic']}-{r['partition']}": r["new"] for r in plan}
+            plan = services.reset_offsets(request.user, cluster, snap, group, spec, d["confirm"])
         return Response({"dry_run": dry_run, "offsets": plan})
 
     @extend_schema(request=GroupDeleteBody, responses=OpenApiTypes.OBJECT,
@@ -147,10 +140,7 @@ class GroupOffsets(APIView):
         if not topic:
             raise BadParameter("Give the 'topic' whose offsets to delete.")
         confirm = confirmation(request)
-        with audited(request.user, "delete_group_offsets", cluster=cluster, target=group, details={"topic": topic}) as entry:
-            n = services.delete_group_topic_offsets(request.user, cluster, require_snapshot(live(cluster)), group, topic,
-                                                    confirm)
-            entry["partitions"] = n
+        n = services.delete_group_offsets(request.user, cluster, latest(cluster), group, topic, confirm)
         return Response({"deleted_partitions": n})
 
 
@@ -163,7 +153,7 @@ class MostRebalancing(APIView):
 
         gw.cluster_config(cluster)
         hours = int_param(request.query_params, "hours", 24, minimum=1, maximum=24 * 30) or 24
-        rows = services.most_rebalancing(cluster, hours=hours, limit=50, visible=visible("group.view", cluster, "groups"))
+        rows = group_history.most_rebalancing(cluster, hours=hours, limit=50, visible=visible("group.view", cluster, "groups"))
         return Response({"groups": [{**r, "last": r["last"].isoformat() if r["last"] else None} for r in rows]})
 
 
@@ -172,8 +162,8 @@ class GroupRebalances(APIView):
 
     @extend_schema(responses=OpenApiTypes.OBJECT, summary="Rebalance history of a group, newest first")
     def get(self, request: Request, cluster: str, group: str) -> Response:
-        snap = require_snapshot(live(cluster))
-        services.group(snap, group)
+        snap = latest(cluster)
+        group_rows.group(snap, group)
         from consumers_app.models import Rebalance
 
         rows = Rebalance.objects.filter(cluster=cluster, group=group).order_by("-started_at")[:500]

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from console.snapshots.model import Snapshot
-from consumers_app import services
+from console.snapshots import Snapshot
+from consumers_app import group_rows
 
 STATUS_VALUE = {"NOTFOUND": 0, "OK": 1, "WARN": 2, "ERR": 3, "STOP": 3, "STALL": 3, "REWIND": 3}
 
@@ -35,8 +35,8 @@ HELP = {
 def exposition(snapshots: list[Snapshot]) -> Iterator[str]:
     samples: dict[str, list[str]] = {name: [] for name in HELP}
     for snap in snapshots:
-        for row in services.group_rows(snap):
-            g = services.group(snap, row["group"])
+        for row in group_rows.group_rows(snap):
+            g = group_rows.group(snap, row["group"])
             base = {"cluster_name": snap.cluster, "group": row["group"]}
             samples["kafka_consumergroup_group_max_lag"].append(f"{_labels(**base)} {row['max_lag']}")
             samples["kafka_consumergroup_group_sum_lag"].append(f"{_labels(**base)} {row['total_lag']}")
@@ -45,7 +45,7 @@ def exposition(snapshots: list[Snapshot]) -> Iterator[str]:
                 samples["kafka_consumergroup_group_max_lag_seconds"].append(f"{_labels(**base)} {row['time_lag']:.3f}")
             if row["status"] is not None:
                 samples["kafka_consumergroup_group_status"].append(f"{_labels(**base)} {STATUS_VALUE.get(row['status'], 0)}")
-            for p in services.partition_rows(snap, g):
+            for p in group_rows.partition_rows(snap, g):
                 labels = _labels(**base, topic=p["topic"], partition=p["partition"],
                                  member_host=p["host"] or "", client_id=p["client_id"] or "")
                 if p["lag"] is not None:

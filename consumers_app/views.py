@@ -12,27 +12,25 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 
 from console import error_responses, listing, snapshots
-from console.audit import audited
 from console.auth import allow, may, visible
 from console.errors import BadParameter, ConsoleError
-from console.params import int_param
+from console.params import int_param, timestamp_ms
 from console.snapshots import Live, require_snapshot
-from consumers_app import services
-from topics_app.browse import _timestamp_ms
+from consumers_app import group_history, group_rows, services
 
 
 def list_params(params: Mapping[str, str]) -> dict[str, Any]:
-    return {**listing.list_params(params, services.SORTS, "group"), **services.filter_params(params)}
+    return {**listing.list_params(params, group_rows.SORTS, "group"), **group_rows.filter_params(params)}
 
 
 def groups_context(live: Live, params: dict[str, Any]) -> dict[str, Any]:
-    page = services.groups_page(live.snapshot, **params, visible=visible("group.view", live.cluster, "groups")) if live.snapshot else None
+    page = group_rows.groups_page(live.snapshot, **params, visible=visible("group.view", live.cluster, "groups")) if live.snapshot else None
     rows_html = listing.rendered_rows("consumers_app/_group_row.html", live.cluster, "g", page.rows) if page else []
     # The column heads (links that keep the query) and the rows come from the rendered-row cache.
     head_html = listing.rendered_rows("consumers_app/_groups_head.html", live.cluster, "head",
-                                      [{"params": params, "sorts": services.SORTS}], kept=False)[0]
-    return {"live": live, "groups": page, "params": params, "sorts": services.SORTS, "states": services.STATES,
-            "kinds": services.KINDS, "rows_html": rows_html, "head_html": head_html}
+                                      [{"params": params, "sorts": group_rows.SORTS}], kept=False)[0]
+    return {"live": live, "groups": page, "params": params, "sorts": group_rows.SORTS, "states": group_rows.STATES,
+            "kinds": group_rows.KINDS, "rows_html": rows_html, "head_html": head_html}
 
 
 def groups_fragment(live: Live, params: Mapping[str, str]) -> dict[str, str]:
@@ -44,7 +42,7 @@ def groups(request: HttpRequest, cluster: str) -> HttpResponse:
     params = list_params(request.GET)
     live = snapshots.live(cluster)
     busiest = listing.rendered_rows("consumers_app/_busiest.html", cluster, "busiest",
-                                    [{"rows": services.most_rebalancing(cluster, visible=visible("group.view", cluster, "groups"))}],
+                                    [{"rows": group_history.most_rebalancing(cluster, visible=visible("group.view", cluster, "groups"))}],
                                     kept=False)[0]
     return render(request, "consumers_app/groups.html", {**groups_context(live, params), "view": "groups",
                                                          "busiest_html": busiest})
@@ -55,8 +53,8 @@ def detail_context(live: Live, group_id: str) -> dict[str, Any]:
     from consumers_app.models import Rebalance
 
     rebalances = Rebalance.objects.filter(cluster=live.cluster, group=group_id).order_by("-started_at")[:20]
-    return {"live": live, "group": services.group_detail(snap, group_id), "rebalances": list(rebalances),
-            "history": services.lag_history(live.cluster, group_id)}
+    return {"live": live, "group": group_rows.group_detail(snap, group_id), "rebalances": list(rebalances),
+            "history": group_history.lag_history(live.cluster, group_id)}
 
 
 def detail_fragment(live: Live, params: Mapping[str, str]) -> dict[str, str]:
@@ -65,7 +63,7 @@ def detail_fragment(live: Live, params: Mapping[str, str]) -> dict[str, str]:
 
 @allow(GET="group.view")
 def group_detail(request: HttpRequest, cluster: str, group: str) -> HttpResponse:
-    from analytics.service import group_history, history_or_none
+    from analytics.services import group_history, history_or_none
 
     live = snapshots.live(cluster)
     return render(request, "consumers_app/group.html", {**detail_context(live, group), "view": "group",
@@ -87,7 +85,7 @@ def reset_spec(p: Mapping[str, str]) -> services.ResetSpec:
         partitions.setdefault(topic, []).append(int(number))
     return services.ResetSpec(
         to=to, topics=topics, partitions=partitions,
-        timestamp_ms=_timestamp_ms(p["timestamp"]) if p.get("timestamp", "").strip() else None,
+        timestamp_ms=timestamp_ms(p["timestamp"]) if p.get("timestamp", "").strip() else None,
         offset=int_param(p, "offset", minimum=0), shift=int_param(p, "shift"),
         from_group=p.get("from_group") or None,
     )
@@ -98,21 +96,17 @@ def group_reset(request: HttpRequest, cluster: str, group: str) -> HttpResponse:
     """Preview first (always); apply only from the preview, and only while the group is empty."""
     live = snapshots.live(cluster)
     snap = require_snapshot(live)
-    services.group(snap, group)
+    group_rows.group(snap, group)
     context: dict[str, Any] = {"live": live, "view": "status", "group_id": group, "form": request.POST or request.GET}
     status = 200
     if request.method == "POST":
         try:
             spec = reset_spec(request.POST)
             if request.POST.get("apply") == "1":
-                with audited(request.user, "reset_offsets", cluster=cluster, target=group,
-                             details={"to": spec.to, "topics": spec.topics, "partitions": spec.partitions}) as entry:
-                    plan = services.apply_reset(request.user, cluster, snap, group, spec, request.POST.get("confirm", ""))
-                    entry["offsets"] = {f"{r['topic']}-{r['partition']}": r["new"] for r in plan}
+                plan = services.reset_offsets(request.user, cluster, snap, group, spec, request.POST.get("confirm", ""))
                 messages.success(request, f"Reset {len(plan)} partition offsets of group '{group}'.")
                 return redirect(reverse("group", args=[cluster, group]))
-            services.check_sources(request.user, cluster, spec)
-            context["plan"] = services.plan_reset(cluster, snap, group, spec)
+            context["plan"] = services.preview_reset(request.user, cluster, snap, group, spec)
         except ConsoleError as exc:  # a form error: the form shows it beside what was chosen
             context["error"], status = error_responses.form_error(exc)
     return render(request, "consumers_app/reset.html", context, status=status)
@@ -120,18 +114,15 @@ def group_reset(request: HttpRequest, cluster: str, group: str) -> HttpResponse:
 
 @allow(POST="group.delete")
 def group_delete(request: HttpRequest, cluster: str, group: str) -> HttpResponse:
-    snap = require_snapshot(snapshots.live(cluster))
+    snap = snapshots.latest(cluster)
     try:  # a refusal is the form's error: shown as a message on the group's page
         topic = request.POST.get("topic", "").strip()
         confirm = request.POST.get("confirm", "")
         if topic:
-            with audited(request.user, "delete_group_offsets", cluster=cluster, target=group, details={"topic": topic}) as entry:
-                n = services.delete_group_topic_offsets(request.user, cluster, snap, group, topic, confirm)
-                entry["partitions"] = n
+            n = services.delete_group_offsets(request.user, cluster, snap, group, topic, confirm)
             messages.success(request, f"Deleted the offsets of group '{group}' on '{topic}' ({n} partitions).")
             return redirect(reverse("group", args=[cluster, group]))
-        with audited(request.user, "delete_group", cluster=cluster, target=group):
-            services.delete_group(request.user, cluster, snap, group, confirm)
+        services.delete_group(request.user, cluster, snap, group, confirm)
         messages.success(request, f"Deleted consumer group '{group}'.")
         return redirect(reverse("groups", args=[cluster]))
     except ConsoleError as exc:

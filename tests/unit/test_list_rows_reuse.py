@@ -13,9 +13,9 @@ import pytest
 from console.snapshots import tallies as tallies_module
 from console.snapshots.model import GroupState, MemberState, Snapshot
 from console.snapshots.parts import topic_of_part
-from consumers_app import services as groups
+from consumers_app import group_rows as groups
 from tests.unit._build import part, snapshot, topic
-from topics_app import services as topics
+from topics_app import reads as topics
 
 
 def group(gid: str, offsets: dict[str, int], assigned: tuple[tuple[str, int], ...] = ()) -> GroupState:

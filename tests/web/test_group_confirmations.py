@@ -96,6 +96,19 @@ def test_the_group_page_deletes_offsets_or_the_group_only_with_its_name_typed(cl
     assert len(kafka.changes("delete_group_offsets")) == 1 and kafka.changes("delete_group") == [GROUP]
 
 
+def test_a_change_made_on_the_page_and_in_the_api_records_the_same_audit_entry(client_as, kafka: KafkaDouble,
+                                                                               empty_group: str) -> None:
+    operator = client_as("operator")
+    assert operator.post(PAGE + "reset/", {"to": "earliest", "apply": "1", "confirm": GROUP}).status_code == 302
+    assert operator.post(API + "offsets/", {"to": "earliest", "confirm": GROUP}, content_type="application/json").status_code == 200
+    assert operator.post(PAGE + "delete/", {"topic": "orders", "confirm": GROUP}).status_code == 302
+    assert operator.delete(API + "offsets/?topic=orders&confirm=billing%2Fsettle").status_code == 200
+    entries = [(e.action, e.target, e.details, e.outcome) for e in AuditEntry.objects.filter(cluster="local").order_by("id")]
+    reset = ("reset_offsets", GROUP, {"to": "earliest", "topics": [], "partitions": {}, "offsets": {"orders-0": 0}}, "ok")
+    deleted = ("delete_group_offsets", GROUP, {"topic": "orders", "partitions": 1}, "ok")
+    assert entries == [reset, reset, deleted, deleted]
+
+
 def test_an_unclean_election_without_the_clusters_name_is_audited_as_refused(client_as, kafka: KafkaDouble) -> None:
     r = client_as("admin").post("/api/v1/clusters/local/leader-elections/", {"type": "unclean", "topics": ["orders"]},
                                 content_type="application/json")

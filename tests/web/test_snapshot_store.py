@@ -182,7 +182,7 @@ def test_a_reader_parses_a_group_when_first_asked_for_and_once_for_every_version
     from console.snapshots.model import GroupState
     from console.snapshots.part_cache import GroupBytes
     from console.snapshots.parts import GroupsRead
-    from consumers_app import services
+    from consumers_app import group_rows
 
     def group(gid: str, offset: int) -> GroupState:
         return GroupState(group_id=gid, state="Stable", protocol_type="consumer", group_type="classic", assignor="range",
@@ -201,10 +201,10 @@ def test_a_reader_parses_a_group_when_first_asked_for_and_once_for_every_version
     g3 = first.groups["g03"]
     assert g3 == v1.groups["g03"] and first.groups["g03"] is g3 and parsed(first) == {"g03"}
     # The default groups page (by name) parses the groups it shows, not the ones before them.
-    page = services.groups_page(first, page=2, per_page=5)
+    page = group_rows.groups_page(first, page=2, per_page=5)
     assert [r["group"] for r in page.rows] == ["g05", "g06", "g07", "g08", "g09"]
     assert parsed(first) == {"g03", "g05", "g06", "g07", "g08", "g09"}
-    page = services.groups_page(first, page=1, per_page=3, descending=True)
+    page = group_rows.groups_page(first, page=1, per_page=3, descending=True)
     assert [r["group"] for r in page.rows] == ["g19", "g18", "g17"] and "g16" not in parsed(first)
 
     # Version 2 changes g05 and g11: their holders are new (not parsed); the others are the same

@@ -1,0 +1,294 @@
+"""Consumer groups as rows from the watcher's snapshot: the groups list (filtered, sorted, paged), each
+group's summary row and its detail (lag and owner per partition)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from itertools import islice
+from typing import Any
+
+from console.errors import BadParameter
+from console.gateway.errors import NotFound
+from console.listing import ordered, paginate, search
+from console.snapshots import GroupState, Snapshot
+
+SORTS = {
+    "group": "group",
+    "state": "state",
+    "members": "members",
+    "total_lag": "total lag",
+    "max_lag": "max lag",
+    "time_lag": "time lag",
+    "status": "status",
+}
+
+
+# Filters of the groups list: the states of every kind of group, and the kinds (group types).
+STATES = ("Stable", "Empty", "PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling", "NotReady", "Dead")
+KINDS = ("classic", "consumer", "share", "streams")
+
+
+def filter_params(params: Mapping[str, str]) -> dict[str, str]:
+    """`state` and `type` of the groups list (empty: any), checked against what Kafka has."""
+    state, kind = params.get("state", "") or "", params.get("type", "") or ""
+    if state and state not in STATES:
+        raise BadParameter(f"'state' must be one of {', '.join(STATES)}, not '{state[:40]}'.")
+    if kind and kind not in KINDS:
+        raise BadParameter(f"'type' must be one of {', '.join(KINDS)}, not '{kind[:40]}'.")
+    return {"state": state, "kind": kind}
+
+
+def split_key(key: str) -> tuple[str, int]:
+    topic, _, partition = key.rpartition(":")
+    return topic, int(partition)
+
+
+def end_offsets(snap: Snapshot) -> dict[tuple[str, int], int | None]:
+    return {(t.name, p.partition): p.end_offset for t in snap.topics.values() for p in t.partitions}
+
+
+def _lag(g: GroupState, tp: tuple[str, int], offset: int | None, end: int | None) -> int | None:
+    """End offset minus committed offset, floored at 0 (ALGORITHMS.md 1); for a share group, the lag
+    Kafka itself reports, which leaves out records acknowledged beyond the start offset."""
+    reported = g.broker_lag.get(f"{tp[0]}:{tp[1]}")
+    if reported is not None:
+        return reported
+    return None if offset is None or end is None else max(0, end - offset)
+
+
+def partition_rows(snap: Snapshot, g: GroupState, ends: dict[tuple[str, int], int | None] | None = None) -> list[dict[str, Any]]:
+    """Per partition the group committed or is assigned: committed, end, lag (None = unknown), owner."""
+    ends = end_offsets(snap) if ends is None else ends
+    owners = {(a[0], a[1]): m for m in g.members for a in m.assignment}
+    committed = {split_key(k): v for k, v in g.offsets.items()}
+    evaluated = g.lag_of()
+    rows = []
+    for tp in sorted(committed.keys() | owners.keys()):
+        end = ends.get(tp)
+        offset = committed.get(tp)
+        owner = owners.get(tp)
+        lag_info = evaluated.get(f"{tp[0]}:{tp[1]}", {})
+        rows.append({
+            "topic": tp[0],
+            "partition": tp[1],
+            "committed": offset,
+            "end_offset": end,
+            "lag": _lag(g, tp, offset, end),
+            "time_lag": lag_info.get("time_lag"),
+            "status": lag_info.get("status"),
+            "member_id": owner.member_id if owner else None,
+            "client_id": owner.client_id if owner else None,
+            "host": owner.host if owner else None,
+        })
+    return rows
+
+
+class _Ends:
+    """A snapshot's end offsets, as `end_offsets`, made per topic when first asked for (`of`): a
+    version's group rows ask for the topics of the groups made again only."""
+
+    def __init__(self, snap: Snapshot) -> None:
+        self.topics = snap.topics
+        self.of_text: dict[str, dict[str, int | None]] = {}
+
+    def of(self, topic: str) -> dict[str, int | None]:
+        """The topic's end offsets by partition number as text (as in a group's "topic:partition" keys)."""
+        ends = self.of_text.get(topic)
+        if ends is None:
+            t = self.topics.get(topic)
+            ends = self.of_text[topic] = {} if t is None else {str(p.partition): p.end_offset for p in t.partitions}
+        return ends
+
+
+# Per cluster: the version's key and its rows; and per group what its row was made from (the group,
+# its topics' names and their TopicStates) with the row.
+_rows_cache: dict[str, tuple[tuple[Any, ...], list[dict[str, Any]]]] = {}
+_made: dict[str, dict[str, tuple[GroupState, list[str], list[Any], dict[str, Any]]]] = {}
+
+
+def group_rows(snap: Snapshot) -> list[dict[str, Any]]:
+    """One summary row per group (`group_row`), computed once per snapshot version."""
+    key = (snap.version, snap.offsets_at, snap.groups_at)
+    held = _rows_cache.get(snap.cluster)
+    if held is not None and held[0] == key:
+        return held[1]
+    ends = _Ends(snap)
+    rows = [group_row(snap, g, ends) for g in snap.groups.values()]
+    made = _made.get(snap.cluster, {})
+    if len(made) > len(snap.groups):  # (groups gone since)
+        _made[snap.cluster] = {gid: made[gid] for gid in snap.groups if gid in made}
+    _rows_cache[snap.cluster] = (key, rows)
+    return rows
+
+
+def group_row(snap: Snapshot, g: GroupState, ends: _Ends | None = None) -> dict[str, Any]:
+    """The group's summary row. It is made from the group and its topics' end offsets only: a group
+    whose GroupState and topics' TopicStates are the objects its row was last made from (the store
+    keeps what did not change) keeps that row, so that a new version costs the rows of the groups
+    that changed only."""
+    made = _made.setdefault(snap.cluster, {})
+    topics = snap.topics
+    seen = made.get(g.group_id)
+    if seen is not None and seen[0] is g:
+        names = seen[1]
+        depends = [topics.get(n) for n in names]
+        if all(a is b for a, b in zip(depends, seen[2], strict=True)):
+            return seen[3]
+    else:
+        names = g.topics()
+        depends = [topics.get(n) for n in names]
+    row = _group_row(snap, g, _Ends(snap) if ends is None else ends)
+    made[g.group_id] = (g, names, depends, row)
+    return row
+
+
+def _group_row(snap: Snapshot, g: GroupState, ends: _Ends) -> dict[str, Any]:
+    """The group's summary: what `partition_rows` gives summed up, without a row per partition (a
+    lag sort makes one for every group of a version, so it stays a single pass over the keys)."""
+    keys = set(g.offsets)
+    for m in g.members:
+        keys.update(f"{a[0]}:{a[1]}" for a in m.assignment)
+    committed, reported = g.offsets, g.broker_lag
+    topics: set[str] = set()
+    total = unknown = 0
+    top: int | None = None
+    for key in keys:
+        topic, _, partition = key.rpartition(":")
+        topics.add(topic)
+        lag = reported.get(key)
+        if lag is None:
+            offset = committed.get(key)
+            end = ends.of(topic).get(partition) if offset is not None else None
+            if end is None or offset is None:
+                unknown += 1
+                continue
+            lag = max(0, end - offset)
+        total += lag
+        top = lag if top is None or lag > top else top
+    time_lags = [s for k, s in zip(g.lag_keys, g.lag_seconds, strict=True) if s is not None and k in keys]
+    return {
+        "group": g.group_id,
+        "state": g.state,
+        "protocol_type": g.protocol_type,
+        "group_type": g.group_type,
+        "assignor": g.assignor,
+        "generation": g.generation,
+        "error": g.error,
+        "members": len(g.members),
+        "coordinator": g.coordinator,
+        "topics": sorted(topics),
+        "partitions": len(keys),
+        "unknown_lag_partitions": unknown,
+        "total_lag": total,
+        "max_lag": 0 if top is None else top,
+        "time_lag": max(time_lags, default=None),
+        "status": getattr(g, "status", None),
+    }
+
+
+@dataclass
+class GroupsPage:
+    rows: list[dict[str, Any]]
+    total: int
+    page: int
+    pages: int
+
+
+_STATUS_ORDER = {None: -1, "NOTFOUND": 0, "OK": 1, "WARN": 2, "ERR": 3}
+
+
+# The sorts (and every filter) that need only what a group says of itself, not its lag: a page
+# sorted by them makes the rows it shows only (`light_rows`).
+LIGHT_SORTS = frozenset({"group", "state", "members", "status"})
+_light_cache: dict[str, tuple[tuple[Any, ...], list[dict[str, Any]]]] = {}
+
+
+def light_rows(snap: Snapshot) -> list[dict[str, Any]]:
+    """Per group, what the groups list filters and sorts by when not by lag: its id, state, type,
+    members and status (once per snapshot version). The full rows, with the lag over every
+    partition, are then made for the rows a page shows."""
+    key = (snap.version, snap.groups_at)
+    held = _light_cache.get(snap.cluster)
+    if held is not None and held[0] == key:
+        return held[1]
+    rows = [{"group": g.group_id, "state": g.state, "group_type": g.group_type, "members": len(g.members),
+             "status": getattr(g, "status", None)} for g in snap.groups.values()]
+    _light_cache[snap.cluster] = (key, rows)
+    return rows
+
+
+_name_order: dict[str, tuple[Mapping[str, GroupState], bool]] = {}
+
+
+def _in_name_order(snap: Snapshot) -> bool:
+    """Are the snapshot's groups in the order of their names (as the store reads them)? Once per version's dict."""
+    held = _name_order.get(snap.cluster)
+    if held is None or held[0] is not snap.groups:
+        names = list(snap.groups)
+        held = _name_order[snap.cluster] = (snap.groups, names == sorted(names))  # (a sort of sorted names: a pass in C)
+    return held[1]
+
+
+def groups_page(snap: Snapshot, *, query: str = "", regex: bool = False, sort: str = "group", descending: bool = False,
+                page: int = 1, per_page: int = 50, state: str = "", kind: str = "",
+                visible: Callable[[str], bool] | None = None) -> GroupsPage:
+    """`visible`: the group ids the user may see (None: all of them), cut before the count and the pages."""
+    if sort not in SORTS:
+        raise BadParameter(f"'sort' must be one of {', '.join(SORTS)}, not '{sort[:50]}'.")
+    light = sort in LIGHT_SORTS
+    if light and sort == "group" and not (query or state or kind) and visible is None and _in_name_order(snap):
+        # Every group, by name (the order the store keeps them in): the page's groups are a slice.
+        total = len(snap.groups)
+        pages = max(1, math.ceil(total / per_page))
+        page = min(max(1, page), pages)
+        names = reversed(list(snap.groups)) if descending else iter(snap.groups)  # (names: a group is parsed when asked for)
+        ends = _Ends(snap)
+        shown = [group_row(snap, snap.groups[gid], ends) for gid in islice(names, (page - 1) * per_page, page * per_page)]
+        return GroupsPage(shown, total, page, pages)
+    every = light_rows(snap) if light else group_rows(snap)
+
+    def key(r: dict[str, Any]) -> Any:
+        if sort == "status":
+            return (_STATUS_ORDER.get(r["status"], -1), r["group"])
+        value = r[sort]
+        return (value is None, value if value is not None else 0, r["group"]) if sort != "group" else r["group"]
+
+    def build() -> list[dict[str, Any]]:
+        rows = every if visible is None else [r for r in every if visible(r["group"])]
+        rows = search(rows, "group", query, regex)
+        if state:
+            rows = [r for r in rows if r["state"] == state]
+        if kind:
+            rows = [r for r in rows if r["group_type"] == kind]
+        return sorted(rows, key=key, reverse=descending)
+
+    rows = ordered("groups-light" if light else "groups", snap.cluster, every, (query, regex, state, kind, sort, descending, getattr(visible, "key", None)), build)
+    shown, page, pages = paginate(rows, page, per_page)
+    if light:
+        ends = _Ends(snap)
+        shown = [group_row(snap, snap.groups[r["group"]], ends) for r in shown]
+    return GroupsPage(shown, len(rows), page, pages)
+
+
+def group(snap: Snapshot, group_id: str) -> GroupState:
+    g = snap.groups.get(group_id)
+    if g is None:
+        raise NotFound(f"Consumer group '{group_id}' does not exist on cluster '{snap.cluster}'.")
+    return g
+
+
+def group_detail(snap: Snapshot, group_id: str) -> dict[str, Any]:
+    g = group(snap, group_id)
+    summary = group_row(snap, g)
+    return {
+        **summary,
+        "partitions": partition_rows(snap, g),
+        "member_list": [
+            {"member_id": m.member_id, "client_id": m.client_id, "host": m.host, "instance_id": m.instance_id,
+             "epoch": m.epoch, "assignment": [f"{a[0]}-{a[1]}" for a in m.assignment],
+             "target_assignment": None if m.target_assignment is None else [f"{a[0]}-{a[1]}" for a in m.target_assignment]}
+            for m in g.members
+        ],
+    }
