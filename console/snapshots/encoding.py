@@ -34,7 +34,7 @@ class GroupPartitions:
     def runs(self) -> tuple[tuple[str, int, int] | tuple[str, tuple[int, ...]], ...]:
         """The partitions by topic, in order: (topic, first number, how many) for numbers that follow
         each other (a group reading a whole topic), else (topic, the numbers). What reads their
-        values from a pass's offsets a topic's array at a time (consumers_app.watching)."""
+        values from a pass's offsets a topic's array at a time (consumers_app.group_entries)."""
         if self._runs is None:
             runs: list[tuple[str, int, int] | tuple[str, tuple[int, ...]]] = []
             start, tps = 0, self.tps

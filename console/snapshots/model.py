@@ -186,7 +186,7 @@ def json_default(obj: Any) -> Any:
         return dict(zip(obj.brokers, obj.values(), strict=True))
     if isinstance(obj, TopicState):  # (orjson writes a dataclass, not a subclass of one (StoredTopic): as the TopicState it equals)
         return TopicState(obj.name, obj.internal, obj.partitions, obj.min_isr, obj.produce_rate)
-    json_value = getattr(type(obj), "json_value", None)  # (the apps' compact columns: consumers_app.watching)
+    json_value = getattr(type(obj), "json_value", None)  # (the apps' compact columns: consumers_app.lag_values)
     if json_value is not None:
         return json_value(obj)
     if isinstance(obj, Mapping):  # (a reading process's groups: parts.GroupsRead)
