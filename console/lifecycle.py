@@ -65,9 +65,9 @@ def tune_malloc() -> None:
     heaps (by default each thread that allocates gets one of its own, up to eight per core, and each
     keeps its free blocks), and every block of MMAP_THRESHOLD bytes or more mapped on its own, so
     that freeing it gives its pages back at once (by default the threshold rises to the largest
-    block freed, up to 32 MB, and a pass's arrays and answer tables were carved from the heap and
-    left it fragmented). At 300,000 partitions the watcher's process held 17 MB less at its peak, and
-    both processes 40 MB less at the end of a minute (bench/simulate.py, docs/benchmarks.md)."""
+    block freed, up to 32 MB, and a pass's arrays and answer tables are carved from the heap and
+    leave it fragmented). So a large cluster's passes leave the processes no bigger than what they
+    hold (bench/simulate.py measures it; figures in docs/benchmarks.md)."""
     global _libc
     with contextlib.suppress(OSError, AttributeError):
         if _libc is None:

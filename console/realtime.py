@@ -30,8 +30,8 @@ def group_send(group: str, message: dict[str, Any]) -> None:
     `async_to_sync` runs each call on a new loop: every broadcast (one a cycle) opened a connection
     of its own, and its handshake with a Redis older than 7.2 left a reference cycle of exceptions
     and connection objects that the watcher's collector frees only at its full collections
-    (console/watcher/memory.py settle_gc, ten minutes apart or more): 1,800 tracebacks in 300 s in the watcher; in a worker, one a
-    reassignment's progress message. TimeoutError after BROADCAST_TIMEOUT."""
+    (console/watcher/memory.py settle_gc, ten minutes apart or more): in the watcher one per cycle,
+    in a worker one per reassignment progress message. TimeoutError after BROADCAST_TIMEOUT."""
     global _loop
     with _loop_lock:
         if _loop is None:

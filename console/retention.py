@@ -1,7 +1,7 @@
 """Retention of the timeline tables (events, rebalances): rows older than a number of days go, and
-so do a cluster's oldest rows beyond a count. At 300,000 partitions with 1% changing per second the
-watcher writes about 3,000 events a second; kept for ever, the table (and its four indexes) grows
-without bound and every timeline query and insert slows with it.
+so do a cluster's oldest rows beyond a count. A large, busy cluster gives the watcher thousands of
+events a second; kept for ever, the table (and its four indexes) grows without bound and every
+timeline query and insert slows with it.
 
 Deleted in batches of ids, each its own statement, so no delete holds the database for long and
 the watcher's inserts go on between them. Run by Celery beat

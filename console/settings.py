@@ -55,7 +55,7 @@ CONSOLE_SESSION_MAX_AGE_SECONDS = env_int("CONSOLE_SESSION_MAX_AGE_SECONDS", 7 *
 SESSION_COOKIE_AGE = CONSOLE_SESSION_MAX_AGE_SECONDS
 
 # The watcher's processes (`manage.py watch`, its sampling process) serve no page: they do not load
-# daphne's web server (Twisted: 24 MB a process). CONSOLE_PROCESS=watcher is set for them.
+# daphne's web server (Twisted, a large import for a process that serves nothing). CONSOLE_PROCESS=watcher is set for them.
 WATCHER_PROCESS = env_str("CONSOLE_PROCESS", "") == "watcher"
 INSTALLED_APPS = [
     *([] if WATCHER_PROCESS else ["daphne"]),

@@ -28,17 +28,15 @@ log = logging.getLogger(__name__)
 
 # The live fragments are drawn in a thread of their own, not sync_to_async's one thread: Channels
 # closes old database connections in that thread before every message it hands any socket of the
-# process, so a redraw there (seconds at 300,000 partitions) held every socket's messages back.
+# process, so a long redraw there (a large cluster's) would hold every socket's messages back.
 _T = TypeVar("_T")
 _RENDERER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="live-fragments")
 
 
 # The last fragments drawn for each shared view (live.SHARED), cluster and params, with what they
-# were drawn from: the sockets of a process showing the same page get one drawing per version. (At
-# 300,000 partitions each further socket's drawing of a version took 9 ms for the overview, its
-# counts kept per version but its template drawn again, 0.3 ms for the topics and groups lists,
-# whose rows are kept: fifty open overviews took 0.45 s of the one render thread a version.) Only
-# the render thread reads and writes it.
+# were drawn from: the sockets of a process showing the same page get one drawing per version, so
+# the one render thread's work per version does not grow with the number of open tabs. Only the
+# render thread reads and writes it.
 _DRAWN: dict[tuple[live.Fragment, str, tuple[tuple[str, str], ...], tuple[Any, ...]],
              tuple[tuple[Any, ...], tuple[int | None, dict[str, str]]]] = {}
 DRAWN_KEPT = 256
@@ -135,8 +133,8 @@ class LiveConsumer(GuardedConsumer):
         """Redraw the view's fragments from the latest snapshot, beside the socket's messages: a
         broadcast that comes while a redraw runs asks for one more after it, however many come
         (the next one reads the latest version anyway). Redrawn once per broadcast in turn, a page
-        fell behind when a redraw took longer than the time between two (at 300,000 partitions a
-        broadcast a second; the socket's statuses and redraws 30 to 45 s late)."""
+        would fall further behind with every broadcast whenever a redraw takes longer than the time
+        between two."""
         if self._drawing is not None and not self._drawing.done():
             self._again = True
             return
