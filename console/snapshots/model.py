@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import orjson
 
@@ -16,8 +16,11 @@ from console.snapshots.encoding import CONTENT_OPTIONS, Commits, ReplicaSizes
 from console.snapshots.gc_pause import no_gc
 from console.snapshots.tallies import TopicTally
 
-if TYPE_CHECKING:
-    from console.snapshots.part_cache import TopicBytes
+
+class PartsCache(Protocol):
+    """What `Snapshot.content_bytes` asks of a cache of topics' stored parts (part_cache.TopicBytes)."""
+
+    def fragments(self, topics: dict[str, Any]) -> dict[str, orjson.Fragment]: ...
 
 
 @dataclass
@@ -230,7 +233,7 @@ class Snapshot:
         t = self.topics.get(topic)
         return t.partition(number) if t is not None else None
 
-    def content_bytes(self, topic_bytes: TopicBytes | None = None) -> bytes:
+    def content_bytes(self, topic_bytes: PartsCache | None = None) -> bytes:
         """Everything but the stamp, as JSON; equal bytes mean nothing changed. With `topic_bytes`,
         each topic already serialised (the same object as then) is not serialised again."""
         blank = replace(self, version=0, taken_at=None, checked_at=None, offsets_at=None, groups_at=None, quorum=None,
