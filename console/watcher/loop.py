@@ -45,6 +45,9 @@ GROUPS_ASKED_AGAIN = 30.0  # seconds before every group's part is asked for agai
 
 
 class ClusterWatcher(MetadataPolling):
+    """One cluster's watcher: each `cycle` polls (MetadataPolling), takes in what the sampling
+    passes merged (SampleMerging), publishes the snapshot, then its events."""
+
     def __init__(self, cluster: str, owner: str, gw: ClusterGateway | None = None, incremental: bool = True,
                  remote: bool = False, remote_gateway: GatewayFactory | None = None, events_thread: bool = False) -> None:
         """`gw`: what to ask Kafka through (default the cluster's gateway; the scale simulator
@@ -80,7 +83,7 @@ class ClusterWatcher(MetadataPolling):
         self.cycles_reused = 0
         self.cycles = 0
         self.published_at: float | None = None  # when the last cycle's snapshot went out (stored and broadcast)
-        super().__init__()
+        super().__init__()  # (what the polling and the merged samples keep)
 
     def load_previous(self) -> None:
         try:
