@@ -28,6 +28,8 @@ from django.conf import settings
 from kafka.admin import KafkaAdminClient
 from kafka.protocol.api_message import ApiMessage
 
+from console.gateway.types import TopicPartition
+
 MESSAGES = ("ConsumerGroupDescribe", "ShareGroupDescribe", "DescribeShareGroupOffsets", "AlterShareGroupOffsets",
             "DeleteShareGroupOffsets")
 
@@ -110,7 +112,7 @@ async def _by_coordinator(admin: KafkaAdminClient, group_ids: list[str]) -> dict
     return grouped
 
 
-def _assignment(raw: dict[str, Any] | None) -> list[tuple[str, int]]:
+def _assignment(raw: dict[str, Any] | None) -> list[TopicPartition]:
     if not raw:
         return []
     return sorted((t["topic_name"], p) for t in raw.get("topic_partitions") or [] for p in t["partitions"])
@@ -156,14 +158,14 @@ def describe(admin: KafkaAdminClient, group_ids: list[str], kind: str) -> dict[s
     return admin._manager.run(run)  # type: ignore[no-any-return]
 
 
-def share_group_offsets(admin: KafkaAdminClient, group_ids: list[str]) -> dict[str, dict[tuple[str, int], tuple[int, int]]]:
+def share_group_offsets(admin: KafkaAdminClient, group_ids: list[str]) -> dict[str, dict[TopicPartition, tuple[int, int]]]:
     """Start offset and lag of every partition a share group has state for (the share-partition start
     offset is the share group's equivalent of a committed offset; the lag is the broker's own figure,
     which leaves out records already acknowledged beyond the start). One request per coordinator."""
     request_class = classes()["DescribeShareGroupOffsetsRequest"]
 
-    async def run() -> dict[str, dict[tuple[str, int], tuple[int, int]]]:
-        found: dict[str, dict[tuple[str, int], tuple[int, int]]] = {}
+    async def run() -> dict[str, dict[TopicPartition, tuple[int, int]]]:
+        found: dict[str, dict[TopicPartition, tuple[int, int]]] = {}
         for node, ids in (await _by_coordinator(admin, group_ids)).items():
             group = request_class.DescribeShareGroupOffsetsRequestGroup  # type: ignore[attr-defined]
             request = request_class(groups=[group(group_id=gid, topics=None) for gid in ids])
@@ -184,7 +186,7 @@ def _raise_for(code: int, message: str | None, what: str) -> None:
         raise kp_errors.for_code(code)(f"{what}: {message or ''}".rstrip(": "))
 
 
-def alter_share_group_offsets(admin: KafkaAdminClient, group_id: str, offsets: dict[tuple[str, int], int]) -> dict[str, str]:
+def alter_share_group_offsets(admin: KafkaAdminClient, group_id: str, offsets: dict[TopicPartition, int]) -> dict[str, str]:
     """Set a share group's start offsets (the group must be empty). Returns the partitions Kafka
     refused, "topic-partition" -> error."""
     request_class = classes()["AlterShareGroupOffsetsRequest"]
