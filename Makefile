@@ -73,10 +73,10 @@ lint: setup
 	$(VENV)/bin/mypy .
 
 # The suite's three layers: unit (logic), web (pages, API and sockets in-process on a test Redis,
-# no Kafka) and integration (a real 3-node Kafka and the whole console). The Kafka-free layers run
-# beside the integration layer, which mostly waits on Kafka, with their own Redis, data and an empty
-# Kafka port range (their cluster "local" must not find the integration layer's brokers); their
-# output follows the integration layer's.
+# no Kafka) and integration (a real 3-node Kafka and the whole console). The integration layer
+# mostly waits on Kafka, so lint and the Kafka-free layers run beside it, with their own Redis, data
+# and an empty Kafka port range (their cluster "local" must not find the integration layer's
+# brokers); their output follows the integration layer's, and any failure fails `make test`.
 TEST_REDIS_PORT ?= 6391
 TEST_KAFKA_BASE_PORT ?= 29092
 TEST_VAR_DIR ?= $(CURDIR)/var/test
@@ -84,15 +84,16 @@ INTEGRATION_ENV = TEST_REDIS_PORT=$(TEST_REDIS_PORT) TEST_KAFKA_BASE_PORT=$(TEST
 KAFKA_FREE_ENV = TEST_REDIS_PORT=$$(($(TEST_REDIS_PORT) + 1)) TEST_KAFKA_BASE_PORT=$$(($(TEST_KAFKA_BASE_PORT) + 100)) \
   TEST_VAR_DIR=$(TEST_VAR_DIR)-kafka-free
 
-test: test-deps setup lint
+test: test-deps setup
 	@mkdir -p $(dir $(TEST_VAR_DIR))
 	@log=$(TEST_VAR_DIR)-kafka-free.log; start=$$(date +%s); \
-	$(KAFKA_FREE_ENV) $(PY) -m pytest tests/unit tests/web >$$log 2>&1 & free=$$!; \
+	{ $(MAKE) --no-print-directory lint; lint=$$?; $(KAFKA_FREE_ENV) $(PY) -m pytest tests/unit tests/web; layers=$$?; \
+	  [ $$lint = 0 ] && [ $$layers = 0 ]; } >$$log 2>&1 & free=$$!; \
 	trap 'kill -INT $$free 2>/dev/null' INT TERM; \
 	$(INTEGRATION_ENV) $(PY) -m pytest tests/integration; integration=$$?; \
 	wait $$free; kafka_free=$$?; \
-	echo "== suite: $$(( ($$(date +%s) - start) / 60 )) min; integration layer exit $$integration, unit and web exit $$kafka_free"; \
-	echo "== the unit and web layers, run beside the integration layer ($$log):"; cat $$log; \
+	echo "== suite: $$(( ($$(date +%s) - start) / 60 )) min; integration layer exit $$integration, lint, unit and web exit $$kafka_free"; \
+	echo "== lint and the unit and web layers, run beside the integration layer ($$log):"; cat $$log; \
 	[ $$integration = 0 ] && [ $$kafka_free = 0 ]
 
 # One layer at a time (no lint), e.g. `make test-unit`; pytest's options go in PYTEST_ARGS.
