@@ -17,7 +17,9 @@ from django.test import Client
 from tests.conftest import Stack, unique, wait_for
 from tests.support import Cluster
 
-pytestmark = pytest.mark.cluster
+# The socket tests run first (pytest-django puts transactional tests first), before any test has
+# started the session's Redis through the stack: they ask for it themselves.
+pytestmark = [pytest.mark.cluster, pytest.mark.usefixtures("redis_server")]
 
 TOTAL = 500_000
 PARTITIONS = 3
