@@ -178,10 +178,15 @@ CONSOLE_WS_RECHECK_SECONDS = env_float("CONSOLE_WS_RECHECK_SECONDS", 2.0, minimu
 CONSOLE_WS_MAX_SOCKETS_PER_USER = env_int("CONSOLE_WS_MAX_SOCKETS_PER_USER", 50, minimum=1)
 CONSOLE_WS_MAX_SCANS_PER_USER = env_int("CONSOLE_WS_MAX_SCANS_PER_USER", 3, minimum=1)
 CONSOLE_WS_MAX_TAILS_PER_USER = env_int("CONSOLE_WS_MAX_TAILS_PER_USER", 3, minimum=1)
+# Redis connections each web process's Channels layer holds at most, and seconds a call waits for a
+# free one (console/channel_layer.py): a reconnect storm waits its turn instead of failing.
+CONSOLE_CHANNEL_LAYER_MAX_CONNECTIONS = env_int("CONSOLE_CHANNEL_LAYER_MAX_CONNECTIONS", 50, minimum=2)
+CONSOLE_CHANNEL_LAYER_POOL_WAIT = env_float("CONSOLE_CHANNEL_LAYER_POOL_WAIT", 10.0, minimum=0.1)
 CHANNEL_LAYERS = {
     "default": {
-        "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [REDIS_URL], "capacity": 200, "expiry": 30},
+        "BACKEND": "console.channel_layer.WaitingRedisChannelLayer",
+        "CONFIG": {"hosts": [REDIS_URL], "capacity": 200, "expiry": 30,
+                   "max_connections": CONSOLE_CHANNEL_LAYER_MAX_CONNECTIONS, "pool_wait": CONSOLE_CHANNEL_LAYER_POOL_WAIT},
     }
 }
 

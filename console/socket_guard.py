@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 CLOSE_SIGNED_OUT = 4401
 CLOSE_NOT_ALLOWED = 4403
 CLOSE_LIMIT = 4429  # (as HTTP's 429: too many for this user)
+CLOSE_TRY_AGAIN = 1013  # (RFC 6455's "try again later": the page reconnects after a while)
 
 
 @dataclass(frozen=True)
@@ -121,6 +122,10 @@ class GuardedConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
     async def send(self, text_data: str | None = None, bytes_data: bytes | None = None, close: bool = False) -> None:
         if not self._guard_shut:  # (nothing more after the closing sentence)
             await super().send(text_data, bytes_data, close)
+
+    async def refuse_for_now(self, verdict: Verdict) -> None:
+        """Close an accepted socket with the verdict's sentence, giving back what guard_open() took."""
+        await self._guard_close(verdict)
 
     async def _guard_close(self, verdict: Verdict) -> None:
         if self._guard_shut:

@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar, cast
 from urllib.parse import parse_qsl
 
+import redis
 from asgiref.sync import sync_to_async
 from django.db import close_old_connections
 
@@ -21,9 +22,12 @@ from console.access import event_visible
 from console.auth import access_for, may, viewing
 from console.errors import ConsoleError
 from console.realtime import cluster_group
-from console.socket_guard import GuardedConsumer
+from console.socket_guard import CLOSE_TRY_AGAIN, GuardedConsumer, Verdict
 
 log = logging.getLogger(__name__)
+
+LIVE_UNAVAILABLE = Verdict(CLOSE_TRY_AGAIN, "Live updates are unavailable for now (Redis cannot be reached): this page "
+                                            "tries again by itself and shows the last state it received meanwhile.")
 
 
 # The live fragments are drawn in a thread of their own, not sync_to_async's one thread: Channels
@@ -86,7 +90,15 @@ class LiveConsumer(GuardedConsumer):
             return
         if not await self.guard_open():
             return
-        await self.channel_layer.group_add(cluster_group(self.cluster), self.channel_name)
+        try:
+            await self.channel_layer.group_add(cluster_group(self.cluster), self.channel_name)
+        except (redis.RedisError, OSError):
+            # Redis is away (or every connection stayed busy past the pool's wait): the page is told
+            # so and tries again later (console.js reconnects on any code but 4401 and 4403).
+            log.warning("could not join the live updates of %s in Redis", self.cluster, exc_info=True)
+            await self.accept()
+            await self.refuse_for_now(LIVE_UNAVAILABLE)
+            return
         await self.accept()
 
     def still_allowed(self, user: Any) -> bool:
@@ -108,7 +120,10 @@ class LiveConsumer(GuardedConsumer):
         if drawing is not None:
             drawing.cancel()
         if hasattr(self, "cluster"):
-            await self.channel_layer.group_discard(cluster_group(self.cluster), self.channel_name)
+            try:
+                await self.channel_layer.group_discard(cluster_group(self.cluster), self.channel_name)
+            except (redis.RedisError, OSError):  # (the group's members age out: channels_redis's group_expiry)
+                log.warning("could not leave the live updates of %s in Redis", self.cluster, exc_info=True)
 
     async def cluster_update(self, message: dict[str, Any]) -> None:
         """Sent by the watcher after every cycle; `changed` says whether the content moved."""

@@ -82,7 +82,8 @@
       // 4401 signed out, 4403 no longer allowed: the banner holds the server's sentence and the page stops
       // trying; 4429, too many sockets for this user: tried again slowly, as one may have closed meanwhile.
       if (ev.code === 4401 || ev.code === 4403) { stateEl.textContent = "closed"; return; }
-      var wait = ev.code === 4429 ? 30000 : delay;
+      // Spread over half to one and a half times the delay: the pages of a restarted web process do not all come back at once.
+      var wait = ev.code === 4429 ? 30000 : delay * (0.5 + Math.random());
       setTimeout(function () { connect(Math.min(delay * 2, 10000)); }, wait);
     };
   }
