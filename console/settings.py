@@ -6,9 +6,9 @@ import secrets
 from datetime import timedelta
 from pathlib import Path
 
-import dj_database_url
 import plotly
 
+from console.database import database_settings
 from console.env import env_bool, env_choice, env_float, env_int, env_list, env_str
 from console.gateway.config import load_clusters
 from console.private import private_dir, write_private
@@ -115,15 +115,8 @@ TEMPLATES = [
     },
 ]
 
-DATABASES = {
-    "default": dj_database_url.parse(
-        env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'console.sqlite3'}"), conn_max_age=60
-    )
-}
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # The watcher writes while the web reads: wait for locks rather than fail.
-    DATABASES["default"]["OPTIONS"] = {"timeout": 20, "init_command": "PRAGMA journal_mode=WAL;"}
-    DATABASES["default"]["CONN_MAX_AGE"] = 0
+# SQLite by default; on PostgreSQL a bounded connection pool per process (console/database.py).
+DATABASES = {"default": database_settings(f"sqlite:///{VAR_DIR / 'console.sqlite3'}")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -23,6 +23,9 @@ from tests.support import (
     wait_for,
 )
 
+# TEST_DATABASE=postgres: the session's own PostgreSQL server, started and removed by this plugin.
+pytest_plugins = ["tests.postgres_session"]
+
 __all__ = ["OUTPUT", "PASSWORD", "Stack", "kafka_tool", "unique", "wait_for"]
 
 

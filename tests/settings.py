@@ -17,6 +17,11 @@ os.environ.update(
 for name in [n for n in os.environ if n.startswith("KAFKA_") or n in {"DATABASE_URL", "CELERY_BROKER_URL"}]:
     if name != "KAFKA_REQUEST_TIMEOUT":
         del os.environ[name]
+if os.environ.get("TEST_DATABASE", "sqlite") == "postgres":
+    # The session's own PostgreSQL (tests/postgres.py starts it), for this process and the stack's.
+    from tests.postgres import URL as _POSTGRES_URL
+
+    os.environ["DATABASE_URL"] = _POSTGRES_URL
 
 from console.settings import *  # noqa: E402,F403
 

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 import requests
 
 from console.devcluster import DevCluster
+from tests import postgres
 
 ROOT = Path(__file__).resolve().parent.parent
 # A second suite (a helper's, say) can run beside this one with its own ports and data:
@@ -193,6 +194,8 @@ def running_stack(cluster: Cluster) -> Iterator[Stack]:
     for name in ("stack.sqlite3", "console.sqlite3"):
         for suffix in ("", "-wal", "-shm"):
             Path(str(TEST_VAR / name) + suffix).unlink(missing_ok=True)
+    if postgres.ENABLED:
+        postgres.recreate()
     manage("migrate", "-v0")
     stack = Stack(f"http://127.0.0.1:{free_port()}", cluster)
     for role in ("viewer", "operator", "admin"):
