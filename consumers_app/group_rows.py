@@ -4,7 +4,7 @@ group's summary row and its detail (lag and owner per partition)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from itertools import islice
 from typing import Any
@@ -45,8 +45,14 @@ def split_key(key: str) -> tuple[str, int]:
     return topic, int(partition)
 
 
-def end_offsets(snap: Snapshot) -> dict[tuple[str, int], int | None]:
-    return {(t.name, p.partition): p.end_offset for t in snap.topics.values() for p in t.partitions}
+def end_offsets(snap: Snapshot, names: Iterable[str] | None = None) -> dict[tuple[str, int], int | None]:
+    """(topic, partition) -> end offset, of the topics named (None: of every topic). A group's
+    answer names its own topics: the whole cluster's would parse and walk every topic a version
+    changed for one group's rows."""
+    if names is None:
+        return {(t.name, p.partition): p.end_offset for t in snap.topics.values() for p in t.partitions}
+    topics = snap.topics
+    return {(name, n): end for name in names if (t := topics.get(name)) is not None for n, end in t.end_offsets().items()}
 
 
 def _lag(g: GroupState, tp: tuple[str, int], offset: int | None, end: int | None) -> int | None:
@@ -60,12 +66,13 @@ def _lag(g: GroupState, tp: tuple[str, int], offset: int | None, end: int | None
 
 def partition_rows(snap: Snapshot, g: GroupState, ends: dict[tuple[str, int], int | None] | None = None) -> list[dict[str, Any]]:
     """Per partition the group committed or is assigned: committed, end, lag (None = unknown), owner."""
-    ends = end_offsets(snap) if ends is None else ends
     owners = {(a[0], a[1]): m for m in g.members for a in m.assignment}
     committed = {split_key(k): v for k, v in g.offsets.items()}
+    keys = sorted(committed.keys() | owners.keys())
+    ends = end_offsets(snap, {tp[0] for tp in keys}) if ends is None else ends
     evaluated = g.lag_of()
     rows = []
-    for tp in sorted(committed.keys() | owners.keys()):
+    for tp in keys:
         end = ends.get(tp)
         offset = committed.get(tp)
         owner = owners.get(tp)
@@ -98,7 +105,7 @@ class _Ends:
         ends = self.of_text.get(topic)
         if ends is None:
             t = self.topics.get(topic)
-            ends = self.of_text[topic] = {} if t is None else {str(p.partition): p.end_offset for p in t.partitions}
+            ends = self.of_text[topic] = {} if t is None else {str(n): end for n, end in t.end_offsets().items()}
         return ends
 
 
@@ -119,6 +126,9 @@ def group_rows(snap: Snapshot) -> list[dict[str, Any]]:
     made = _made.get(snap.cluster, {})
     if len(made) > len(snap.groups):  # (groups gone since)
         _made[snap.cluster] = {gid: made[gid] for gid in snap.groups if gid in made}
+    plans = _plans.get(snap.cluster, {})
+    if len(plans) > len(snap.groups):
+        _plans[snap.cluster] = {gid: plans[gid] for gid in snap.groups if gid in plans}
     _rows_cache[snap.cluster] = (key, rows)
     return rows
 
@@ -144,48 +154,74 @@ def group_row(snap: Snapshot, g: GroupState, ends: _Ends | None = None) -> dict[
     return row
 
 
+class _Plan:
+    """What a group's summary row is made of that the group alone says (its fields, its partitions by
+    topic with their committed offsets and the lags Kafka reports), kept while the group is the same
+    object: a version that moves its topics' end offsets only (most versions, for most groups)
+    costs the row the lag arithmetic alone."""
+
+    __slots__ = ("by_topic", "group", "head", "tail")
+
+    def __init__(self, g: GroupState) -> None:
+        keys = set(g.offsets)
+        for m in g.members:
+            keys.update(f"{a[0]}:{a[1]}" for a in m.assignment)
+        committed, reported = g.offsets, g.broker_lag
+        by_topic: dict[str, list[tuple[str, int | None, int | None]]] = {}
+        for key in keys:
+            topic, _, partition = key.rpartition(":")
+            by_topic.setdefault(topic, []).append((partition, committed.get(key), reported.get(key)))
+        time_lags = [s for k, s in zip(g.lag_keys, g.lag_seconds, strict=True) if s is not None and k in keys]
+        self.group = g
+        self.by_topic = list(by_topic.items())
+        self.head = {
+            "group": g.group_id,
+            "state": g.state,
+            "protocol_type": g.protocol_type,
+            "group_type": g.group_type,
+            "assignor": g.assignor,
+            "generation": g.generation,
+            "error": g.error,
+            "members": len(g.members),
+            "coordinator": g.coordinator,
+            "topics": sorted(by_topic),
+            "partitions": len(keys),
+        }
+        self.tail = {"time_lag": max(time_lags, default=None), "status": getattr(g, "status", None)}
+
+
+# Per cluster, per group: its row's plan, of the GroupState it was made from.
+_plans: dict[str, dict[str, _Plan]] = {}
+
+
+def _plan(snap: Snapshot, g: GroupState) -> _Plan:
+    plans = _plans.setdefault(snap.cluster, {})
+    plan = plans.get(g.group_id)
+    if plan is None or plan.group is not g:
+        plan = plans[g.group_id] = _Plan(g)
+    return plan
+
+
 def _group_row(snap: Snapshot, g: GroupState, ends: _Ends) -> dict[str, Any]:
     """The group's summary: what `partition_rows` gives summed up, without a row per partition (a
     lag sort makes one for every group of a version, so it stays a single pass over the keys)."""
-    keys = set(g.offsets)
-    for m in g.members:
-        keys.update(f"{a[0]}:{a[1]}" for a in m.assignment)
-    committed, reported = g.offsets, g.broker_lag
-    topics: set[str] = set()
+    plan = _plan(snap, g)
     total = unknown = 0
     top: int | None = None
-    for key in keys:
-        topic, _, partition = key.rpartition(":")
-        topics.add(topic)
-        lag = reported.get(key)
-        if lag is None:
-            offset = committed.get(key)
-            end = ends.of(topic).get(partition) if offset is not None else None
-            if end is None or offset is None:
-                unknown += 1
-                continue
-            lag = max(0, end - offset)
-        total += lag
-        top = lag if top is None or lag > top else top
-    time_lags = [s for k, s in zip(g.lag_keys, g.lag_seconds, strict=True) if s is not None and k in keys]
-    return {
-        "group": g.group_id,
-        "state": g.state,
-        "protocol_type": g.protocol_type,
-        "group_type": g.group_type,
-        "assignor": g.assignor,
-        "generation": g.generation,
-        "error": g.error,
-        "members": len(g.members),
-        "coordinator": g.coordinator,
-        "topics": sorted(topics),
-        "partitions": len(keys),
-        "unknown_lag_partitions": unknown,
-        "total_lag": total,
-        "max_lag": 0 if top is None else top,
-        "time_lag": max(time_lags, default=None),
-        "status": getattr(g, "status", None),
-    }
+    for topic, entries in plan.by_topic:
+        of = ends.of(topic)
+        for partition, offset, lag in entries:
+            if lag is None:
+                end = of.get(partition) if offset is not None else None
+                if end is None or offset is None:
+                    unknown += 1
+                    continue
+                lag = end - offset if end > offset else 0
+            total += lag
+            if top is None or lag > top:
+                top = lag
+    return {**plan.head, "unknown_lag_partitions": unknown, "total_lag": total, "max_lag": 0 if top is None else top,
+            **plan.tail}
 
 
 @dataclass

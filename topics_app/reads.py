@@ -207,8 +207,12 @@ def _row(snap: Snapshot, t: TopicState, tally: TopicTally | None = None) -> dict
 def topic_summary(snap: Snapshot, name: str) -> dict[str, Any]:
     """A topic's row of the topics list, also for a topic only Kafka knows yet (see `topic`)."""
     t = topic(snap, name)
-    if snap.topics.get(name) is t:
-        return next(r for r in topic_rows(snap) if r["name"] == name)
+    held = _rows_cache.get(snap.cluster)
+    seen = held[2].get(name) if held is not None else None
+    # (the list's row while the topic and its groups are what it was made from: one topic's answer
+    # never makes the whole list's rows)
+    if seen is not None and seen[0] is t and seen[1] == snap.topic_groups.get(name, []):
+        return seen[2]
     return _row(snap, t)
 
 
@@ -242,7 +246,7 @@ def topic_group_lags(snap: Snapshot, name: str, visible: Callable[[str], bool] |
     over the partitions they committed; a partition assigned but never committed is 'unknown'.
     `visible`: the group ids the user may see (None: all)."""
     t = topic(snap, name)
-    ends = {p.partition: p.end_offset for p in t.partitions}
+    ends = t.end_offsets()
     rows = []
     for gid in snap.topic_groups.get(name, []):
         g = snap.groups.get(gid)

@@ -84,6 +84,8 @@ class TopicState:
 
     # The tally stored with the topic's part (a StoredTopic's), None when it is to be made (`TopicTally.of`).
     stored_tally: ClassVar[TopicTally | None] = None
+    # Its partitions' end offsets stored with its part (number, end, ...; a StoredTopic's), None: read its partitions.
+    stored_ends: ClassVar[list[int | None] | None] = None
 
     @property
     def replication_factor(self) -> int:
@@ -106,6 +108,15 @@ class TopicState:
             "under_min_isr": sum(p.under_min_isr(self.min_isr) for p in self.partitions),
         }
 
+
+    def end_offsets(self) -> dict[int, int | None]:
+        """Partition number -> end offset; a topic read from the store gives them from the summary
+        stored with it, without parsing its partitions (a group's lag needs no more of its topics)."""
+        flat = self.stored_ends
+        if flat is not None:
+            each = iter(flat)
+            return dict(zip(each, each))  # type: ignore[arg-type]  # noqa: B905 - (pairs of one list: the same iterator twice)
+        return {p.partition: p.end_offset for p in self.partitions}
 
     def partition(self, number: int) -> PartitionState | None:
         for p in self.partitions:

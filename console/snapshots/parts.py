@@ -102,8 +102,10 @@ def _pairs(flat: list[int]) -> dict[int, int]:
 
 
 def topic_summary(t: TopicState, tally: TopicTally, before: TopicTally | None = None, part: bytes | None = None) -> bytes:
-    """What a topic's stored part says before its partitions (`topic_part`): its own fields and its
-    tally, as one JSON array (StoredTopic.of_part reads it).
+    """What a topic's stored part says before its partitions (`topic_part`): its own fields, its
+    tally and its partitions' end offsets (number, end, ...), as one JSON array (StoredTopic.of_part
+    reads it): a group's lag needs only the end offsets of its topics, and parsing their partitions
+    for them made each version's group rows cost most of a groups list sorted by lag.
 
     Given the tally `before` and the part it was stored with, the JSON of those of the tally's three
     brokers' dicts that are the same dicts as `before`'s is copied from that part rather than
@@ -120,8 +122,9 @@ def topic_summary(t: TopicState, tally: TopicTally, before: TopicTally | None = 
             if dicts[i] is old:
                 made[i] = part[start:end]
             end = start - 1
+    ends = [x for p in t.partitions for x in (p.partition, p.end_offset)]
     head = orjson.dumps([t.name, t.internal, t.min_isr, t.produce_rate, tally.partitions, tally.under_replicated,
-                         tally.offline, tally.under_min_isr, tally.replication_factor, tally.size, tally.messages])
+                         tally.offline, tally.under_min_isr, tally.replication_factor, tally.size, tally.messages, ends])
     made = [m if m is not None else orjson.dumps(_flat(d)) for m, d in zip(made, dicts, strict=True)]
     return b"".join((head[:-1], b",", made[0], b",", made[1], b",", made[2], b"]"))  # type: ignore[arg-type]
 
@@ -160,8 +163,8 @@ class StoredTopic(TopicState):
         s = orjson.loads(memoryview(raw)[5:end])
         t = cls.__new__(cls)
         try:
-            t.__dict__.update(name=s[0], internal=s[1], min_isr=s[2], produce_rate=s[3], part=raw,
-                              stored_tally=TopicTally(s[4], s[5], s[6], s[7], _pairs(s[11]), _pairs(s[12]), _pairs(s[13]),
+            t.__dict__.update(name=s[0], internal=s[1], min_isr=s[2], produce_rate=s[3], part=raw, stored_ends=s[11],
+                              stored_tally=TopicTally(s[4], s[5], s[6], s[7], _pairs(s[12]), _pairs(s[13]), _pairs(s[14]),
                                                       s[8], s[9], s[10]))
         except (TypeError, KeyError, IndexError) as exc:
             raise ValueError(f"a topic's stored summary is not one this version writes ({exc})") from exc
@@ -178,9 +181,10 @@ class StoredTopic(TopicState):
 # (the content without its topics and groups, each topic's JSON under "t:<name>" and each group's under "g:<id>")
 ContentParts = tuple[bytes, dict[str, bytes]]
 TOPIC_PART, GROUP_PART = "t:", "g:"
-# In the header: stored in parts, groups apart, topics with their summaries (`topic_part`); a header
-# without it, or with an earlier one, is from an older version (read as none until the watcher rewrites it).
-PARTS_FORMAT = 3
+# In the header: stored in parts, groups apart, topics with their summaries (`topic_part`, with their
+# end offsets); a header without it, or with an earlier one, is from an older version (read as none
+# until the watcher rewrites it).
+PARTS_FORMAT = 4
 
 
 class HeldGroup:
