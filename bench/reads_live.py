@@ -16,8 +16,9 @@ middleware and templates, no network) asks in turn, `--gap` seconds apart, each 
 - the groups sorted by lag (the API, descending total lag),
 - the topics list page and its API,
 
-and prints one JSON line with each one's median and p99 in milliseconds (and those of the answers
-that were the first of their kind after a new version: what the version's change costs them).
+and prints one JSON line with each one's median and p99 in milliseconds, wall and this thread's CPU
+(the machine's other work moves the first, hardly the second), and the median of the answers that
+were the first of their kind after a new version (what the version's change costs them).
 `--profile NAME` prints where that answer spends its time over the run instead.
 """
 
@@ -67,10 +68,9 @@ def main() -> None:
     finally:
         child.send_signal(signal.SIGINT)  # (its Redis and model server stopped on the way out)
         try:
-            out, _ = child.communicate(timeout=60)
+            child.communicate(timeout=60)
         except subprocess.TimeoutExpired:
             child.kill()
-            out = ""
     print(json.dumps(result), flush=True)
 
 
@@ -134,6 +134,7 @@ def measure(args: argparse.Namespace, child: subprocess.Popen[str]) -> dict[str,
         response = client.get(make())
         assert response.status_code == 200, (make(), response.status_code)
     times: dict[str, list[float]] = {name: [] for name in asks}
+    cpu: dict[str, list[float]] = {name: [] for name in asks}  # (this thread's CPU: what the machine's other work does not move)
     after_new: dict[str, list[float]] = {name: [] for name in asks}
     version_seen: dict[str, int] = {}
     versions: set[int] = set()
@@ -145,9 +146,10 @@ def measure(args: argparse.Namespace, child: subprocess.Popen[str]) -> dict[str,
             timed = profile is not None and name == args.profile
             if timed:
                 profile.enable()  # type: ignore[union-attr]
-            started = time.perf_counter()
+            started, cpu_started = time.perf_counter(), time.thread_time()
             response = client.get(url)
             took = time.perf_counter() - started
+            cpu[name].append(time.thread_time() - cpu_started)
             if timed:
                 profile.disable()  # type: ignore[union-attr]
             if response.status_code != 200:
@@ -166,7 +168,9 @@ def measure(args: argparse.Namespace, child: subprocess.Popen[str]) -> dict[str,
     for name in asks:
         ms = [t * 1000 for t in times[name]]
         first_ms = [t * 1000 for t in after_new[name]]
+        cpu_ms = [t * 1000 for t in cpu[name]]
         out[name] = {"n": len(ms), "median_ms": round(statistics.median(ms), 2), "p99_ms": quantile(ms, 0.99),
+                     "cpu_median_ms": round(statistics.median(cpu_ms), 2), "cpu_p99_ms": quantile(cpu_ms, 0.99),
                      "after_new_version_median_ms": round(statistics.median(first_ms), 2) if first_ms else None}
     if profile is not None:
         print(f"--- {args.profile}", file=sys.stderr)
