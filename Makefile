@@ -10,7 +10,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_RUN := redis-server default-jdk-headless maven python3-venv
 APT_TEST := chromium
 
-.PHONY: run test test-unit test-web test-integration setup system-deps test-deps venv kafka-jars spark-jars lint migrate clean stop bench
+.PHONY: run test test-unit test-web test-web-postgres test-integration setup system-deps test-deps venv kafka-jars spark-jars lint migrate clean stop bench
 
 setup: system-deps venv kafka-jars spark-jars
 
@@ -34,6 +34,9 @@ test-deps: system-deps
 	@test -x /usr/sbin/slapd || { echo "installing Debian slapd"; \
 	  echo "slapd slapd/no_configuration boolean true" | $(SUDO) debconf-set-selections; \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq slapd >/dev/null; }
+	@# `make test` runs the web layer on PostgreSQL too: tests/postgres.py starts a server of its own from Debian's binaries.
+	@ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || { echo "installing Debian postgresql"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq postgresql >/dev/null; }
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: requirements.txt
@@ -88,13 +91,19 @@ test: test-deps setup
 	@mkdir -p $(dir $(TEST_VAR_DIR))
 	@log=$(TEST_VAR_DIR)-kafka-free.log; start=$$(date +%s); \
 	{ $(MAKE) --no-print-directory lint; lint=$$?; $(KAFKA_FREE_ENV) $(PY) -m pytest tests/unit tests/web; layers=$$?; \
+	  $(if $(filter postgres,$(TEST_DATABASE)),,TEST_DATABASE=postgres $(KAFKA_FREE_ENV) $(PY) -m pytest tests/web || layers=1;) \
 	  [ $$lint = 0 ] && [ $$layers = 0 ]; } >$$log 2>&1 & free=$$!; \
 	trap 'kill -INT $$free 2>/dev/null' INT TERM; \
 	$(INTEGRATION_ENV) $(PY) -m pytest tests/integration; integration=$$?; \
 	wait $$free; kafka_free=$$?; \
-	echo "== suite: $$(( ($$(date +%s) - start) / 60 )) min; integration layer exit $$integration, lint, unit and web exit $$kafka_free"; \
+	echo "== suite: $$(( ($$(date +%s) - start) / 60 )) min; integration layer exit $$integration, lint, unit and web (and web on PostgreSQL) exit $$kafka_free"; \
 	echo "== lint and the unit and web layers, run beside the integration layer ($$log):"; cat $$log; \
 	[ $$integration = 0 ] && [ $$kafka_free = 0 ]
+
+# The web layer on PostgreSQL (a server of its own, tests/postgres.py), as `make test` runs it beside
+# the others; TEST_DATABASE=postgres runs any layer, or the whole suite, on PostgreSQL.
+test-web-postgres: test-deps setup
+	TEST_DATABASE=postgres $(INTEGRATION_ENV) $(PY) -m pytest tests/web $(PYTEST_ARGS)
 
 # One layer at a time (no lint), e.g. `make test-unit`; pytest's options go in PYTEST_ARGS.
 test-unit test-web test-integration: test-deps setup
