@@ -19,7 +19,7 @@ middleware and templates, no network) asks in turn, `--gap` seconds apart, each 
 and prints one JSON line with each one's median and p99 in milliseconds, wall and this thread's CPU
 (the machine's other work moves the first, hardly the second), and the median of the answers that
 were the first of their kind after a new version (what the version's change costs them).
-`--profile NAME` prints where that answer spends its time over the run instead.
+`--profile NAME` (or `all`) also prints where that answer spends its time over the run.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def main() -> None:
     parser.add_argument("--offsets-interval", type=float, default=1.0, help="the watcher's WATCHER_OFFSETS_INTERVAL")
     parser.add_argument("--seconds", type=float, default=60, help="seconds of timed requests")
     parser.add_argument("--gap", type=float, default=0.02, help="seconds between two requests")
-    parser.add_argument("--profile", default="", help="profile this answer (one of the names printed) over the run")
+    parser.add_argument("--profile", default="", help="profile this answer (one of the names printed, or all) over the run")
     args = parser.parse_args()
     budget = args.seconds + 1200  # (the child's warm-up: its model, first cycle and first passes)
     env = {**os.environ, "WATCHER_OFFSETS_INTERVAL": str(args.offsets_interval)}
@@ -128,8 +128,8 @@ def measure(args: argparse.Namespace, child: subprocess.Popen[str]) -> dict[str,
         "topics_page": lambda: f"/clusters/{CLUSTER}/topics/",
         "topics_api": lambda: f"{api}/topics/",
     }
-    if args.profile and args.profile not in asks:
-        raise SystemExit(f"--profile: one of {', '.join(asks)}")
+    if args.profile and args.profile not in asks and args.profile != "all":
+        raise SystemExit(f"--profile: all, or one of {', '.join(asks)}")
     for make in asks.values():  # (each answer once: what a web process does once after it starts)
         response = client.get(make())
         assert response.status_code == 200, (make(), response.status_code)
@@ -143,7 +143,7 @@ def measure(args: argparse.Namespace, child: subprocess.Popen[str]) -> dict[str,
     while time.monotonic() < end:
         for name, make in asks.items():
             url = make()
-            timed = profile is not None and name == args.profile
+            timed = profile is not None and args.profile in (name, "all")
             if timed:
                 profile.enable()  # type: ignore[union-attr]
             started, cpu_started = time.perf_counter(), time.thread_time()
