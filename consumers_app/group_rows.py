@@ -147,7 +147,7 @@ def group_row(snap: Snapshot, g: GroupState, ends: _Ends | None = None) -> dict[
         if all(a is b for a, b in zip(depends, seen[2], strict=True)):
             return seen[3]
     else:
-        names = g.topics()
+        names = _plan(snap, g).head["topics"]  # (g.topics(), from the plan its row is made of)
         depends = [topics.get(n) for n in names]
     row = _group_row(snap, g, _Ends(snap) if ends is None else ends)
     made[g.group_id] = (g, names, depends, row)
