@@ -174,7 +174,7 @@ class _Plan:
         time_lags = [s for k, s in zip(g.lag_keys, g.lag_seconds, strict=True) if s is not None and k in keys]
         self.group = g
         self.by_topic = list(by_topic.items())
-        self.head = {
+        self.head: dict[str, Any] = {
             "group": g.group_id,
             "state": g.state,
             "protocol_type": g.protocol_type,
@@ -187,7 +187,7 @@ class _Plan:
             "topics": sorted(by_topic),
             "partitions": len(keys),
         }
-        self.tail = {"time_lag": max(time_lags, default=None), "status": getattr(g, "status", None)}
+        self.tail: dict[str, Any] = {"time_lag": max(time_lags, default=None), "status": getattr(g, "status", None)}
 
 
 # Per cluster, per group: its row's plan, of the GroupState it was made from.

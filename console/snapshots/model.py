@@ -210,6 +210,8 @@ def json_default(obj: Any) -> Any:
 
 # What a stored group may hold (a snapshot stored by an earlier version may hold fields no longer kept).
 _GROUP_FIELDS = frozenset(f.name for f in fields(GroupState))
+_MEMBER_FIELDS = frozenset(f.name for f in fields(MemberState))
+_MEMBER_COUNT = len(_MEMBER_FIELDS)
 
 
 @dataclass
@@ -406,7 +408,17 @@ def partition_from_dict(p: dict[str, Any]) -> PartitionState:
 
 
 def group_from_dict(g: dict[str, Any]) -> GroupState:
-    return GroupState(**{**{k: v for k, v in g.items() if k in _GROUP_FIELDS}, "members": [MemberState(**m) for m in g["members"]]})
+    """A group from its JSON. Its fields are given in order, not by name, when it holds every field
+    and no other (as this version writes it), which is several times faster: web processes parse
+    every group a version changed for the groups list sorted by lag."""
+    members = [MemberState(m["member_id"], m["client_id"], m["host"], m["assignment"], m["instance_id"], m["epoch"],
+                           m["target_assignment"]) if len(m) == _MEMBER_COUNT and m.keys() == _MEMBER_FIELDS
+               else MemberState(**m) for m in g["members"]]
+    if len(g) != len(_GROUP_FIELDS) or g.keys() != _GROUP_FIELDS:
+        return GroupState(**{**{k: v for k, v in g.items() if k in _GROUP_FIELDS}, "members": members})
+    return GroupState(g["group_id"], g["state"], g["protocol_type"], g["group_type"], g["assignor"], members, g["offsets"],
+                      g["coordinator"], g["generation"], g["broker_lag"], g["error"], g["status"], g["time_lag"], g["lag_keys"],
+                      g["lag_status"], g["lag_seconds"])
 
 
 def _quorum(quorum: dict[str, Any] | None) -> QuorumState | None:
