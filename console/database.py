@@ -9,6 +9,7 @@ pool when it ends; one that finds the pool taken waits up to DATABASE_POOL_TIMEO
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import dj_database_url
@@ -29,6 +30,8 @@ def database_settings(default_url: str) -> dict[str, Any]:
         # The watcher writes while the web reads: wait for locks rather than fail.
         options.update(timeout=20, init_command="PRAGMA journal_mode=WAL;")
     elif config["ENGINE"] == POSTGRESQL:
+        # Each process's connections carry its process id: pg_stat_activity tells whose they are.
+        options.setdefault("application_name", f"kafka-console {os.getpid()}")
         pool = pool_options()
         if pool is not None:
             options["pool"] = pool
