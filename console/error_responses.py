@@ -9,9 +9,11 @@ is shown again with its error beside what was typed takes its sentence and statu
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
+from django.db import OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from rest_framework.response import Response
@@ -19,6 +21,7 @@ from rest_framework.response import Response
 from console.errors import ConsoleError
 
 FAILED = "The console failed to answer this request; the error is in its log."
+DATABASE_UNAVAILABLE = "The console's database is unreachable or busy; try again in a moment."
 
 
 def status(exc: BaseException) -> int:
@@ -91,6 +94,9 @@ def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
 
 def server_error(request: HttpRequest) -> HttpResponse:
     # Written out, not rendered from a template: the template (or what it reads) may be what failed.
+    # A database that is down, or whose connections this process's pool has all lent out, passes:
+    # it is said as such, with 503, so that a client tries again rather than report a fault.
+    sentence, code = (DATABASE_UNAVAILABLE, 503) if isinstance(sys.exc_info()[1], OperationalError) else (FAILED, 500)
     if is_api(request):
-        return JsonResponse({"detail": FAILED}, status=500)
-    return HttpResponse(f"<h1>Server error</h1><p>{FAILED}</p>", status=500)
+        return JsonResponse({"detail": sentence}, status=code)
+    return HttpResponse(f"<h1>Server error</h1><p>{sentence}</p>", status=code)

@@ -70,3 +70,21 @@ def test_a_socket_error_carries_the_pages_message_type_and_the_request_ids() -> 
     assert error_responses.socket_error(BadParameter("Bad 'limit'."), "error", id=7) == {
         "type": "error", "id": 7, "message": "Bad 'limit'."}
     assert error_responses.socket_error(NoSnapshot("a"), "notice")["type"] == "notice"
+
+
+def test_a_database_down_or_out_of_pooled_connections_answers_503_with_a_sentence_on_pages_and_the_api(client_as, monkeypatch):
+    from django.contrib.sessions.backends.db import SessionStore
+    from django.db import OperationalError
+
+    client = client_as("viewer")
+    client.raise_request_exception = False
+
+    def refused(self):
+        raise OperationalError("couldn't get a connection after 10.00 sec")
+
+    monkeypatch.setattr(SessionStore, "load", refused)
+    api = client.get("/api/v1/clusters/")
+    assert api.status_code == 503 and api.json() == {"detail": error_responses.DATABASE_UNAVAILABLE}
+    page = client.get("/clusters/")
+    assert page.status_code == 503 and error_responses.DATABASE_UNAVAILABLE in page.content.decode()
+    assert "couldn't get a connection" not in page.content.decode()
