@@ -151,6 +151,10 @@ class RemoteSampler:
         if self._process is not None and self._process.is_alive():
             if self._sent is None or time.monotonic() - self._heard_at < limit:
                 return True
+            if self._conn.poll(0):
+                # A message waits unread: the child worked, the watcher was slow to read (a loaded
+                # machine); `receive` takes it in, and the child is judged by its own silence only.
+                return True
             # Given work and silent for that long: hung (a native client library can deadlock); a
             # new process is better than offsets and lag frozen without a word.
             log.warning("the sampling process of %s sent nothing for %.0f s; stopping it", self.cluster,
