@@ -20,6 +20,8 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
+import tests.workers  # noqa: F401 - an xdist worker's own ports and data first
+
 ENABLED = os.environ.get("TEST_DATABASE", "sqlite") == "postgres"
 PORT = int(os.environ.get("TEST_POSTGRES_PORT") or int(os.environ.get("TEST_REDIS_PORT") or 6391) + 100)
 USER = "console"

@@ -13,7 +13,9 @@ _data: list[Path] = []
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    if postgres.ENABLED:
+    # Under pytest-xdist the workers run the tests, each with a server of its own: the controller needs none.
+    controller = getattr(session.config, "workerinput", None) is None and bool(session.config.getoption("numprocesses", None))
+    if postgres.ENABLED and not controller:
         _data.append(postgres.start())
 
 

@@ -3,6 +3,8 @@
 import os
 from pathlib import Path
 
+import tests.workers  # noqa: F401 - an xdist worker's own ports and data first
+
 _ROOT = Path(__file__).resolve().parent.parent
 TEST_VAR = Path(os.environ.get("TEST_VAR_DIR") or _ROOT / "var" / "test")
 # Forced, not defaulted: whatever the shell says about the console's own Redis or cluster, the

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 import requests
 
 from console.devcluster import DevCluster
-from tests import postgres
+from tests import postgres, workers  # noqa: F401 - workers: an xdist worker's own ports and data first
 
 ROOT = Path(__file__).resolve().parent.parent
 # A second suite (a helper's, say) can run beside this one with its own ports and data:
