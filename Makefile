@@ -86,12 +86,17 @@ TEST_VAR_DIR ?= $(CURDIR)/var/test
 INTEGRATION_ENV = TEST_REDIS_PORT=$(TEST_REDIS_PORT) TEST_KAFKA_BASE_PORT=$(TEST_KAFKA_BASE_PORT) TEST_VAR_DIR=$(TEST_VAR_DIR)
 KAFKA_FREE_ENV = TEST_REDIS_PORT=$$(($(TEST_REDIS_PORT) + 1)) TEST_KAFKA_BASE_PORT=$$(($(TEST_KAFKA_BASE_PORT) + 100)) \
   TEST_VAR_DIR=$(TEST_VAR_DIR)-kafka-free
+# The web layer mostly waits (sampling processes, timeouts), not computes: pytest-xdist workers run it
+# side by side, each with its own Redis port (the ports just above the run's), data and Kafka ports
+# (tests/workers.py). WEB_WORKERS=0 runs it in one process.
+WEB_WORKERS ?= 4
 
 test: test-deps setup
 	@mkdir -p $(dir $(TEST_VAR_DIR))
 	@log=$(TEST_VAR_DIR)-kafka-free.log; start=$$(date +%s); \
-	{ $(MAKE) --no-print-directory lint; lint=$$?; $(KAFKA_FREE_ENV) $(PY) -m pytest tests/unit tests/web; layers=$$?; \
-	  $(if $(filter postgres,$(TEST_DATABASE)),,TEST_DATABASE=postgres $(KAFKA_FREE_ENV) $(PY) -m pytest tests/web || layers=1;) \
+	{ $(MAKE) --no-print-directory lint; lint=$$?; $(KAFKA_FREE_ENV) $(PY) -m pytest tests/unit; layers=$$?; \
+	  $(KAFKA_FREE_ENV) $(PY) -m pytest -n $(WEB_WORKERS) tests/web || layers=1; \
+	  $(if $(filter postgres,$(TEST_DATABASE)),,TEST_DATABASE=postgres $(KAFKA_FREE_ENV) $(PY) -m pytest -n $(WEB_WORKERS) tests/web || layers=1;) \
 	  [ $$lint = 0 ] && [ $$layers = 0 ]; } >$$log 2>&1 & free=$$!; \
 	trap 'kill -INT $$free 2>/dev/null' INT TERM; \
 	$(INTEGRATION_ENV) $(PY) -m pytest tests/integration; integration=$$?; \
@@ -103,11 +108,11 @@ test: test-deps setup
 # The web layer on PostgreSQL (a server of its own, tests/postgres.py), as `make test` runs it beside
 # the others; TEST_DATABASE=postgres runs any layer, or the whole suite, on PostgreSQL.
 test-web-postgres: test-deps setup
-	TEST_DATABASE=postgres $(INTEGRATION_ENV) $(PY) -m pytest tests/web $(PYTEST_ARGS)
+	TEST_DATABASE=postgres $(INTEGRATION_ENV) $(PY) -m pytest -n $(WEB_WORKERS) tests/web $(PYTEST_ARGS)
 
 # One layer at a time (no lint), e.g. `make test-unit`; pytest's options go in PYTEST_ARGS.
 test-unit test-web test-integration: test-deps setup
-	$(INTEGRATION_ENV) $(PY) -m pytest tests/$(subst test-,,$@) $(PYTEST_ARGS)
+	$(INTEGRATION_ENV) $(PY) -m pytest $(if $(filter test-web,$@),-n $(WEB_WORKERS)) tests/$(subst test-,,$@) $(PYTEST_ARGS)
 
 bench: setup test-deps
 	$(PY) -m bench.run
