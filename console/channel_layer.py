@@ -6,10 +6,6 @@ process reconnecting at once (each socket's group_add is a Redis call) took the 
 bound, and those handshakes failed. Here the pool has the same kind of bound, but a call that finds
 every connection busy waits its turn (CONSOLE_CHANNEL_LAYER_POOL_WAIT seconds at most, then
 redis.ConnectionError), as a busy Redis is a reason to wait, not to refuse a page.
-
-Its reads also wait longer than the layer's blocking receive (BZPOPMIN for brpop_timeout seconds):
-redis-py's default read timeout is as long as that, so a reply that came a little late on a loaded
-host raised TimeoutError in whichever socket was receiving for the process, and closed it (1011).
 """
 
 from __future__ import annotations
@@ -33,5 +29,4 @@ class WaitingRedisChannelLayer(RedisChannelLayer):  # type: ignore[misc]
         address = host.pop("address")
         host.setdefault("max_connections", self.max_connections)
         host.setdefault("timeout", self.pool_wait)
-        host.setdefault("socket_timeout", self.brpop_timeout + 10)
         return aioredis.BlockingConnectionPool.from_url(address, **host)

@@ -7,7 +7,6 @@ parses once per change, so fifty open tabs cost Kafka nothing.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -16,7 +15,6 @@ from urllib.parse import parse_qsl
 
 import redis
 from asgiref.sync import sync_to_async
-from channels.consumer import get_handler_name
 from django.db import close_old_connections
 
 from console import error_responses, gateway, live
@@ -28,7 +26,6 @@ from console.socket_guard import CLOSE_TRY_AGAIN, GuardedConsumer, Verdict
 
 log = logging.getLogger(__name__)
 
-BROADCASTS = frozenset({"cluster.update", "events.added", "reassignment.progress", "analytics.progress"})
 LIVE_UNAVAILABLE = Verdict(CLOSE_TRY_AGAIN, "Live updates are unavailable for now (Redis cannot be reached): this page "
                                             "tries again by itself and shows the last state it received meanwhile.")
 
@@ -45,7 +42,7 @@ _RENDERER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="live-fragments
 # the one render thread's work per version does not grow with the number of open tabs. Only the
 # render thread reads and writes it.
 _DRAWN: dict[tuple[live.Fragment, str, tuple[tuple[str, str], ...], tuple[Any, ...]],
-             tuple[tuple[Any, ...], list[str]]] = {}
+             tuple[tuple[Any, ...], tuple[int | None, dict[str, str]]]] = {}
 DRAWN_KEPT = 256
 
 
@@ -56,22 +53,6 @@ def _drawn_from(state: Any) -> tuple[Any, ...]:
     snap = getattr(state, "snapshot", None)
     return (id(snap), getattr(snap, "version", None), getattr(snap, "quorum", None), getattr(snap, "quorum_error", None),
             getattr(state, "store_error", None))
-
-
-# The cluster's live state last read by the render thread. The sockets redrawn for one broadcast
-# draw from one read of it: read again by each, a thousand open pages were a thousand reads of the
-# store per broadcast. Only the render thread reads and writes it.
-_READ: dict[str, Any] = {}
-
-
-def _state_at_least(cluster: str, version: int | None) -> Any:
-    """The cluster's live state, read again unless the last read holds `version` or a later one
-    (None: always read again)."""
-    held = _READ.get(cluster)
-    held_version = getattr(getattr(held, "snapshot", None), "version", None)
-    if held is None or version is None or held_version is None or held_version < version:
-        held = _READ[cluster] = live.live_state(cluster)
-    return held
 
 
 def _rendered(draw: Callable[[], _T]) -> _T:
@@ -88,7 +69,6 @@ class LiveConsumer(GuardedConsumer):
     view: str
     params: dict[str, str]
     _drawing: asyncio.Future[None] | None = None  # (the redraw running, see _redraw)
-    _wanted: int | None = None  # (the version of the latest broadcast that asked for a redraw)
     _again = False
 
     async def connect(self) -> None:
@@ -145,16 +125,6 @@ class LiveConsumer(GuardedConsumer):
             except (redis.RedisError, OSError):  # (the group's members age out: channels_redis's group_expiry)
                 log.warning("could not leave the live updates of %s in Redis", self.cluster, exc_info=True)
 
-    async def dispatch(self, message: dict[str, Any]) -> None:
-        """Broadcasts skip Channels' closing of old database connections before each message: that
-        is a hop through the one database thread per socket and broadcast, which queued a thousand
-        pages' updates behind each other. Their handlers read the database only in threads that
-        close their own (the render thread's _rendered, the guard's rounds)."""
-        if message.get("type") in BROADCASTS:
-            await getattr(self, get_handler_name(message))(message)
-            return
-        await super().dispatch(message)
-
     async def cluster_update(self, message: dict[str, Any]) -> None:
         """Sent by the watcher after every cycle; `changed` says whether the content moved."""
         await self.send_json(
@@ -172,8 +142,6 @@ class LiveConsumer(GuardedConsumer):
         if self.view == "events":
             await self._prepend_events(message["events"])
         elif self.view in live.FRAGMENTS and (message["changed"] or (self.view == "overview" and message.get("quorum_changed"))):
-            # (a quorum written alone keeps the version: read again)
-            self._wanted = None if message.get("quorum_changed") else message.get("version")
             self._redraw()
 
     def _redraw(self) -> None:
@@ -234,21 +202,15 @@ class LiveConsumer(GuardedConsumer):
         and params drawn from the same snapshot by another socket of the process are sent as drawn."""
         viewer = getattr(self, "viewer", None) or self.scope["user"]
 
-        wanted = self._wanted if shared else None
-
-        def draw() -> list[str]:
+        def draw() -> tuple[int | None, dict[str, str]]:
             viewing(viewer)  # (the render thread's lists are cut to what this socket's user may see)
-            state = _state_at_least(self.cluster, wanted)
+            state = live.live_state(self.cluster)
             key = (fragment, self.cluster, tuple(sorted(self.params.items())), self._names_key())
             source = _drawn_from(state) if shared else None
             held = _DRAWN.get(key) if shared else None
             if held is not None and held[0] == source:
                 return held[1]
-            version = getattr(getattr(state, "snapshot", None), "version", None)
-            # Encoded once as the messages sent: every socket showing the drawing sends the same text.
-            # (version: the snapshot's drawn, None when there is none)
-            drawn = [json.dumps({"type": "fragment", "target": target, "html": html, "version": version})
-                     for target, html in fragment(state, self.params).items()]
+            drawn = getattr(getattr(state, "snapshot", None), "version", None), fragment(state, self.params)
             if shared:
                 if len(_DRAWN) >= DRAWN_KEPT:
                     _DRAWN.clear()
@@ -256,9 +218,9 @@ class LiveConsumer(GuardedConsumer):
             return drawn
 
         try:
-            messages = await asyncio.get_running_loop().run_in_executor(_RENDERER, _rendered, draw)
+            version, fragments = await asyncio.get_running_loop().run_in_executor(_RENDERER, _rendered, draw)
         except ConsoleError as exc:
             await self.send_json(error_responses.socket_error(exc, self.notice_type))
             return
-        for text in messages:
-            await self.send(text_data=text)
+        for target, html in fragments.items():  # (version: the snapshot's drawn, None when there is none)
+            await self.send_json({"type": "fragment", "target": target, "html": html, "version": version})
