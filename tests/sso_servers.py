@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -25,7 +26,7 @@ import requests
 
 from tests.oidc_provider.serve import CLIENT_ID, CLIENT_SECRET
 from tests.oidc_provider.serve import PASSWORD as OIDC_PASSWORD
-from tests.support import REDIS_PORT, ROOT, TEST_VAR, wait_for
+from tests.support import REDIS_PORT, ROOT, TEST_VAR, free_port, wait_for
 
 LDAP_PORT = int(os.environ.get("TEST_LDAP_PORT") or REDIS_PORT + 32500)
 OIDC_PORT = int(os.environ.get("TEST_OIDC_PORT") or REDIS_PORT + 32600)
@@ -106,7 +107,7 @@ def running_slapd() -> Iterator[Directory]:
                             capture_output=True, text=True, timeout=60)
     if loaded.returncode != 0:
         raise AssertionError(f"slapadd failed:\n{loaded.stdout}\n{loaded.stderr}")
-    uri = f"ldap://127.0.0.1:{LDAP_PORT}/"
+    uri = f"ldap://127.0.0.1:{_port('TEST_LDAP_PORT', LDAP_PORT)}/"
     with open(root / "slapd.log", "wb") as log:
         # -d keeps slapd in the foreground (the test owns the process); "none" logs nothing but errors.
         proc = subprocess.Popen([slapd, "-h", uri, "-f", str(conf), "-d", "none"], stdout=log, stderr=subprocess.STDOUT)
@@ -116,6 +117,20 @@ def running_slapd() -> Iterator[Directory]:
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def _port(name: str, default: int) -> int:
+    """The port a server is told to listen on: the one set in the environment, else the default when
+    it is free, else one the system picks, as the default lies in the range the system also hands
+    out to outgoing connections (other layers' clients may hold it for a while)."""
+    if os.environ.get(name):
+        return default
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", default))
+            return default
+        except OSError:
+            return free_port()
 
 
 def _answers(uri: str) -> bool:
@@ -155,10 +170,11 @@ def running_oidc_provider(redirect_uri: str) -> Iterator[Provider]:
     root = TEST_VAR / "oidc-provider"
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
-    url = f"http://127.0.0.1:{OIDC_PORT}"
+    port = _port("TEST_OIDC_PORT", OIDC_PORT)
+    url = f"http://127.0.0.1:{port}"
     env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
     with open(root / "provider.log", "wb") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "tests.oidc_provider.serve", str(root), str(OIDC_PORT), redirect_uri],
+        proc = subprocess.Popen([sys.executable, "-m", "tests.oidc_provider.serve", str(root), str(port), redirect_uri],
                                 cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
         wait_for(lambda: proc.poll() is None and requests.get(url + "/o/.well-known/openid-configuration", timeout=2).ok,
