@@ -3,6 +3,7 @@ holding the version before fetches and parses only those."""
 
 from __future__ import annotations
 
+import socket
 from dataclasses import replace
 from typing import TYPE_CHECKING, cast
 
@@ -330,7 +331,7 @@ def test_a_save_on_a_connection_redis_dropped_goes_through_on_a_new_one(cluster:
     client = store.client()
     client.ping()
     for conn in list(client.connection_pool._available_connections):  # type: ignore[attr-defined]
-        conn._sock.close()  # (what a restarted Redis leaves: a socket that fails on use)
+        conn._sock.shutdown(socket.SHUT_RDWR)  # (what a restarted Redis leaves: a socket that fails on use)
     snap = replace(snapshot(topic("orders")), cluster=cluster, version=1)
     assert store.save(snap, content_parts(snap)) is not None
     loaded = fresh_load(cluster)
