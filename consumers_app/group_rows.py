@@ -13,6 +13,7 @@ from console.errors import BadParameter
 from console.gateway.errors import NotFound
 from console.listing import ordered, paginate, search
 from console.snapshots import GroupState, Snapshot
+from consumers_app.group_table import GroupTable, sort_key
 
 SORTS = {
     "group": "group",
@@ -96,9 +97,9 @@ class _Ends:
     """A snapshot's end offsets, as `end_offsets`, made per topic when first asked for (`of`): a
     version's group rows ask for the topics of the groups made again only."""
 
-    def __init__(self, snap: Snapshot) -> None:
+    def __init__(self, snap: Snapshot, of_text: dict[str, dict[str, int | None]] | None = None) -> None:
         self.topics = snap.topics
-        self.of_text: dict[str, dict[str, int | None]] = {}
+        self.of_text: dict[str, dict[str, int | None]] = {} if of_text is None else of_text
 
     def of(self, topic: str) -> dict[str, int | None]:
         """The topic's end offsets by partition number as text (as in a group's "topic:partition" keys)."""
@@ -109,28 +110,36 @@ class _Ends:
         return ends
 
 
-# Per cluster: the version's key and its rows; and per group what its row was made from (the group,
-# its topics' names and their TopicStates) with the row.
-_rows_cache: dict[str, tuple[tuple[Any, ...], list[dict[str, Any]]]] = {}
+# Per cluster: every group's row kept across versions (GroupTable); and per group what its row was
+# made from (the group, its topics' names and their TopicStates) with the row.
+_rows_cache: dict[str, GroupTable] = {}
 _made: dict[str, dict[str, tuple[GroupState, list[str], list[Any], dict[str, Any]]]] = {}
 
 
-def group_rows(snap: Snapshot) -> list[dict[str, Any]]:
-    """One summary row per group (`group_row`), computed once per snapshot version."""
-    key = (snap.version, snap.offsets_at, snap.groups_at)
+def table(snap: Snapshot) -> GroupTable:
+    """The cluster's GroupTable brought up to this snapshot: a new version makes the rows of the
+    groups it changed and of those reading a topic whose end offsets moved, no others."""
     held = _rows_cache.get(snap.cluster)
-    if held is not None and held[0] == key:
-        return held[1]
-    ends = _Ends(snap)
-    rows = [group_row(snap, g, ends) for g in snap.groups.values()]
+    if held is None:
+        held = _rows_cache[snap.cluster] = GroupTable(group_row, _Ends)
+    if held.update(snap):
+        _prune(snap)
+    return held
+
+
+def group_rows(snap: Snapshot) -> list[dict[str, Any]]:
+    """One summary row per group (`group_row`), in the snapshot's order of the groups."""
+    return table(snap).listed()
+
+
+def _prune(snap: Snapshot) -> None:
+    """Forget what rows and plans were made from for groups gone since."""
     made = _made.get(snap.cluster, {})
     if len(made) > len(snap.groups):  # (groups gone since)
         _made[snap.cluster] = {gid: made[gid] for gid in snap.groups if gid in made}
     plans = _plans.get(snap.cluster, {})
     if len(plans) > len(snap.groups):
         _plans[snap.cluster] = {gid: plans[gid] for gid in snap.groups if gid in plans}
-    _rows_cache[snap.cluster] = (key, rows)
-    return rows
 
 
 def group_row(snap: Snapshot, g: GroupState, ends: _Ends | None = None) -> dict[str, Any]:
@@ -232,9 +241,6 @@ class GroupsPage:
     pages: int
 
 
-_STATUS_ORDER = {None: -1, "NOTFOUND": 0, "OK": 1, "WARN": 2, "ERR": 3}
-
-
 # The sorts (and every filter) that need only what a group says of itself, not its lag: a page
 # sorted by them makes the rows it shows only (`light_rows`).
 LIGHT_SORTS = frozenset({"group", "state", "members", "status"})
@@ -283,29 +289,53 @@ def groups_page(snap: Snapshot, *, query: str = "", regex: bool = False, sort: s
         ends = _Ends(snap)
         shown = [group_row(snap, snap.groups[gid], ends) for gid in islice(names, (page - 1) * per_page, page * per_page)]
         return GroupsPage(shown, total, page, pages)
-    every = light_rows(snap) if light else group_rows(snap)
-
-    def key(r: dict[str, Any]) -> Any:
-        if sort == "status":
-            return (_STATUS_ORDER.get(r["status"], -1), r["group"])
-        value = r[sort]
-        return (value is None, value if value is not None else 0, r["group"]) if sort != "group" else r["group"]
+    if not light:
+        return _lag_page(snap, query, regex, sort, descending, page, per_page, state, kind, visible)
+    every = light_rows(snap)
 
     def build() -> list[dict[str, Any]]:
-        rows = every if visible is None else [r for r in every if visible(r["group"])]
-        rows = search(rows, "group", query, regex)
-        if state:
-            rows = [r for r in rows if r["state"] == state]
-        if kind:
-            rows = [r for r in rows if r["group_type"] == kind]
-        return sorted(rows, key=key, reverse=descending)
+        rows = _filtered(every, query, regex, state, kind, visible)
+        return sorted(rows, key=lambda r: sort_key(sort, r), reverse=descending)
 
-    rows = ordered("groups-light" if light else "groups", snap.cluster, every, (query, regex, state, kind, sort, descending, getattr(visible, "key", None)), build)
+    rows = ordered("groups-light", snap.cluster, every, (query, regex, state, kind, sort, descending, getattr(visible, "key", None)), build)
     shown, page, pages = paginate(rows, page, per_page)
-    if light:
-        ends = _Ends(snap)
-        shown = [group_row(snap, snap.groups[r["group"]], ends) for r in shown]
+    ends = _Ends(snap)
+    shown = [group_row(snap, snap.groups[r["group"]], ends) for r in shown]
     return GroupsPage(shown, len(rows), page, pages)
+
+
+def _lag_page(snap: Snapshot, query: str, regex: bool, sort: str, descending: bool, page: int, per_page: int, state: str,
+              kind: str, visible: Callable[[str], bool] | None) -> GroupsPage:
+    """A page of the groups sorted by what needs every group's lag: from the sort order the
+    cluster's GroupTable keeps (moved by each version's changed rows), a slice of it when nothing is
+    filtered, else it filtered in order (once per version and parameters)."""
+    kept = table(snap)
+    order = kept.order(sort)
+    if not (query or state or kind) and visible is None:
+        total = len(order)
+        pages = max(1, math.ceil(total / per_page))
+        page = min(max(1, page), pages)
+        names = order.names(descending, (page - 1) * per_page, page * per_page)
+        return GroupsPage([kept.rows[gid] for gid in names], total, page, pages)
+
+    def build() -> list[dict[str, Any]]:
+        return _filtered([kept.rows[gid] for gid in order.names(descending)], query, regex, state, kind, visible)
+
+    rows = ordered("groups", snap.cluster, kept.listed(), (query, regex, state, kind, sort, descending, getattr(visible, "key", None)), build)
+    shown, page, pages = paginate(rows, page, per_page)
+    return GroupsPage(shown, len(rows), page, pages)
+
+
+def _filtered(rows: list[dict[str, Any]], query: str, regex: bool, state: str, kind: str,
+              visible: Callable[[str], bool] | None) -> list[dict[str, Any]]:
+    """The rows the user may see that match the search and the state and type filters, in their order."""
+    rows = rows if visible is None else [r for r in rows if visible(r["group"])]
+    rows = search(rows, "group", query, regex)
+    if state:
+        rows = [r for r in rows if r["state"] == state]
+    if kind:
+        rows = [r for r in rows if r["group_type"] == kind]
+    return rows
 
 
 def group(snap: Snapshot, group_id: str) -> GroupState:

@@ -2,10 +2,11 @@
 
 Apps read cluster state only through this package's names: `live(cluster)` (or `latest`, `watched`,
 `reachable`) for the latest snapshot, and `note_change` after a change they made, so the next read
-waits until the snapshot shows it. The modules behind it: `model` (the dataclasses), `tallies`
-(page tallies), `encoding` (compact encodings), `parts` and `part_cache` (the stored parts format),
-`store` and `loader` (the Redis store, written by the watcher and read here), `changes`
-(read-your-writes notes) and `reader` (the one reader)."""
+waits until the snapshot shows it; `group_holders` to tell which groups a version changed. The
+modules behind it: `model` (the dataclasses), `tallies` (page tallies), `encoding` (compact
+encodings), `parts` and `part_cache` (the stored parts format), `store` and `loader` (the Redis
+store, written by the watcher and read here), `changes` (read-your-writes notes) and `reader` (the
+one reader)."""
 
 from console.snapshots.encoding import Commits, GroupPartitions, ReplicaSizes
 from console.snapshots.model import (
@@ -18,6 +19,7 @@ from console.snapshots.model import (
     Snapshot,
     TopicState,
 )
+from console.snapshots.parts import group_holders
 from console.snapshots.reader import (
     PARTITIONS_NOTED,
     Live,
@@ -51,6 +53,7 @@ __all__ = [
     "TopicTally",
     "append_lag_history",
     "change_shown",
+    "group_holders",
     "heartbeat_age",
     "lag_history",
     "latest",

@@ -249,6 +249,14 @@ class GroupsRead(Mapping[str, GroupState]):
         return f"GroupsRead({len(self._held)} groups)"
 
 
+def group_holders(groups: Mapping[str, GroupState]) -> Mapping[str, object]:
+    """Each group's holder: an object that stays the same while the group is the same from one
+    snapshot version to the next (a reading process's HeldGroup, kept while its stored part is; a
+    built snapshot's GroupState itself), so that comparing two versions' holders by identity tells
+    which groups a version changed without parsing any."""
+    return groups.held() if isinstance(groups, GroupsRead) else groups
+
+
 def group_of_part(raw: bytes) -> GroupState:
     """A group from its stored part (`group_part`: compressed), or from its plain JSON."""
     return group_from_dict(orjson.loads(part_json(raw)))
