@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 
@@ -19,7 +20,7 @@ from console.audit import audited
 from console.audit import record as audit
 from console.auth import may, require
 from console.errors import BadParameter, ConsoleError, Forbidden
-from console.gateway.errors import ClusterUnavailable
+from console.gateway.errors import ClusterUnavailable, NotFound
 from console.gateway.messages.produce import produce
 from console.gateway.messages.records import Produced
 from console.gateway.messages.scan import scan
@@ -235,13 +236,29 @@ def produce_message(user: Any, cluster: str, topic: str, value: bytes | None, ke
                     headers: list[tuple[str, bytes]], partition: int | None) -> Produced:
     details = {"partition": partition, "key_size": len(key or b""), "value_size": len(value or b""), "headers": len(headers)}
     try:
-        produced = produce(gateway.for_cluster(cluster), topic, value, key=key, headers=headers or None, partition=partition)
+        produced = _produce_seeing_own_changes(cluster, topic, value, key, headers, partition)
     except ConsoleError as exc:
         audit(user, "produce", cluster=cluster, target=topic, details={**details, "error": error_responses.message(exc)}, outcome="failed")
         raise
     audit(user, "produce", cluster=cluster, target=topic, details={**details, "offset": produced.offset,
                                                                   "written_to": produced.partition})
     return produced
+
+
+def _produce_seeing_own_changes(cluster: str, topic: str, value: bytes | None, key: bytes | None,
+                                headers: list[tuple[str, bytes]], partition: int | None) -> Produced:
+    """Produce, retrying "no such topic" (or partition) while a creation or growth the console just made
+    is pending: Kafka's brokers learn of a new topic from the controller a moment after it answers, so
+    a produce right after a create may reach a broker that does not know it yet."""
+    deadline = time.monotonic() + settings.READ_YOUR_WRITES_WAIT
+    while True:
+        try:
+            return produce(gateway.for_cluster(cluster), topic, value, key=key, headers=headers or None, partition=partition)
+        except NotFound:
+            expected = snapshots.noted(cluster, f"topic:{topic}")
+            if not expected or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.1)
 
 
 def republish(user: Any, cluster: str, topic: str, partition: int, offset: int, target: str) -> Produced:

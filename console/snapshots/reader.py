@@ -5,7 +5,8 @@ answered, and waits for changes the console itself made (read-your-writes).
 - `latest(cluster)`: that snapshot, or NoSnapshot (the one "no snapshot yet" answer);
 - `watched(cluster)`: as `live`, without waiting (live pushes and beat tasks follow the watcher);
 - `reachable(live or watched)`: the snapshot when Kafka answered the watcher, else None;
-- `note_change(cluster, expect)`: after a change, so the next reads wait until it shows.
+- `note_change(cluster, expect)`: after a change, so the next reads wait until it shows;
+- `noted(cluster, what)`: what such a change expects, while reads still wait for it.
 Redis down serves the process's last copy, with `Live.store_error` saying so."""
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from console.snapshots import loader, store
 from console.snapshots.changes import PARTITIONS_NOTED, note_change, pending_changes
 from console.snapshots.model import Snapshot
 
-__all__ = ["PARTITIONS_NOTED", "Live", "change_shown", "latest", "live", "note_change", "reachable", "require_snapshot",
-           "watched"]
+__all__ = ["PARTITIONS_NOTED", "Live", "change_shown", "latest", "live", "note_change", "noted", "reachable",
+           "require_snapshot", "watched"]
 
 
 @dataclass
@@ -115,6 +116,13 @@ def change_shown(snap: Snapshot, what: str, when: float, expected: Any) -> bool:
             return sorted(shown.replicas) == list(expected)
         return not shown.offline if expected == -1 else shown.leader == expected  # its elected leader (-1: any live one)
     return True
+
+
+def noted(cluster: str, what: str) -> Any | None:
+    """The value a change noted for `what` ("topic:<name>", ...) expects, while reads still wait for
+    it (READ_YOUR_WRITES_WAIT); None when the console made no such change lately."""
+    entry = pending_changes(cluster, settings.READ_YOUR_WRITES_WAIT).get(what)
+    return None if entry is None else entry[1]
 
 
 def _until_changes_show(cluster: str, snap: Snapshot) -> Snapshot:
