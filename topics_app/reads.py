@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,7 +13,7 @@ from console import gateway
 from console.errors import BadParameter
 from console.gateway.errors import ClusterUnavailable, NotFound
 from console.listing import ordered, paginate, search
-from console.snapshots import PartitionState, Snapshot, TopicState, TopicTally, tallied
+from console.snapshots import PartitionState, Snapshot, TopicState, TopicTally
 from topics_app.validation import check_topic_name
 
 
@@ -155,35 +155,66 @@ class TopicsPage:
     per_page: int
 
 
-# Per cluster: the version's key, its rows, and per topic what its row was made from (the topic, its groups) with the row.
-_rows_cache: dict[str, tuple[tuple[Any, ...], list[dict[str, Any]], dict[str, tuple[TopicState, list[str], dict[str, Any]]]]] = {}
+# Per cluster: the version's key, its rows, per topic what its row was made from (the topic, its
+# groups) with the row, and the version's topics.
+_rows_cache: dict[str, tuple[tuple[Any, ...], list[dict[str, Any]], dict[str, tuple[TopicState, list[str], dict[str, Any]]],
+                             Mapping[str, TopicState]]] = {}
 
 
 def topic_rows(snap: Snapshot) -> list[dict[str, Any]]:
     """One summary row per topic, computed once per snapshot version and reused by every request.
-    A topic's row is made from its TopicState's tally (`tallied`, shared with the overview) and the
-    groups reading it only: one whose TopicState is the object of the version before (the store keeps
-    what did not change) and whose groups are the same keeps its row, since making every row again
-    each version costs more than the cycle can spare on the largest clusters."""
+    A topic's row is made from its TopicState's tally and the groups reading it only: one whose
+    TopicState is the object of the version before (the store keeps what did not change) and whose
+    groups are the same keeps its row. What a version changed is found by comparing the two
+    versions' topics by identity (a pass in C), not a step per topic in Python."""
     key = (snap.version, snap.offsets_at)
     held = _rows_cache.get(snap.cluster)
     if held is not None and held[0] == key:
         return held[1]
-    before = held[2] if held is not None else {}
-    tallies: dict[str, tuple[TopicState, TopicTally]] | None = None
-    rows = []
-    made = {}
-    for name, t in snap.topics.items():
-        groups = snap.topic_groups.get(name, [])
-        seen = before.get(name)
-        if seen is None or seen[0] is not t or seen[1] != groups:
-            if tallies is None:
-                tallies = tallied(snap)[0]
-            seen = (t, groups, _row(snap, t, tallies[name][1]))
-        made[name] = seen
-        rows.append(seen[2])
-    _rows_cache[snap.cluster] = (key, rows, made)
+    topics, topic_groups = snap.topics, snap.topic_groups
+    before, topics_before = (held[2], held[3]) if held is not None else ({}, {})
+    changed = [name for name, t in topics.items() if topics_before.get(name) is not t]
+    # (the groups of a topic come with the header, new lists each version: compared by value)
+    changed.extend(name for name, seen in before.items() if seen[1] != topic_groups.get(name, []) and name in topics)
+    made = dict(before)
+    for name in before.keys() - topics.keys():
+        del made[name]
+    for name in changed:
+        t = topics[name]
+        made[name] = (t, topic_groups.get(name, []), _row(snap, t))
+    rows = [made[name][2] for name in topics]
+    _rows_cache[snap.cluster] = (key, rows, made, topics)
     return rows
+
+
+class _NameIndex:
+    """A cluster's topic names in order and lowercased (what a search by name compares), kept while
+    the set of names is the same: a search then scans a prepared list instead of lowering and
+    sorting every name on each request."""
+
+    __slots__ = ("lowered", "names", "of")
+
+    def __init__(self, topics: Mapping[str, TopicState]) -> None:
+        self.of = set(topics)
+        self.names = sorted(self.of)
+        self.lowered = [name.lower() for name in self.names]
+
+    def matching(self, query: str) -> list[str]:
+        """The names holding `query` (any case), in order."""
+        needle = query.lower()
+        if not needle:
+            return self.names
+        return [name for name, low in zip(self.names, self.lowered, strict=True) if needle in low]
+
+
+_name_index: dict[str, _NameIndex] = {}
+
+
+def name_index(snap: Snapshot) -> _NameIndex:
+    held = _name_index.get(snap.cluster)
+    if held is None or len(held.of) != len(snap.topics) or held.of != snap.topics.keys():
+        held = _name_index[snap.cluster] = _NameIndex(snap.topics)
+    return held
 
 
 def _row(snap: Snapshot, t: TopicState, tally: TopicTally | None = None) -> dict[str, Any]:
@@ -225,6 +256,11 @@ def topics_page(snap: Snapshot, *, query: str = "", regex: bool = False, sort: s
     every = topic_rows(snap)
 
     def build() -> list[dict[str, Any]]:
+        if sort == "name" and not regex:  # (from the names in order: nothing to sort)
+            made = _rows_cache[snap.cluster][2]
+            rows = [made[name][2] for name in name_index(snap).matching(query)]
+            rows = [r for r in rows if (internal or not r["internal"]) and (visible is None or visible(r["name"]))]
+            return rows[::-1] if descending else rows
         rows = every if internal else [r for r in every if not r["internal"]]
         if visible is not None:
             rows = [r for r in rows if visible(r["name"])]
