@@ -6,6 +6,11 @@ process reconnecting at once (each socket's group_add is a Redis call) took the 
 bound, and those handshakes failed. Here the pool has the same kind of bound, but a call that finds
 every connection busy waits its turn (CONSOLE_CHANNEL_LAYER_POOL_WAIT seconds at most, then
 redis.ConnectionError), as a busy Redis is a reason to wait, not to refuse a page.
+
+Its reads also give up a while after the layer's blocking receive (BZPOPMIN for brpop_timeout
+seconds) would have answered: without a read timeout, a connection to a Redis that went away without
+closing it would keep a process's live hub (console/live_hub.py) waiting for ever, and one as short
+as the receive would cut a receive that waited its full time.
 """
 
 from __future__ import annotations
@@ -29,4 +34,5 @@ class WaitingRedisChannelLayer(RedisChannelLayer):  # type: ignore[misc]
         address = host.pop("address")
         host.setdefault("max_connections", self.max_connections)
         host.setdefault("timeout", self.pool_wait)
+        host.setdefault("socket_timeout", self.brpop_timeout + 10)
         return aioredis.BlockingConnectionPool.from_url(address, **host)

@@ -178,7 +178,9 @@ CONSOLE_CHANNEL_LAYER_POOL_WAIT = env_float("CONSOLE_CHANNEL_LAYER_POOL_WAIT", 1
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "console.channel_layer.WaitingRedisChannelLayer",
-        "CONFIG": {"hosts": [REDIS_URL], "capacity": 200, "expiry": 30,
+        # group_expiry: the group's members are the web processes' live hubs, which renew their
+        # membership well within it (console/live_hub.py), so a process that died drops out soon.
+        "CONFIG": {"hosts": [REDIS_URL], "capacity": 200, "expiry": 30, "group_expiry": 300,
                    "max_connections": CONSOLE_CHANNEL_LAYER_MAX_CONNECTIONS, "pool_wait": CONSOLE_CHANNEL_LAYER_POOL_WAIT},
     }
 }

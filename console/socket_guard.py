@@ -31,6 +31,7 @@ from django.contrib.auth import HASH_SESSION_KEY, SESSION_KEY, get_user_model
 from django.utils.crypto import constant_time_compare
 
 from console import socket_limits
+from console.batches import Batched
 from console.sessions import expired
 
 log = logging.getLogger(__name__)
@@ -50,6 +51,8 @@ class Verdict:
 SIGNED_OUT = Verdict(CLOSE_SIGNED_OUT, "Your session has ended (you logged out, or it expired): log in again to go on.")
 DEACTIVATED = Verdict(CLOSE_NOT_ALLOWED, "Your account has been deactivated: this page gets no more updates.")
 NOT_ALLOWED = Verdict(CLOSE_NOT_ALLOWED, "You may no longer see this: your access has changed. Reload the page.")
+CHECK_UNAVAILABLE = Verdict(CLOSE_TRY_AGAIN, "Your login cannot be checked right now (the database does not answer): "
+                                             "this page tries again by itself.")
 NOT_ALLOWED_AT_OPEN = Verdict(CLOSE_NOT_ALLOWED, "You may not see this with your access: ask an admin for a role or binding that gives it.")
 
 
@@ -60,6 +63,11 @@ class GuardedConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
     heavy work with `take_slot(kind)` / `free_slot(kind)`."""
 
     notice_type = "error"  # the message type under which the consumer's page shows a sentence
+    # No channel of its own (an alias with no layer behind it: Channels' get_channel_layer gives None):
+    # live pages take their broadcasts from the process's hub (console/live_hub.py) and the message
+    # browser needs none. A channel per socket was a receive per socket through channels_redis'
+    # per-process lock, held over from one event loop to the next (the tests' loops never closed).
+    channel_layer_alias = "no channel of its own"
     _guard_id: str | None = None
     _guard_shut = False
 
@@ -75,7 +83,11 @@ class GuardedConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
         self._guard_session_key: str | None = getattr(session, "session_key", None) if session is not None else None
         self._guard_held: set[str] = set()
         self._guard_id = uuid.uuid4().hex
-        verdict = (await database_sync_to_async(_verdicts)([self])).get(self)
+        try:
+            verdict = await _opening_check(self)
+        except Exception:  # noqa: BLE001 - the database is away: the page is told, and tries again later
+            log.warning("could not check the login of a websocket as it opened", exc_info=True)
+            verdict = CHECK_UNAVAILABLE
         if verdict is NOT_ALLOWED:
             verdict = NOT_ALLOWED_AT_OPEN
         if verdict is None:
@@ -233,6 +245,17 @@ class _Watch:
             await socket._guard_close(verdict)
         held = [(kind, s._guard_user_id, s._guard_id) for s in self.sockets if s._guard_id for kind in s._guard_held]
         await sync_to_async(socket_limits.beat, thread_sensitive=False)(held)
+
+
+def _opening_verdicts(sockets: list[GuardedConsumer]) -> list[Verdict | None]:
+    verdicts = _verdicts(sockets)
+    return [verdicts.get(s) for s in sockets]
+
+
+# The checks of sockets as they open, made together (console/batches.py): checked one by one, the
+# pages of a restarted web process queued behind each other in the one database thread, past the
+# server's time for a handshake.
+_opening_check: Batched[GuardedConsumer, Verdict | None] = Batched(_opening_verdicts)
 
 
 _WATCHES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Watch] = weakref.WeakKeyDictionary()
