@@ -165,38 +165,63 @@ def group_row(snap: Snapshot, g: GroupState, ends: _Ends | None = None) -> dict[
 
 class _Plan:
     """What a group's summary row is made of that the group alone says (its fields, its partitions by
-    topic with their committed offsets and the lags Kafka reports), kept while the group is the same
-    object: a version that moves its topics' end offsets only (most versions, for most groups)
-    costs the row the lag arithmetic alone."""
+    topic, its time lag and status), kept while the group is the same object: a version that moves
+    its topics' end offsets only costs the row the lag arithmetic alone. A group made again with the
+    same partitions and assignments as the plan before (its offsets and evaluation moved: most groups
+    on each sampling pass) keeps that plan's partitions by topic and, when its fields are the same,
+    its head: only its time lag is taken again."""
 
-    __slots__ = ("by_topic", "group", "head", "tail")
+    __slots__ = ("by_topic", "group", "head", "keys", "tail")
 
-    def __init__(self, g: GroupState) -> None:
-        keys = set(g.offsets)
-        for m in g.members:
-            keys.update(f"{a[0]}:{a[1]}" for a in m.assignment)
-        committed, reported = g.offsets, g.broker_lag
-        by_topic: dict[str, list[tuple[str, int | None, int | None]]] = {}
-        for key in keys:
-            topic, _, partition = key.rpartition(":")
-            by_topic.setdefault(topic, []).append((partition, committed.get(key), reported.get(key)))
-        time_lags = [s for k, s in zip(g.lag_keys, g.lag_seconds, strict=True) if s is not None and k in keys]
+    def __init__(self, g: GroupState, before: _Plan | None = None) -> None:
         self.group = g
-        self.by_topic = list(by_topic.items())
-        self.head: dict[str, Any] = {
-            "group": g.group_id,
-            "state": g.state,
-            "protocol_type": g.protocol_type,
-            "group_type": g.group_type,
-            "assignor": g.assignor,
-            "generation": g.generation,
-            "error": g.error,
-            "members": len(g.members),
-            "coordinator": g.coordinator,
-            "topics": sorted(by_topic),
-            "partitions": len(keys),
-        }
+        self.keys: set[str]
+        self.by_topic: list[tuple[str, list[tuple[str, str]]]]
+        self.head: dict[str, Any]
+        if before is not None and _same_partitions(g, before.group):
+            self.keys, self.by_topic = before.keys, before.by_topic
+            head = before.head
+            if head["group"] != g.group_id or head["state"] != g.state or head["members"] != len(g.members) \
+                    or head["protocol_type"] != g.protocol_type or head["group_type"] != g.group_type \
+                    or head["assignor"] != g.assignor or head["generation"] != g.generation or head["error"] != g.error \
+                    or head["coordinator"] != g.coordinator:
+                head = _head(g, head["topics"], len(self.keys))
+            self.head = head
+        else:
+            keys = self.keys = set(g.offsets)
+            for m in g.members:
+                keys.update(f"{a[0]}:{a[1]}" for a in m.assignment)
+            by_topic: dict[str, list[tuple[str, str]]] = {}
+            for key in keys:
+                topic, _, partition = key.rpartition(":")
+                by_topic.setdefault(topic, []).append((partition, key))
+            self.by_topic = list(by_topic.items())
+            self.head = _head(g, sorted(by_topic), len(keys))
+        keys = self.keys
+        time_lags = [s for k, s in zip(g.lag_keys, g.lag_seconds, strict=True) if s is not None and k in keys]
         self.tail: dict[str, Any] = {"time_lag": max(time_lags, default=None), "status": getattr(g, "status", None)}
+
+
+def _same_partitions(g: GroupState, before: GroupState) -> bool:
+    """Does `g` commit on and assign the same partitions as `before`?"""
+    return g.offsets.keys() == before.offsets.keys() and len(g.members) == len(before.members) and \
+        all(a.assignment == b.assignment for a, b in zip(g.members, before.members, strict=True))
+
+
+def _head(g: GroupState, topics: list[str], partitions: int) -> dict[str, Any]:
+    return {
+        "group": g.group_id,
+        "state": g.state,
+        "protocol_type": g.protocol_type,
+        "group_type": g.group_type,
+        "assignor": g.assignor,
+        "generation": g.generation,
+        "error": g.error,
+        "members": len(g.members),
+        "coordinator": g.coordinator,
+        "topics": topics,
+        "partitions": partitions,
+    }
 
 
 # Per cluster, per group: its row's plan, of the GroupState it was made from.
@@ -207,7 +232,7 @@ def _plan(snap: Snapshot, g: GroupState) -> _Plan:
     plans = _plans.setdefault(snap.cluster, {})
     plan = plans.get(g.group_id)
     if plan is None or plan.group is not g:
-        plan = plans[g.group_id] = _Plan(g)
+        plan = plans[g.group_id] = _Plan(g, plan)
     return plan
 
 
@@ -215,12 +240,15 @@ def _group_row(snap: Snapshot, g: GroupState, ends: _Ends) -> dict[str, Any]:
     """The group's summary: what `partition_rows` gives summed up, without a row per partition (a
     lag sort makes one for every group of a version, so it stays a single pass over the keys)."""
     plan = _plan(snap, g)
+    committed, reported = g.offsets, g.broker_lag
     total = unknown = 0
     top: int | None = None
     for topic, entries in plan.by_topic:
         of = ends.of(topic)
-        for partition, offset, lag in entries:
+        for partition, key in entries:
+            lag = reported.get(key) if reported else None
             if lag is None:
+                offset = committed.get(key)
                 end = of.get(partition) if offset is not None else None
                 if end is None or offset is None:
                     unknown += 1

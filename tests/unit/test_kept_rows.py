@@ -145,3 +145,32 @@ def test_the_groups_pages_sorted_by_lag_equal_a_full_sort_after_random_versions(
             state = rng.choice(["", "Stable", "Empty"])
             cut = groups.groups_page(snap, sort=sort, descending=descending, per_page=100, query="1", state=state)
             assert cut.rows == [r for r in want if "1" in r["group"] and (not state or r["state"] == state)], (version, sort)
+
+
+def test_a_group_made_again_on_the_same_partitions_keeps_its_plan_and_says_what_a_fresh_plan_says() -> None:
+    """A group's new state that commits on and assigns the same partitions (its offsets, time lags,
+    status or state moved) keeps the partitions by topic of its plan before; its row equals the row
+    of a plan made afresh. Other partitions or assignments make the plan anew."""
+    rng = random.Random(9)
+    snap = replace(snapshot(topic("a", part(0, end_offset=50), part(1, end_offset=70)), topic("b", part(0, end_offset=9)),
+                            cluster="plans"), version=1)
+    for i in range(200):
+        fresh_cluster("plans")
+        keys = rng.sample(["a:0", "a:1", "b:0", "gone:0"], rng.randrange(1, 4))
+        assigned = (("a", 1),) if rng.random() < 0.5 else ()
+        first = group("g", {k: rng.randrange(0, 80) for k in keys}, assigned)
+        groups._group_row(snap, first, groups._Ends(snap))
+        plan = groups._plans["plans"]["g"]
+        same = rng.random() < 0.7
+        later = group("g", {k: rng.randrange(0, 80) for k in (keys if same else [*keys[1:], "b:0"])},
+                      assigned if same or rng.random() < 0.5 else (("b", 0),), status=rng.choice(["OK", "ERR", None]),
+                      seconds=rng.choice([None, rng.random()]))
+        if rng.random() < 0.3:
+            later.state = "PreparingRebalance"
+        if rng.random() < 0.3:
+            later.coordinator = 3
+        row = groups._group_row(snap, later, groups._Ends(snap))
+        if same:
+            assert groups._plans["plans"]["g"].by_topic is plan.by_topic, i
+        fresh_cluster("plans")
+        assert row == groups._group_row(snap, later, groups._Ends(snap)), i

@@ -125,9 +125,9 @@ def test_after_a_version_where_one_group_committed_and_one_topic_moved_only_thei
     made: list[str] = []
     real = groups._Plan.__init__
 
-    def counting(self: Any, g: GroupState) -> None:
+    def counting(self: Any, g: GroupState, *before: Any) -> None:
         made.append(g.group_id)
-        real(self, g)
+        real(self, g, *before)
 
     monkeypatch.setattr(groups._Plan, "__init__", counting)
     rows2 = {r["group"]: r for r in groups.group_rows(v2)}
