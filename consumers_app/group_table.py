@@ -4,6 +4,7 @@ end offsets it moved, and moves each sort order kept by those rows only (KeptOrd
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -60,9 +61,17 @@ class GroupTable:
         self.orders: dict[str, KeptOrder] = {}
         self._listed: list[dict[str, Any]] | None = None
         self.made = 0  # rows made by the last update (what a version cost)
+        # (a web process may serve two requests at once: one brings the rows and orders up to date at a time)
+        self._lock = threading.Lock()
 
     def update(self, snap: Snapshot) -> list[str]:
         """Bring the rows up to `snap`; the groups whose rows were made again or dropped."""
+        if group_holders(snap.groups) is self.holders and snap.topics is self.topics:
+            return []
+        with self._lock:
+            return self._update(snap)
+
+    def _update(self, snap: Snapshot) -> list[str]:
         groups = snap.groups
         holders = group_holders(groups)
         topics = snap.topics
@@ -122,5 +131,8 @@ class GroupTable:
         """The rows sorted by `sort` (group_rows.SORTS), made on first use and kept from then on."""
         order = self.orders.get(sort)
         if order is None:
-            order = self.orders[sort] = KeptOrder(sort_key(sort, r) for r in self.rows.values())
+            with self._lock:
+                order = self.orders.get(sort)
+                if order is None:
+                    order = self.orders[sort] = KeptOrder(sort_key(sort, r) for r in self.rows.values())
         return order
