@@ -13,10 +13,11 @@ longer see it; its drawings are cut to the names its user may see) and its own o
 does not keep up gets the latest status and fragments instead of a queue of old ones, and never
 holds the others back.
 
-The hub's task joins the group, receives, and renews the membership before channels_redis lets it
-go (group_expiry); when Redis fails it waits, joins again and goes on, the pages staying open (their
-status ages, and console.js shows that). It ends with the hub's last page, or is cancelled with its
-event loop, and nothing it starts outlives the loop.
+The hub receives in a thread of its own (console/group_receiver.py), which joins again by itself
+when Redis failed, the pages staying open meanwhile (their status ages, and console.js shows that);
+the hub's task takes whatever arrived at each turn, so a process that fell behind sends the latest
+status and one redraw, not the backlog. The task ends with the hub's last page, or is cancelled with
+its event loop, and stops the receiver on its way out.
 """
 
 from __future__ import annotations
@@ -26,19 +27,17 @@ import functools
 import itertools
 import json
 import logging
-import uuid
 import weakref
 from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, TypeVar
 
-import redis
-from channels.layers import get_channel_layer
 from django.db import close_old_connections
 
 from console import error_responses, live
 from console.auth import access_for, viewing
 from console.errors import ConsoleError
+from console.group_receiver import GroupReceiver
 from console.realtime import cluster_group
 
 log = logging.getLogger(__name__)
@@ -55,8 +54,6 @@ _RENDERER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="live-fragments
 # thread reads and writes it.
 _DRAWN: dict[tuple[Any, ...], tuple[tuple[Any, ...], list[tuple[str, str]]]] = {}
 DRAWN_KEPT = 256
-
-RETRY_MAX_SECONDS = 5.0  # the longest wait before joining again after Redis failed
 
 
 def _rendered(draw: Callable[[], _T]) -> _T:
@@ -180,98 +177,78 @@ def _draw(cluster: str, pages: list[Page]) -> list[tuple[Page, list[tuple[str | 
 
 
 class Hub:
-    """The group's one member for the pages of one cluster on one event loop."""
+    """The group's one member for the pages of one cluster on one event loop: a GroupReceiver gets
+    the broadcasts in its thread, and the hub's task hands them to the pages."""
 
     def __init__(self, cluster: str) -> None:
         self.cluster = cluster
-        self.group = cluster_group(cluster)
-        self.channel = f"live-hub.{uuid.uuid4().hex}"  # (no "!": received directly, not through the per-process lock)
-        self.layer = get_channel_layer()
         self.pages: set[Page] = set()
         self._to_draw: set[Page] = set()
         self._drawing: asyncio.Task[None] | None = None
+        self._arrived: list[dict[str, Any]] = []
+        self._arrival = asyncio.Event()
         loop = asyncio.get_running_loop()
-        self.joined: asyncio.Future[None] = loop.create_future()
+        self.receiver = GroupReceiver(cluster_group(cluster), loop, self._arrive)
+        self.joined = self.receiver.joined
         self.task = loop.create_task(self._run(), name=f"live hub of {cluster}")
+        self.receiver.start()
+
+    def _arrive(self, message: dict[str, Any]) -> None:
+        self._arrived.append(message)
+        self._arrival.set()
 
     async def _run(self) -> None:
         try:
-            await self.layer.group_add(self.group, self.channel)
-        except Exception as exc:  # noqa: BLE001 - the pages waiting for it are told (Redis away)
-            _forget(self)
-            self.joined.set_exception(exc)
-            self.joined.exception()  # (retrieved: pages that went away meanwhile do not make it "never retrieved")
-            return
-        self.joined.set_result(None)
-        await self._receive()
-
-    async def _receive(self) -> None:
-        # The membership is renewed well within group_expiry, so a long-lived hub stays in the group.
-        renew = max(1.0, self.layer.group_expiry / 5)
-        receiving: asyncio.Future[dict[str, Any]] | None = None
-        failures, rejoin = 0, False
-        try:
             while True:
+                await self._arrival.wait()
+                self._arrival.clear()
+                arrived, self._arrived = self._arrived, []
                 try:
-                    if rejoin:
-                        await self.layer.group_add(self.group, self.channel)
-                        rejoin = False
-                    if receiving is None:
-                        receiving = asyncio.ensure_future(self.layer.receive(self.channel))
-                    done, _ = await asyncio.wait({receiving}, timeout=renew)
-                    if not done:
-                        rejoin = True
-                        continue
-                    message, receiving = receiving.result(), None
-                except Exception as exc:  # noqa: BLE001 - Redis away, or a message that could not be read: wait, join again
-                    if receiving is not None and receiving.done():
-                        receiving = None
-                    failures += 1
-                    if failures == 1:
-                        log.warning("live updates of %s stopped (%s); joining again", self.cluster, exc,
-                                    exc_info=not isinstance(exc, redis.RedisError | OSError))
-                    rejoin = True
-                    await asyncio.sleep(min(RETRY_MAX_SECONDS, 0.5 * failures))
-                    continue
-                if failures:
-                    log.warning("live updates of %s are back after %d failed receives", self.cluster, failures)
-                    failures = 0
-                try:
-                    self._fan_out(message)
-                except Exception:  # noqa: BLE001 - that broadcast is lost; the next one goes out
-                    log.exception("handing a broadcast to the live pages of %s failed", self.cluster)
+                    self._fan_out(arrived)
+                except Exception:  # noqa: BLE001 - those broadcasts are lost; the next ones go out
+                    log.exception("handing broadcasts to the live pages of %s failed", self.cluster)
         finally:
-            if receiving is not None:
-                receiving.cancel()
+            self.stop()
 
-    def _fan_out(self, message: dict[str, Any]) -> None:
+    def _fan_out(self, arrived: list[dict[str, Any]]) -> None:
+        """Hand what arrived since the last turn to the pages. Of several cluster.updates (a process
+        that fell behind) the pages get every event, but only the latest status and one redraw:
+        drawn from the latest snapshot anyway, the older ones would only be later still."""
         pages = list(self.pages)
-        if message.get("type") != "cluster.update":
+        updates = [m for m in arrived if m.get("type") == "cluster.update"]
+        if updates:
+            latest = updates[-1]
+            status = json.dumps({
+                "type": "status", "reachable": latest["reachable"], "error": latest["error"], "cause": latest.get("cause"),
+                "taken_at": latest["taken_at"], "checked_at": latest["checked_at"], "version": latest["version"],
+                "sent_at": latest.get("sent_at"),
+            })
             for page in pages:
-                page.outbox.put(_later(page.on_broadcast, message))
-            return
-        status = json.dumps({
-            "type": "status", "reachable": message["reachable"], "error": message["error"], "cause": message.get("cause"),
-            "taken_at": message["taken_at"], "checked_at": message["checked_at"], "version": message["version"],
-            "sent_at": message.get("sent_at"),
-        })
-        events = message.get("events") or []
-        redraw = []
-        for page in pages:
-            page.outbox.put(status, "status")
-            if page.view == "events":
-                if events:
-                    page.outbox.put(_later(page.prepend_events, events))
-            elif page.view in live.FRAGMENTS and (message["changed"] or (page.view == "overview" and message.get("quorum_changed"))):
-                redraw.append(page)
+                page.outbox.put(status, "status")
+        for message in arrived:
+            kind = message.get("type")
+            if kind == "cluster.update":
+                view, handler, arg = "events", "prepend_events", message.get("events")
+                if not arg:
+                    continue
+            else:
+                on_message = live.ON_MESSAGE.get(str(kind))
+                view = "events" if kind == "events.added" else on_message.view if on_message is not None else ""
+                handler, arg = "on_broadcast", message
+            for page in pages:
+                if page.view == view:
+                    page.outbox.put(_later(getattr(page, handler), arg))
+        changed = any(m["changed"] for m in updates)
+        quorum_changed = any(m.get("quorum_changed") for m in updates)
+        redraw = [p for p in pages if p.view in live.FRAGMENTS and (changed or (p.view == "overview" and quorum_changed))]
         if redraw:
             self.redraw(redraw)
 
     def redraw(self, pages: Iterable[Page]) -> None:
-        """Draw the pages' fragments from the latest snapshot, beside the hub's receiving: broadcasts
-        that come while a round runs ask for one more after it, however many come (it reads the
-        latest version anyway). A round per broadcast in turn fell further behind with every
-        broadcast whenever drawing took longer than the time between two."""
+        """Draw the pages' fragments from the latest snapshot, beside the hub's task: broadcasts that
+        come while a round runs ask for one more after it, however many come (it reads the latest
+        version anyway). A round per broadcast in turn fell further behind with every broadcast
+        whenever drawing took longer than the time between two."""
         self._to_draw.update(pages)
         if self._drawing is None or self._drawing.done():
             self._drawing = asyncio.get_running_loop().create_task(self._draw_rounds())
@@ -291,12 +268,17 @@ class Hub:
                         page.outbox.put(text, None if target is None else ("fragment", target))
 
     def stop(self) -> None:
-        self.task.cancel()
+        """End the hub: its task, its drawing, and its receiver (which leaves the group)."""
+        _forget(self)
+        self.receiver.stop()
         if self._drawing is not None:
             self._drawing.cancel()
+        if self.task is not asyncio.current_task():
+            self.task.cancel()
 
 
-def _later(handler: Callable[[_T], Awaitable[None]], arg: _T) -> Callable[[], Awaitable[None]]:
+def _later(handler: Callable[[Any], Awaitable[None]], arg: Any) -> Callable[[], Awaitable[None]]:
+    """`handler(arg)`, called when the page's outbox comes to it."""
     return lambda: handler(arg)
 
 
@@ -308,8 +290,8 @@ def _hubs() -> dict[str, Hub]:
 
 
 def _forget(hub: Hub) -> None:
-    hubs = _hubs()
-    if hubs.get(hub.cluster) is hub:
+    hubs = _HUBS.get(hub.task.get_loop())
+    if hubs is not None and hubs.get(hub.cluster) is hub:
         del hubs[hub.cluster]
 
 
@@ -329,27 +311,16 @@ async def join(page: Page) -> None:
     try:
         await asyncio.shield(hub.joined)  # (one page going away does not cancel the others' wait)
     except BaseException:
-        _drop(hub, page)
+        leave(page)
         raise
 
 
-async def leave(page: Page) -> None:
-    """The page gets no more broadcasts; the hub's last page takes the hub out of the group."""
+def leave(page: Page) -> None:
+    """The page gets no more broadcasts; the hub's last page ends the hub (its receiver leaves the group)."""
     hub = _hubs().get(page.cluster)
-    if hub is None or page not in hub.pages or not _drop(hub, page):
+    if hub is None or page not in hub.pages:
         return
-    try:
-        await hub.layer.group_discard(hub.group, hub.channel)
-    except Exception:  # noqa: BLE001 - its membership ages out (group_expiry)
-        log.warning("could not leave the live updates of %s in Redis", hub.cluster, exc_info=True)
-
-
-def _drop(hub: Hub, page: Page) -> bool:
-    """Take the page off the hub; True when that stopped a hub that had joined the group."""
     hub.pages.discard(page)
     hub._to_draw.discard(page)
-    if hub.pages:
-        return False
-    _forget(hub)
-    hub.stop()
-    return hub.joined.done() and not hub.joined.cancelled() and hub.joined.exception() is None
+    if not hub.pages:
+        hub.stop()

@@ -85,7 +85,7 @@ class LiveConsumer(GuardedConsumer):
             outbox.close()
         if self._joined:
             self._joined = False
-            await live_hub.leave(self)
+            live_hub.leave(self)
 
     async def on_broadcast(self, message: dict[str, Any]) -> None:
         """A broadcast other than the watcher's cluster.update (console/live_hub.py sends those): events

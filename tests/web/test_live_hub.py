@@ -16,7 +16,7 @@ from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import User
 
-from console import live, live_hub, socket_guard
+from console import group_receiver, live, live_hub, socket_guard
 from console.models import RoleBinding
 from console.realtime import cluster_group
 from console.routing import websocket_urlpatterns
@@ -71,9 +71,13 @@ async def test_the_pages_of_a_process_are_one_member_of_their_clusters_group(sna
     await get_channel_layer().group_send(cluster_group("local"), update(snapshot.version))
     statuses = [await next_of(c, "status") for c in comms]
     assert {s["version"] for s in statuses} == {snapshot.version}
+    hub = live_hub.hub_of("local")
+    assert hub is not None
     for comm in comms:
         await comm.disconnect()
-    assert members() == before and live_hub.hub_of("local") is None
+    assert live_hub.hub_of("local") is None
+    await asyncio.get_running_loop().run_in_executor(None, hub.receiver.thread.join, 10)
+    assert not hub.receiver.thread.is_alive() and members() == before  # (its receiver left the group)
 
 
 @pytest.mark.asyncio
@@ -132,36 +136,60 @@ async def test_a_page_that_does_not_keep_up_gets_the_latest_status_and_holds_no_
 
 
 @pytest.mark.asyncio
+async def test_a_process_that_fell_behind_sends_the_latest_status_and_one_redraw(snapshot: Snapshot) -> None:
+    """Broadcasts that arrived while the process was busy (its loop blocked here) are taken together:
+    every event, but one status, the latest, and one redraw, not a backlog that only grows."""
+    from console.realtime import group_send
+
+    users = await database_sync_to_async(make_users)(1)
+    page = await opened("/ws/clusters/local/live/?view=overview", users[0])
+    events = await opened("/ws/clusters/local/live/?view=events", users[0])
+    event = {"id": 1, "cluster": "local", "at": "2026-11-22T10:00:00+00:00", "severity": "info", "kind": "topic_created",
+             "broker": None, "topic": "t", "partition": None, "details": {}}
+    for i in range(3):  # (blocking this loop: the hub's task gets no turn meanwhile)
+        group_send(cluster_group("local"), {**update(snapshot.version + i), "events": [{**event, "id": i, "message": f"created t{i}"}]})
+    time.sleep(0.5)
+    status = await page.receive_json_from(timeout=5)
+    assert (status["type"], status["version"]) == ("status", snapshot.version + 2)
+    assert (await page.receive_json_from(timeout=5))["type"] == "fragment"
+    assert await page.receive_nothing(timeout=0.5)
+    assert (await events.receive_json_from(timeout=5))["version"] == snapshot.version + 2
+    rows = [await events.receive_json_from(timeout=5) for _ in range(3)]
+    assert [r["type"] for r in rows] == ["prepend"] * 3 and all(f"created t{i}" in r["html"] for i, r in enumerate(rows))
+    await page.disconnect()
+    await events.disconnect()
+
+
+@pytest.mark.asyncio
 async def test_pages_go_on_getting_broadcasts_after_redis_failed_the_hubs_receive(
         snapshot: Snapshot, monkeypatch: pytest.MonkeyPatch) -> None:
     """A Redis that restarted empty: the receive fails and the group's membership is gone; the hub
     joins again by itself and its pages stay open."""
     import redis
 
-    monkeypatch.setattr(live_hub, "RETRY_MAX_SECONDS", 0.1)
-    users = await database_sync_to_async(make_users)(1)
-    comm = await opened("/ws/clusters/local/live/?view=status", users[0])
-    hub = live_hub.hub_of("local")
-    assert hub is not None
-    receive = hub.layer.receive
-    failed = asyncio.Event()
+    monkeypatch.setattr(group_receiver, "RETRY_MAX_SECONDS", 0.1)
+    layer = get_channel_layer()
+    receive = layer.receive
+    failed = threading.Event()
 
-    async def once_broken(channel: str) -> dict[str, Any]:
+    async def first_fails(channel: str) -> dict[str, Any]:  # (in the receiver's thread)
         if not failed.is_set():
             failed.set()
             store.client().delete(f"asgi:group:{cluster_group('local')}")
             raise redis.ConnectionError("Connection refused")
         return await receive(channel)
 
-    monkeypatch.setattr(hub.layer, "receive", once_broken)
-    await get_channel_layer().group_send(cluster_group("local"), update(snapshot.version, changed=False))  # (the receive waiting takes it)
-    assert (await next_of(comm, "status"))["version"] == snapshot.version
-    await asyncio.wait_for(failed.wait(), 10)
+    monkeypatch.setattr(layer, "receive", first_fails)
+    users = await database_sync_to_async(make_users)(1)
+    comm = await opened("/ws/clusters/local/live/?view=status", users[0])
+    hub = live_hub.hub_of("local")
+    assert hub is not None
+    assert await asyncio.get_running_loop().run_in_executor(None, failed.wait, 10)
     deadline = time.monotonic() + 10
-    while not members() and time.monotonic() < deadline:
+    while hub.receiver.channel.encode() not in members() and time.monotonic() < deadline:  # (joined again)
         await asyncio.sleep(0.05)
-    await get_channel_layer().group_send(cluster_group("local"), update(snapshot.version + 1, changed=False))
-    assert (await next_of(comm, "status"))["version"] == snapshot.version + 1
+    await layer.group_send(cluster_group("local"), update(snapshot.version, changed=False))
+    assert (await next_of(comm, "status"))["version"] == snapshot.version
     await comm.disconnect()
 
 
@@ -195,6 +223,7 @@ def test_a_loop_closed_with_live_pages_open_leaves_no_task_pending(snapshot: Sna
     anything the first left behind (a loop that never finished closing hung the web tests)."""
     users = make_users(2)
     left: list[asyncio.Task[Any]] = []
+    receivers: list[threading.Thread] = []
 
     async def pages_left_open() -> None:
         comms = [await opened(f"/ws/clusters/local/live/?view={v}", users[i % 2]) for i, v in enumerate(["overview", "status", "topics"])]
@@ -205,6 +234,7 @@ def test_a_loop_closed_with_live_pages_open_leaves_no_task_pending(snapshot: Sna
         assert hub is not None
         left.extend(t for t in asyncio.all_tasks() if t is not asyncio.current_task())
         assert hub.task in left
+        receivers.append(hub.receiver.thread)
 
     def run(done: threading.Event, errors: list[BaseException]) -> None:
         try:
@@ -221,3 +251,6 @@ def test_a_loop_closed_with_live_pages_open_leaves_no_task_pending(snapshot: Sna
         assert done.wait(60), "the event loop never finished closing"
         assert not errors, errors
         assert left and all(t.done() for t in left), [t for t in left if not t.done()]
+    for thread in receivers:
+        thread.join(10)
+        assert not thread.is_alive(), "a hub's receiving thread outlived its loop"
