@@ -77,15 +77,22 @@ lint: setup
 
 # The suite's three layers: unit (logic), web (pages, API and sockets in-process on a test Redis,
 # no Kafka) and integration (a real 3-node Kafka and the whole console). The integration layer
-# mostly waits on Kafka, so lint and the Kafka-free layers run beside it, with their own Redis, data
-# and an empty Kafka port range (their cluster "local" must not find the integration layer's
-# brokers); their output follows the integration layer's, and any failure fails `make test`.
+# mostly waits on Kafka, so `make test` runs three chains side by side, each with its own Redis, data
+# and Kafka ports: the integration layer on the shared cluster; the tests that kill brokers or move
+# replicas (INTEGRATION_ALONE) with the Spark standalone test, on a cluster of their own; and lint
+# with the Kafka-free layers, on an empty Kafka port range (their cluster "local" must not find a
+# broker). The other chains' output follows the integration layer's; any failure fails `make test`.
 TEST_REDIS_PORT ?= 6391
 TEST_KAFKA_BASE_PORT ?= 29092
 TEST_VAR_DIR ?= $(CURDIR)/var/test
 INTEGRATION_ENV = TEST_REDIS_PORT=$(TEST_REDIS_PORT) TEST_KAFKA_BASE_PORT=$(TEST_KAFKA_BASE_PORT) TEST_VAR_DIR=$(TEST_VAR_DIR)
 KAFKA_FREE_ENV = TEST_REDIS_PORT=$$(($(TEST_REDIS_PORT) + 1)) TEST_KAFKA_BASE_PORT=$$(($(TEST_KAFKA_BASE_PORT) + 100)) \
   TEST_VAR_DIR=$(TEST_VAR_DIR)-kafka-free
+# (Redis 10 above the run's: the Kafka-free layer's xdist workers take the ports just above its own.)
+ALONE_ENV = TEST_REDIS_PORT=$$(($(TEST_REDIS_PORT) + 10)) TEST_KAFKA_BASE_PORT=$$(($(TEST_KAFKA_BASE_PORT) + 300)) \
+  TEST_VAR_DIR=$(TEST_VAR_DIR)-alone
+INTEGRATION_ALONE = tests/integration/test_faults.py tests/integration/test_faults_matrix.py \
+  tests/integration/test_reassignment.py tests/integration/test_spark_standalone.py
 # The web layer mostly waits (sampling processes, timeouts), not computes: pytest-xdist workers run it
 # side by side, each with its own Redis port (the ports just above the run's), data and Kafka ports
 # (tests/workers.py). WEB_WORKERS=0 runs it in one process.
@@ -93,17 +100,19 @@ WEB_WORKERS ?= 4
 
 test: test-deps setup
 	@mkdir -p $(dir $(TEST_VAR_DIR))
-	@log=$(TEST_VAR_DIR)-kafka-free.log; start=$$(date +%s); \
+	@free_log=$(TEST_VAR_DIR)-kafka-free.log; alone_log=$(TEST_VAR_DIR)-alone.log; start=$$(date +%s); \
 	{ $(MAKE) --no-print-directory lint; lint=$$?; $(KAFKA_FREE_ENV) $(PY) -m pytest tests/unit; layers=$$?; \
 	  $(KAFKA_FREE_ENV) $(PY) -m pytest -n $(WEB_WORKERS) tests/web || layers=1; \
 	  $(if $(filter postgres,$(TEST_DATABASE)),,TEST_DATABASE=postgres $(KAFKA_FREE_ENV) $(PY) -m pytest -n $(WEB_WORKERS) tests/web || layers=1;) \
-	  [ $$lint = 0 ] && [ $$layers = 0 ]; } >$$log 2>&1 & free=$$!; \
-	trap 'kill -INT $$free 2>/dev/null' INT TERM; \
-	$(INTEGRATION_ENV) $(PY) -m pytest tests/integration; integration=$$?; \
-	wait $$free; kafka_free=$$?; \
-	echo "== suite: $$(( ($$(date +%s) - start) / 60 )) min; integration layer exit $$integration, lint, unit and web (and web on PostgreSQL) exit $$kafka_free"; \
-	echo "== lint and the unit and web layers, run beside the integration layer ($$log):"; cat $$log; \
-	[ $$integration = 0 ] && [ $$kafka_free = 0 ]
+	  [ $$lint = 0 ] && [ $$layers = 0 ]; } >$$free_log 2>&1 & free=$$!; \
+	$(ALONE_ENV) $(PY) -m pytest $(INTEGRATION_ALONE) >$$alone_log 2>&1 & alone=$$!; \
+	trap 'kill -INT $$free $$alone 2>/dev/null' INT TERM; \
+	$(INTEGRATION_ENV) $(PY) -m pytest tests/integration $(addprefix --ignore=,$(INTEGRATION_ALONE)); integration=$$?; \
+	wait $$alone; alone_exit=$$?; wait $$free; kafka_free=$$?; \
+	echo "== suite: $$(( ($$(date +%s) - start) / 60 )) min; integration layer exit $$integration, its broker-killing part exit $$alone_exit, lint, unit and web (and web on PostgreSQL) exit $$kafka_free"; \
+	echo "== the integration tests that kill brokers or move replicas, and the Spark standalone test, on a cluster of their own ($$alone_log):"; cat $$alone_log; \
+	echo "== lint and the unit and web layers ($$free_log):"; cat $$free_log; \
+	[ $$integration = 0 ] && [ $$alone_exit = 0 ] && [ $$kafka_free = 0 ]
 
 # The web layer on PostgreSQL (a server of its own, tests/postgres.py), as `make test` runs it beside
 # the others; TEST_DATABASE=postgres runs any layer, or the whole suite, on PostgreSQL.

@@ -119,7 +119,7 @@ def test_adding_a_fourth_node_shows_a_new_broker_and_a_quorum_observer(stack: St
     from tests.integration.oracle import quorum_status
 
     stack.cluster.run("add")
-    wait_for(lambda: broker_up(stack, 4), 30, what="broker 4 in the API")
+    wait_for(lambda: broker_up(stack, 4), 60, what="broker 4 in the API")  # (a JVM start on a busy machine)
     brokers = {b["id"]: b for b in stack.get("/api/v1/clusters/local/brokers/").json()["brokers"]}
     assert (brokers[4]["port"], brokers[4]["rack"]) == (BASE_PORT + 6, "r1")
     expected = quorum_status(stack.cluster.tool("kafka-metadata-quorum", "describe", "--status"))

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -18,44 +20,57 @@ def call(stack: Stack, method: str, path: str, body: dict[str, Any] | None = Non
     return stack.api("admin").request(method, stack.base_url + path, json=body, params=params or None, timeout=30)
 
 
+# The hundred rounds run a few at a time: each round's own create-then-use is what is checked, and
+# rounds side by side also keep the controller and the watcher busy, as several users would.
+ROUNDS_AT_ONCE = 4
+
+
 def test_create_then_produce_at_once_a_hundred_times_never_fails(stack: Stack) -> None:
     prefix = unique("ryw-produce")
-    failures: list[str] = []
-    created: list[str] = []
-    started = time.monotonic()
-    for i in range(100):
+
+    def round_(i: int) -> str | None:
         name = f"{prefix}-{i}"
         r = call(stack, "POST", API, {"name": name, "partitions": 1, "replication_factor": 1})
         assert r.status_code == 201, r.text
-        created.append(name)
         p = call(stack, "POST", API + name + "/messages/", {"value": f"hello {i}"})
-        if p.status_code != 201:
-            failures.append(f"{name}: {p.status_code} {p.text[:200]}")
+        return None if p.status_code == 201 else f"{name}: {p.status_code} {p.text[:200]}"
+
+    started = time.monotonic()
+    failures = rounds(round_)
     took = time.monotonic() - started
-    for name in created:
-        call(stack, "DELETE", API + name + "/", {"confirm": name}, confirm=name)
+    delete_all(stack, [f"{prefix}-{i}" for i in range(100)])
     assert failures == [], f"{len(failures)} of 100 produces right after create failed (in {took:.0f} s): {failures[:3]}"
 
 
 def test_create_then_describe_at_once_a_hundred_times_never_fails(stack: Stack) -> None:
     prefix = unique("ryw-describe")
-    failures: list[str] = []
-    created: list[str] = []
-    for i in range(100):
+
+    def round_(i: int) -> str | None:
         name = f"{prefix}-{i}"
         r = call(stack, "POST", API, {"name": name, "partitions": 2, "replication_factor": 1})
         assert r.status_code == 201, r.text
-        created.append(name)
         d = call(stack, "GET", API + name + "/")
         parts = call(stack, "GET", API + name + "/partitions/")
         listed = call(stack, "GET", API, q=name)
         if d.status_code != 200 or parts.status_code != 200 or len(parts.json()["partitions"]) != 2:
-            failures.append(f"{name}: detail {d.status_code}, partitions {parts.status_code} {parts.text[:120]}")
-        elif name not in [t["name"] for t in listed.json()["results"]]:
-            failures.append(f"{name}: not in the topics list")
-    for name in created:
-        call(stack, "DELETE", API + name + "/", {"confirm": name}, confirm=name)
+            return f"{name}: detail {d.status_code}, partitions {parts.status_code} {parts.text[:120]}"
+        if name not in [t["name"] for t in listed.json()["results"]]:
+            return f"{name}: not in the topics list"
+        return None
+
+    failures = rounds(round_)
+    delete_all(stack, [f"{prefix}-{i}" for i in range(100)])
     assert failures == [], f"{len(failures)} of 100 describes right after create failed: {failures[:3]}"
+
+
+def rounds(round_: Callable[[int], str | None]) -> list[str]:
+    with ThreadPoolExecutor(ROUNDS_AT_ONCE) as pool:
+        return [failure for failure in pool.map(round_, range(100)) if failure is not None]
+
+
+def delete_all(stack: Stack, names: list[str]) -> None:
+    with ThreadPoolExecutor(ROUNDS_AT_ONCE) as pool:
+        list(pool.map(lambda name: call(stack, "DELETE", API + name + "/", {"confirm": name}, confirm=name), names))
 
 
 def test_add_partitions_then_browse_and_produce_to_the_new_partition_at_once(stack: Stack) -> None:
