@@ -1,5 +1,5 @@
 """Blocking work asked for by many coroutines of one event loop at once, done for all of them in one
-call in the database thread.
+call in the database thread (or, for work that needs no database, a thread of the pool).
 
 A caller waits for its item's result; the items that come while a call runs wait for the next one,
 which takes them all. So a burst of sockets opening together (the pages of a restarted web process)
@@ -17,6 +17,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Generic, TypeVar
 
+from asgiref.sync import sync_to_async
 from channels.db import database_sync_to_async
 
 T = TypeVar("T")
@@ -33,8 +34,9 @@ class Batched(Generic[T, R]):
     """`await batched(item)`: `work(items)` (blocking, one result per item, in order) for the items
     asked for together."""
 
-    def __init__(self, work: Callable[[list[T]], Sequence[R]]) -> None:
+    def __init__(self, work: Callable[[list[T]], Sequence[R]], database: bool = True) -> None:
         self.work = work
+        self.database = database
         self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Pending[T, R]] = weakref.WeakKeyDictionary()
 
     async def __call__(self, item: T) -> R:
@@ -57,7 +59,8 @@ class Batched(Generic[T, R]):
                 if not batch:
                     continue
                 try:
-                    results = await database_sync_to_async(self.work)([item for item, _ in batch])
+                    run = database_sync_to_async(self.work) if self.database else sync_to_async(self.work, thread_sensitive=False)
+                    results = await run([item for item, _ in batch])
                 except Exception as exc:  # noqa: BLE001 - each caller gets it
                     for _, future in batch:
                         if not future.done():

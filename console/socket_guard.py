@@ -24,6 +24,7 @@ from importlib import import_module
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from channels.consumer import get_handler_name
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
@@ -74,6 +75,16 @@ class GuardedConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
     def still_allowed(self, user: Any) -> bool:
         raise NotImplementedError
 
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        """As Channels', without closing old database connections before each message: that is a hop
+        through the one database thread per message, which queued the pages of a restarted process
+        behind each other there. These consumers reach the database only through
+        database_sync_to_async (and the render thread), which close them around each call."""
+        handler = getattr(self, get_handler_name(message), None)
+        if handler is None:
+            raise ValueError(f"No handler for message type {message['type']}")
+        await handler(message)
+
     async def guard_open(self) -> bool:
         user = self.scope["user"]
         session = self.scope.get("session")
@@ -105,7 +116,7 @@ class GuardedConsumer(AsyncJsonWebsocketConsumer):  # type: ignore[misc]
     async def take_slot(self, kind: str) -> str | None:
         """Take one of the user's slots of this kind; None when taken, else the sentence to show."""
         assert self._guard_id is not None, "guard_open() first"
-        refusal = await sync_to_async(socket_limits.take, thread_sensitive=False)(kind, self._guard_user_id, self._guard_id)
+        refusal = await _slots((kind, self._guard_user_id, self._guard_id))
         if refusal is None:
             self._guard_held.add(kind)
         return refusal
@@ -256,6 +267,10 @@ def _opening_verdicts(sockets: list[GuardedConsumer]) -> list[Verdict | None]:
 # pages of a restarted web process queued behind each other in the one database thread, past the
 # server's time for a handshake.
 _opening_check: Batched[GuardedConsumer, Verdict | None] = Batched(_opening_verdicts)
+
+
+# The slots of sockets opening together, taken in one round trip to Redis (console/batches.py).
+_slots: Batched[tuple[str, object, str], str | None] = Batched(socket_limits.take_many, database=False)
 
 
 _WATCHES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Watch] = weakref.WeakKeyDictionary()

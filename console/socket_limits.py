@@ -85,13 +85,20 @@ def take(kind: str, user_id: object, member: str) -> str | None:
     """Take a slot of this kind for the user (blocking: call it from a thread). None when taken, else
     the sentence that says why not. When Redis cannot be reached the slot is given: the limit guards
     against one user's excess, and the sockets themselves need Redis anyway."""
-    spec = KINDS[kind]
+    return take_many([(kind, user_id, member)])[0]
+
+
+def take_many(asks: list[tuple[str, object, str]]) -> list[str | None]:
+    """`take` for each (kind, user, member), in order, in one round trip."""
     try:
-        taken = snapshots.redis_client().eval(_TAKE, 1, key(kind, user_id), member, SLOT_EXPIRY, spec.limit())
+        pipe = snapshots.redis_client().pipeline(transaction=False)
+        for kind, user_id, member in asks:
+            pipe.eval(_TAKE, 1, key(kind, user_id), member, SLOT_EXPIRY, KINDS[kind].limit())
+        taken = pipe.execute()
     except redis.RedisError:
-        log.warning("could not count the %s of user %s in Redis; not limited this time", kind, user_id, exc_info=True)
-        return None
-    return None if taken else spec.refusal()
+        log.warning("could not count the slots of %d websockets in Redis; not limited this time", len(asks), exc_info=True)
+        return [None] * len(asks)
+    return [None if t else KINDS[kind].refusal() for (kind, _, _), t in zip(asks, taken, strict=True)]
 
 
 def release(kind: str, user_id: object, member: str) -> None:

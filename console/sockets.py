@@ -11,7 +11,7 @@ import logging
 from typing import Any
 from urllib.parse import parse_qsl
 
-from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async
 
 from console import error_responses, gateway, live, live_hub
 from console.access import event_visible
@@ -104,11 +104,11 @@ class LiveConsumer(GuardedConsumer):
         view = live.events_view()
         if view is None:
             return
-        access = await sync_to_async(access_for)(self.drawn_for())
+        access = await database_sync_to_async(access_for)(self.drawn_for())
         topics, groups = access.names("topic.view", self.cluster, "topics"), access.names("group.view", self.cluster, "groups")
         matching = [e for e in events if view.matches(e, **self.filters) and event_visible(e, topics, groups)]
         if matching:
-            html = await sync_to_async(view.rows)(matching)
+            html = await database_sync_to_async(view.rows)(matching)
             await self.send_json({"type": "prepend", "target": "event-rows", "html": html, "count": len(matching)})
 
     async def _send_fragments(self, fragment: live.Fragment) -> None:

@@ -194,7 +194,7 @@ async def test_pages_go_on_getting_broadcasts_after_redis_failed_the_hubs_receiv
 
 
 @pytest.mark.asyncio
-async def test_sockets_opening_together_are_checked_in_a_few_database_calls(snapshot: Snapshot, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_sockets_opening_together_are_checked_in_a_few_calls(snapshot: Snapshot, monkeypatch: pytest.MonkeyPatch) -> None:
     """Checked one by one, the pages of a restarted web process queued behind each other in the one
     database thread, past the server's time for a handshake."""
     calls: list[int] = []
@@ -205,6 +205,14 @@ async def test_sockets_opening_together_are_checked_in_a_few_database_calls(snap
         return real(sockets)
 
     monkeypatch.setattr(socket_guard, "_verdicts", counted)
+    slots: list[int] = []
+    take_many = socket_guard._slots.work
+
+    def slots_counted(asks: list[Any]) -> Any:
+        slots.append(len(asks))
+        return take_many(asks)
+
+    monkeypatch.setattr(socket_guard._slots, "work", slots_counted)
     users = await database_sync_to_async(make_users)(5)
     comms = []
     for i in range(60):
@@ -214,6 +222,7 @@ async def test_sockets_opening_together_are_checked_in_a_few_database_calls(snap
     results = await asyncio.gather(*(c.connect(timeout=20) for c in comms))
     assert all(connected for connected, _ in results)
     assert sum(calls) >= 60 and len(calls) <= 10, calls
+    assert sum(slots) == 60 and len(slots) <= 10, slots  # (and their slots in a few round trips to Redis)
     for comm in comms:
         await comm.disconnect()
 
