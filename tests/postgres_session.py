@@ -19,7 +19,10 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         _data.append(postgres.start())
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    # Last: in an interrupted session the session's fixtures (the test database, the integration
+    # layer's stack) end in pytest's own sessionfinish; a server stopped before them fails their teardown.
     while _data:
         postgres.stop(_data.pop())
 
