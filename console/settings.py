@@ -53,6 +53,8 @@ SECURE_HSTS_PRELOAD = env_bool("CONSOLE_HSTS_PRELOAD", False)
 CONSOLE_SESSION_IDLE_SECONDS = env_int("CONSOLE_SESSION_IDLE_SECONDS", 8 * 3600, minimum=60)
 CONSOLE_SESSION_MAX_AGE_SECONDS = env_int("CONSOLE_SESSION_MAX_AGE_SECONDS", 7 * 24 * 3600, minimum=60)
 SESSION_COOKIE_AGE = CONSOLE_SESSION_MAX_AGE_SECONDS
+# Database sessions, read in one prepared statement per request (console/session_store.py).
+SESSION_ENGINE = "console.session_store"
 
 # The watcher's processes (`manage.py watch`, its sampling process) serve no page: they do not load
 # daphne's web server (Twisted, a large import for a process that serves nothing). CONSOLE_PROCESS=watcher is set for them.

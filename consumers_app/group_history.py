@@ -26,6 +26,11 @@ def lag_history(cluster: str, group_id: str, seconds: float = 3600) -> dict[str,
     return {"t": [p[0] for p in points], "lag": [p[1] for p in points], "time_lag": [p[2] for p in points]}
 
 
+def recent_rebalances(cluster: str, group_id: str, limit: int = 20) -> list[Rebalance]:
+    """The group's last `limit` rebalances, newest first (its page's table)."""
+    return list(Rebalance.objects.raw(_recent_sql(), [cluster, group_id, limit]))
+
+
 def most_rebalancing(cluster: str, hours: float = 24, limit: int = 10,
                      visible: Callable[[str], bool] | None = None) -> list[dict[str, Any]]:
     """Groups that rebalanced most often in the last `hours`, with their total time spent rebalancing.
@@ -59,3 +64,15 @@ def _busiest_sql() -> str:
     return (f"SELECT {column['group']}, COUNT({column['id']}), SUM({column['duration_s']}), MAX({column['ended_at']}) "
             f"FROM {qn(meta.db_table)} WHERE {column['cluster']} = %s AND {column['ended_at']} >= %s "
             f"GROUP BY {column['group']} ORDER BY COUNT({column['id']}) DESC, {column['group']} LIMIT %s")
+
+
+@functools.cache
+def _recent_sql() -> str:
+    """recent_rebalances' query, written once: a group's page reads it on every view, and the ORM
+    took longer to build it than the database took to answer it."""
+    qn = connection.ops.quote_name
+    meta = Rebalance._meta
+    columns = ", ".join(qn(str(cast(Field, f).column)) for f in meta.concrete_fields)
+    cluster, group, started_at = (qn(str(cast(Field, meta.get_field(name)).column)) for name in ("cluster", "group", "started_at"))
+    return (f"SELECT {columns} FROM {qn(meta.db_table)} WHERE {cluster} = %s AND {group} = %s "  # noqa: S608 - names from the model
+            f"ORDER BY {started_at} DESC LIMIT %s")

@@ -50,10 +50,8 @@ def groups(request: HttpRequest, cluster: str) -> HttpResponse:
 
 def detail_context(live: Live, group_id: str) -> dict[str, Any]:
     snap = require_snapshot(live)
-    from consumers_app.models import Rebalance
-
-    rebalances = Rebalance.objects.filter(cluster=live.cluster, group=group_id).order_by("-started_at")[:20]
-    return {"live": live, "group": group_rows.group_detail(snap, group_id), "rebalances": list(rebalances),
+    return {"live": live, "group": group_rows.group_detail(snap, group_id),
+            "rebalances": group_history.recent_rebalances(live.cluster, group_id),
             "history": group_history.lag_history(live.cluster, group_id)}
 
 
