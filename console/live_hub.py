@@ -102,10 +102,16 @@ class Outbox:
     async def _flush(self) -> None:
         while self._waiting and self._open:
             item = self._waiting.pop(next(iter(self._waiting)))
+            if isinstance(item, str):
+                try:
+                    await self._send(item)
+                except Exception:  # noqa: BLE001 - the client went away meanwhile: its disconnect follows
+                    log.debug("a live page's message was not sent", exc_info=True)
+                continue
             try:
-                await (self._send(item) if isinstance(item, str) else item())
-            except Exception:  # noqa: BLE001 - one message lost, the page goes on (a client gone meanwhile)
-                log.debug("a live page's message was not sent", exc_info=True)
+                await item()
+            except Exception:  # noqa: BLE001 - the page goes on; the next broadcast brings it up to date
+                log.exception("a live page's update failed")
 
 
 class Page(Protocol):
