@@ -1,10 +1,10 @@
 """A member of a Channels group that receives in a thread of its own, and hands each message to an
 event loop of the process (console/live_hub.py: a web process's live pages of one cluster).
 
-Received on the loop that also sends to a thousand pages, each message waited for the loop's turns
-between four Redis round trips (channels_redis' receive), so on a busy or starved process the
-broadcasts queued up in Redis and the pages fell further behind with every one. In a thread of its
-own the receive keeps up, and the loop takes whatever arrived meanwhile at once.
+Received on the loop that also sends to every page, each message waited for the loop's turns
+between the round trips of channels_redis' receive, so on a busy or starved process the broadcasts
+queued up in Redis and the pages fell further behind with every one. In a thread of its own the
+receive keeps up, and the loop takes whatever arrived meanwhile at once.
 
 The thread joins the group, receives, and renews the membership before channels_redis lets it go
 (group_expiry); when Redis fails it waits, joins again and goes on. Stopped, it leaves the group and

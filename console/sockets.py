@@ -2,7 +2,7 @@
 
 The consumer never asks Kafka: the process's hub for the cluster (console/live_hub.py) receives
 each broadcast once and draws from the snapshot in Redis, which the process parses once per change,
-so a thousand open tabs cost Kafka nothing and the web process one drawing per view and version.
+so open tabs cost Kafka nothing, and the web process one drawing per view and version.
 """
 
 from __future__ import annotations
