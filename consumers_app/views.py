@@ -16,7 +16,7 @@ from console.auth import allow, may, visible
 from console.errors import BadParameter, ConsoleError
 from console.params import int_param, timestamp_ms
 from console.snapshots import Live, require_snapshot
-from consumers_app import group_history, group_rows, services
+from consumers_app import group_history, group_rows, partition_html, services
 
 
 def list_params(params: Mapping[str, str]) -> dict[str, Any]:
@@ -50,7 +50,8 @@ def groups(request: HttpRequest, cluster: str) -> HttpResponse:
 
 def detail_context(live: Live, group_id: str) -> dict[str, Any]:
     snap = require_snapshot(live)
-    return {"live": live, "group": group_rows.group_detail(snap, group_id),
+    group = group_rows.group_detail(snap, group_id)
+    return {"live": live, "group": group, "partition_rows_html": partition_html.partition_rows(group["partitions"]),
             "rebalances": group_history.recent_rebalances(live.cluster, group_id),
             "history": group_history.lag_history(live.cluster, group_id)}
 
