@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -18,7 +19,7 @@ from console.snapshots import store
 
 log = logging.getLogger(__name__)
 
-def _changes_key(cluster: str) -> str:
+def changes_key(cluster: str) -> str:
     return f"console:changes:{cluster}"
 
 
@@ -52,8 +53,8 @@ def note_change(cluster: str, expect: dict[str, Any], keep: float = 30.0) -> Non
     try:
         pipe = store.client().pipeline(transaction=False)
         for what, value in expect.items():
-            pipe.hset(_changes_key(cluster), what, orjson.dumps([now, value]))
-        pipe.expire(_changes_key(cluster), int(keep) + 5)
+            pipe.hset(changes_key(cluster), what, orjson.dumps([now, value]))
+        pipe.expire(changes_key(cluster), int(keep) + 5)
         for kind in ("metadata", "samples"):
             pipe.rpush(_nudge_key(cluster, kind), 1)
             pipe.ltrim(_nudge_key(cluster, kind), -1, -1)
@@ -67,10 +68,15 @@ def note_change(cluster: str, expect: dict[str, Any], keep: float = 30.0) -> Non
 def pending_changes(cluster: str, max_age: float) -> dict[str, tuple[float, Any]]:
     """Changes noted in the last `max_age` seconds: {what: (when, expected value)}."""
     try:
-        raw = store.client().hgetall(_changes_key(cluster))
+        raw = store.client().hgetall(changes_key(cluster))
     except redis.RedisError:
         failure_seen()
         return {}
+    return pending_from(raw, max_age)
+
+
+def pending_from(raw: Mapping[bytes, bytes], max_age: float) -> dict[str, tuple[float, Any]]:
+    """`pending_changes` of the hash at `changes_key` as read (in one round trip with the snapshot's stamp)."""
     now = time.time()
     out: dict[str, tuple[float, Any]] = {}
     for key, value in raw.items():

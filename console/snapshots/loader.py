@@ -32,7 +32,15 @@ _raw_parts: dict[str, dict[str, bytes]] = {}
 
 
 def load(cluster: str) -> Snapshot | None:
-    """The latest snapshot of a cluster: its content is parsed once per version and kept in
+    """The latest snapshot of a cluster (`load_with`)."""
+    return load_with(cluster, None)[0]
+
+
+def load_with(cluster: str, hash_key: str | None) -> tuple[Snapshot | None, dict[bytes, bytes]]:
+    """The latest snapshot of a cluster, and the Redis hash `hash_key` read in the same round trip
+    (the changes a page's read waits for: every request asks for both).
+
+    The latest snapshot of a cluster: its content is parsed once per version and kept in
     memory; the small stamp (timestamps, quorum) is read every time. Holding the version before,
     only the topics and groups that version changed are fetched, the topics parsed (the groups when
     first asked for: GroupsRead); the others are the same objects. A snapshot stored by an older
@@ -40,17 +48,21 @@ def load(cluster: str) -> Snapshot | None:
 
     Raises StoreUnavailable when Redis is down; `cached()` then still has the last one seen.
     """
+    extra: dict[bytes, bytes] = {}
     try:
-        stamp = store.client().get(store.stamp_key(cluster))
+        if hash_key is None:
+            stamp = store.client().get(store.stamp_key(cluster))
+        else:
+            stamp, extra = store.client().pipeline(transaction=False).get(store.stamp_key(cluster)).hgetall(hash_key).execute()
         if stamp is None:
-            return None
+            return None, extra
         version = orjson.loads(stamp)["version"]
         with _cache_lock:
             cached = _cache.get(cluster)
             raw_before = _raw_parts.get(cluster)
         if cached is not None and cached.version == version:
             cached.apply_stamp(stamp)
-            return cached
+            return cached, extra
         with no_gc():  # (what the read builds is frozen before the collector could walk it: see _settle_gc)
             read = _read_content(cluster, cached, raw_before)
             if read is not None:
@@ -67,7 +79,7 @@ def load(cluster: str) -> Snapshot | None:
         log.warning("the stored snapshot of %s cannot be read", cluster, exc_info=True)
         raise store.StoreUnreadable(f"The stored snapshot of cluster '{cluster}' cannot be read ({exc}); "
                               "the watcher rewrites it.") from exc
-    return None if read is None else snapshot
+    return (None if read is None else snapshot), extra
 
 
 # A reading process (web, Celery) holds the parsed snapshot: millions of objects on a large cluster.

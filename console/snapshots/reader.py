@@ -20,7 +20,7 @@ from django.conf import settings
 from console import gateway
 from console.errors import NoSnapshot
 from console.snapshots import loader, store
-from console.snapshots.changes import PARTITIONS_NOTED, note_change, pending_changes
+from console.snapshots.changes import PARTITIONS_NOTED, changes_key, note_change, pending_changes, pending_from
 from console.snapshots.model import Snapshot
 
 __all__ = ["PARTITIONS_NOTED", "Live", "change_shown", "latest", "live", "note_change", "noted", "reachable",
@@ -85,9 +85,11 @@ def reachable(current: Live) -> Snapshot | None:
 def _read(cluster: str, wait: bool) -> Live:
     gateway.cluster_config(cluster)
     try:
-        snap = loader.load(cluster)
-        if wait and snap is not None:
-            snap = _until_changes_show(cluster, snap)
+        if not wait or settings.READ_YOUR_WRITES_WAIT <= 0:
+            return Live(cluster, loader.load(cluster))
+        snap, changes = loader.load_with(cluster, changes_key(cluster))  # (one round trip for both)
+        if snap is not None:
+            snap = _until_changes_show(cluster, snap, pending_from(changes, settings.READ_YOUR_WRITES_WAIT))
         return Live(cluster, snap)
     except store.StoreUnreadable as exc:
         return Live(cluster, loader.cached(cluster), store_error=str(exc))
@@ -125,11 +127,8 @@ def noted(cluster: str, what: str) -> Any | None:
     return None if entry is None else entry[1]
 
 
-def _until_changes_show(cluster: str, snap: Snapshot) -> Snapshot:
+def _until_changes_show(cluster: str, snap: Snapshot, pending: dict[str, tuple[float, Any]]) -> Snapshot:
     wait: float = settings.READ_YOUR_WRITES_WAIT
-    if wait <= 0:
-        return snap
-    pending = pending_changes(cluster, wait)
     while snap.reachable:
         unmet = [when for what, (when, expected) in pending.items() if not change_shown(snap, what, when, expected)]
         left = max(unmet, default=0.0) + wait - time.time()
