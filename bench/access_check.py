@@ -90,7 +90,7 @@ def _socket_message(user: object, requests: int) -> float:
 
     session = import_module(settings.SESSION_ENGINE).SessionStore()
     session[SESSION_KEY] = str(user.pk)  # type: ignore[attr-defined]
-    session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+    session[BACKEND_SESSION_KEY] = "console.user_backend.ModelBackend"
     session[HASH_SESSION_KEY] = user.get_session_auth_hash()  # type: ignore[attr-defined]
     session.save()
 

@@ -127,7 +127,8 @@ AUTH_PASSWORD_VALIDATORS = [
 # Login throttling (console/throttle.py): django-axes refuses logins for a user name, and from a
 # client address, that failed CONSOLE_LOGIN_FAILURE_LIMIT times, until CONSOLE_LOGIN_COOLOFF_SECONDS
 # after the last counted failure. Its backend comes first: it refuses before any password is checked.
-AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+# Local accounts: Django's ModelBackend, its signed-in user read in one prepared statement (console/user_backend.py).
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "console.user_backend.ModelBackend"]
 CONSOLE_LOGIN_FAILURE_LIMIT = env_int("CONSOLE_LOGIN_FAILURE_LIMIT", 10, minimum=1)
 CONSOLE_LOGIN_COOLOFF_SECONDS = env_int("CONSOLE_LOGIN_COOLOFF_SECONDS", 900, minimum=1)
 AXES_ENABLED = env_bool("CONSOLE_LOGIN_THROTTLING", True)

@@ -34,7 +34,7 @@ def logged_in(group: str | None = None) -> tuple[User, str]:
         user.groups.set([Group.objects.get_or_create(name=group)[0]])
     session = import_module(django_settings.SESSION_ENGINE).SessionStore()
     session[SESSION_KEY] = user._meta.pk.value_to_string(user)
-    session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+    session[BACKEND_SESSION_KEY] = "console.user_backend.ModelBackend"
     session[HASH_SESSION_KEY] = user.get_session_auth_hash()
     session.save()
     return user, str(session.session_key)

@@ -14,7 +14,7 @@ from tests.sso_servers import Directory, Provider, running_oidc_provider, runnin
 
 # The console's callback as the test client sees it; the browser tests add the live server's.
 TEST_CLIENT_CALLBACK = "http://testserver/oidc/callback/"
-LOCAL_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+LOCAL_BACKENDS = ["axes.backends.AxesStandaloneBackend", "console.user_backend.ModelBackend"]
 
 
 @pytest.fixture(scope="session")
