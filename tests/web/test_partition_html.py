@@ -4,9 +4,11 @@ as the template's floatformat rounds."""
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 from django.template import engines
+from django.template.defaultfilters import floatformat
 
 from consumers_app import partition_html
 
@@ -51,3 +53,11 @@ def test_partition_rows_escape_names_and_mark_what_is_unknown() -> None:
     assert "a&lt;b&gt;&amp;&#x27;&quot;" in html and "<b>" not in html and "c&lt;1&gt;" in html
     assert '<span class="muted">unknown</span>' in html and '<span class="muted">unassigned</span>' in html
     assert "0.3 s" in html  # (rounded half up, as floatformat rounds)
+
+
+def test_time_lags_are_rounded_as_the_templates_floatformat_rounds() -> None:
+    rng = random.Random(54)
+    values = [0.05, 0.15, 0.25, -0.05, -0.04, 2.675, 1.005, 0, 3, -0.0, 1e16, 1e30, 1e-9, 5e-324, 1e250, 123456789.95]
+    values += [rng.uniform(-100, 1000) for _ in range(3000)] + [rng.randrange(10**6) / 100 for _ in range(3000)]
+    for value in values:
+        assert partition_html.tenths(value) == str(floatformat(value, 1)), value
