@@ -96,6 +96,7 @@ class Connections:
         # Connection errors librdkafka reports only to error_cb (a wrong password, a TLS handshake,
         # a refused port): a failed call only says "Broker transport failure". See causes.py.
         self.connection_errors = ErrorLog()
+        self._answered_at = 0.0  # time.monotonic() of the last call that succeeded
         self._drained_clients: list[Producer] = []
 
     # Error callbacks ---------------------------------------------------------------------------
@@ -288,9 +289,11 @@ class Connections:
         self._drain()  # errors from before this call are not its cause
         started = time.monotonic()
         try:
-            return fn()
+            answer = fn()
         except Exception as exc:  # noqa: BLE001 - every library error becomes a GatewayError
             raise self.translate(exc, action, started, silence_is_a_cause) from exc
+        self._answered_at = time.monotonic()
+        return answer
 
     def translate(self, exc: BaseException, action: str, started: float | None = None,
                   silence_is_a_cause: bool = False) -> GatewayError:
@@ -306,7 +309,11 @@ class Connections:
         now = time.monotonic()
         since = started if started is not None else now - self.timeout
         elapsed = now - started if started is not None and silence_is_a_cause else None
-        cause = classify(self.connection_errors.since(since), self.config, self.timeout, elapsed)
+        # librdkafka reports a connection error once while it stays the same (a port still refusing
+        # stays silent): with nothing new during the call, what was reported since the last call
+        # that succeeded is still the cause.
+        observed = self.connection_errors.since(since) or self.connection_errors.since(self._answered_at)
+        cause = classify(observed, self.config, self.timeout, elapsed)
         if cause is None:
             return error
         enriched = type(error)(f"Cluster '{self.name}' is unreachable. {cause.sentence}")

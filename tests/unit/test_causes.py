@@ -7,6 +7,8 @@ self-signed certificate and a silent socket.
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from console.gateway import causes
@@ -151,3 +153,23 @@ def test_the_error_log_keeps_recent_connection_errors_and_skips_the_rest() -> No
         log.record("_TRANSPORT", f"refused {i}", at=float(i))
     assert [o.detail for o in log.since(0.0)] == ["refused 2", "refused 3", "refused 4"]
     assert [o.detail for o in log.since(4.0)] == ["refused 4"]
+
+
+def test_a_refusal_reported_before_a_call_and_not_repeated_is_still_its_cause() -> None:
+    from confluent_kafka import KafkaError, KafkaException
+
+    from console.gateway.connections import Connections
+
+    conns = Connections(PLAIN, timeout=0.05)
+
+    def times_out() -> None:
+        time.sleep(0.05)  # the whole timeout, with no error reported meanwhile
+        raise KafkaException(KafkaError(KafkaError._TIMED_OUT))
+
+    conns.connection_errors.record("_TRANSPORT", REFUSED)
+    time.sleep(0.01)
+    with pytest.raises(Exception, match="connection refused"):
+        conns._call("describe the cluster", times_out, silence_is_a_cause=True)
+    conns._call("describe the cluster", lambda: None)  # it answered: earlier errors are no longer the cause
+    with pytest.raises(Exception, match="Timed out"):
+        conns._call("describe the cluster", times_out, silence_is_a_cause=True)
