@@ -52,6 +52,13 @@ ACTIONS: dict[str, tuple[str, str]] = {
     "metrics.view": ("viewer", "global"),
     "audit.view": ("admin", "global"),
     "access.manage": ("admin", "global"),
+    # Kafka's own security (security_app): principals and grants of every topic, so cluster-wide.
+    "acls.view": ("viewer", "cluster_wide"),
+    "acls.manage": ("admin", "cluster_wide"),
+    "users.view": ("viewer", "cluster_wide"),
+    "users.manage": ("admin", "cluster_wide"),
+    "quotas.view": ("viewer", "cluster_wide"),
+    "quotas.manage": ("admin", "cluster_wide"),
 }
 # What each action does, as a refusal says it ("You may not <words> topic 'x'.").
 WORDS: dict[str, str] = {
@@ -63,6 +70,8 @@ WORDS: dict[str, str] = {
     "leaders.elect": "elect the leaders of", "leaders.elect_unclean": "run an unclean election on",
     "analytics.view": "see the analytics of", "analytics.run": "run analytics on", "reports.schedule": "schedule the reports of",
     "metrics.view": "read the metrics of", "audit.view": "read the audit log of", "access.manage": "manage the access to",
+    "acls.view": "see the ACLs of", "acls.manage": "change the ACLs of", "users.view": "see the SCRAM users of",
+    "users.manage": "change the SCRAM users of", "quotas.view": "see the quotas of", "quotas.manage": "change the quotas of",
 }
 ROLE_ACTIONS: dict[str, frozenset[str]] = {
     role: frozenset(a for a, (least, _) in ACTIONS.items() if ROLES.index(least) <= ROLES.index(role)) for role in ROLES

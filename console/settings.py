@@ -77,6 +77,7 @@ INSTALLED_APPS = [
     "topics_app",
     "consumers_app",
     "analytics",
+    "security_app",
 ]
 
 MIDDLEWARE = [

@@ -3,8 +3,11 @@
 Listeners on 127.0.0.1 (TEST_SASL_PORT, by default 2000 above TEST_KAFKA_BASE_PORT, so a second suite
 with its own base port gets its own broker): SASL_PLAINTEXT on the port itself, its controller on the
 next, SASL_SSL two above and SSL three above; the SSL listener requires a client certificate. Both
-SASL listeners take SCRAM-SHA-256 (users added at format time) and PLAIN. A CA made for each start
-signs the broker's certificate (for 127.0.0.1 and localhost) and the client's.
+SASL listeners take SCRAM-SHA-256 and SCRAM-SHA-512 (users added at format time) and PLAIN. A CA made
+for each start signs the broker's certificate (for 127.0.0.1 and localhost) and the client's.
+KRaft's StandardAuthorizer checks every request: alice (by SASL or her certificate) and the broker
+are super users, as is the anonymous principal of the PLAINTEXT controller listener (only the
+broker's own controller client reaches it); anyone else needs ACLs.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ DIR = TEST_VAR / "sasl-broker"
 TLS = DIR / "tls"
 PORTS = {"SASL_PLAINTEXT": SASL_PORT, "SASL_SSL": SASL_SSL_PORT, "SSL": SSL_PORT}
 SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule"
+SUPER_USERS = (f"User:{BROKER_USER}", f"User:{USER}", f"User:CN={USER}", "User:ANONYMOUS")
 PLAIN = "org.apache.kafka.common.security.plain.PlainLoginModule"
 
 
@@ -67,11 +71,13 @@ def broker_properties() -> str:
         "controller.listener.names": "CONTROLLER",
         "listener.security.protocol.map": "SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL,SSL:SSL,CONTROLLER:PLAINTEXT",
         "inter.broker.listener.name": "SASL_PLAINTEXT",
-        "sasl.enabled.mechanisms": "SCRAM-SHA-256,PLAIN",
+        "sasl.enabled.mechanisms": "SCRAM-SHA-256,SCRAM-SHA-512,PLAIN",
         "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-256",
         "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": scram,
+        "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": scram,
         "listener.name.sasl_plaintext.plain.sasl.jaas.config": plain,
         "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config": scram,
+        "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": scram,
         "listener.name.sasl_ssl.plain.sasl.jaas.config": plain,
         "ssl.keystore.type": "PKCS12",
         "ssl.keystore.location": str(TLS / "broker.p12"),
@@ -80,6 +86,8 @@ def broker_properties() -> str:
         "ssl.truststore.type": "PEM",
         "ssl.truststore.location": str(TLS / "ca.pem"),
         "listener.name.ssl.ssl.client.auth": "required",
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "super.users": ";".join(SUPER_USERS),
         "log.dirs": str(DIR / "data"),
         "auto.create.topics.enable": "false",
         "num.partitions": "1",
@@ -187,7 +195,8 @@ def running_secured_broker() -> Iterator[Tls]:
     formatted = subprocess.run(
         [str(ROOT / "kafka" / "bin" / "kafka-storage"), "format", f"--cluster-id={cluster_id}", "-c", str(DIR / "server.properties"),
          "--add-scram", f"SCRAM-SHA-256=[name={BROKER_USER},password={BROKER_PASSWORD}]",
-         "--add-scram", f"SCRAM-SHA-256=[name={USER},password={USER_PASSWORD}]"],
+         "--add-scram", f"SCRAM-SHA-256=[name={USER},password={USER_PASSWORD}]",
+         "--add-scram", f"SCRAM-SHA-512=[name={USER},password={USER_PASSWORD}]"],
         capture_output=True, text=True, timeout=120,
     )
     assert formatted.returncode == 0, formatted.stderr or formatted.stdout
