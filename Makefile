@@ -63,10 +63,14 @@ migrate: setup
 	@$(PY) manage.py migrate -v0
 	@$(PY) manage.py collectstatic --noinput -v0
 
+# SECURE=1 make run: the local cluster with TLS, SASL and ACLs (var/kafka-secure/), on the same ports;
+# Kafka's tools log in as the console with --command-config var/secure/client.properties.
 run: migrate
 	@$(PY) manage.py ensureuser admin --role admin --password-file var/admin_password | sed 's/^/login: /'
 	@echo "console: http://127.0.0.1:$(PORT)  (user admin, password in var/admin_password)"
+	@$(if $(filter-out 0,$(SECURE)),echo "secure cluster: Kafka's tools take --command-config var/secure/client.properties")
 	@PATH="$(CURDIR)/$(VENV)/bin:$$PATH" CONSOLE_PORT=$(PORT) REDIS_PORT=$(REDIS_PORT) \
+	  $(if $(filter-out 0,$(SECURE)),DEVCLUSTER_SECURE=1) \
 	  REDIS_URL=$${REDIS_URL:-redis://127.0.0.1:$(REDIS_PORT)/0} \
 	  $(VENV)/bin/honcho start $(if $(KAFKA_BOOTSTRAP_SERVERS)$(KAFKA_CLUSTERS_FILE),redis web watcher worker analytics beat,)
 
@@ -127,7 +131,7 @@ bench: setup test-deps
 	$(PY) -m bench.run
 
 stop:
-	-$(PY) manage.py devcluster down
+	-$(if $(filter-out 0,$(SECURE)),DEVCLUSTER_SECURE=1) $(PY) manage.py devcluster down
 
 clean: stop
 	rm -rf var

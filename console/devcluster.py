@@ -3,7 +3,8 @@
 Nodes 1-3 are combined broker+controller nodes (the quorum voters); nodes 4 and up are
 broker-only nodes that join as quorum observers. Node N listens on base_port + 2(N-1) for
 clients and the next port for the controller protocol, has rack r1..r3, and keeps its data,
-logs and pid file under <root>/node<N>/.
+logs and pid file under <root>/node<N>/. In secure mode (console/devcluster_secure.py) the client
+ports take SASL_SSL instead of PLAINTEXT; a root remembers its mode and is never started in the other.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+
+from console import devcluster_secure
 
 REPO = Path(__file__).resolve().parent.parent
 KAFKA_DIR = REPO / "kafka"
@@ -38,11 +41,14 @@ class NodeStatus:
 
 
 class DevCluster:
-    def __init__(self, root: Path, base_port: int, heap: str = "512m", log_level: str = "WARN") -> None:
+    def __init__(self, root: Path, base_port: int, heap: str = "512m", log_level: str = "WARN",
+                 secure: bool = False, client_config: Path | None = None) -> None:
         self.root = root
         self.base_port = base_port
         self.heap = heap
         self.log_level = log_level
+        self.secure = secure
+        self.client_config = client_config  # secure mode: where Kafka's tools find the console's login
 
     # Layout -------------------------------------------------------------------------------
     def broker_port(self, node: int) -> int:
@@ -109,7 +115,41 @@ class DevCluster:
             "log.retention.hours": "24",
             "log.segment.bytes": str(64 * 1024 * 1024),
         }
+        if self.secure:
+            lines.update(devcluster_secure.node_properties(
+                self.root, node, self.broker_port(node), self.controller_port(node) if combined else None))
         return "".join(f"{k}={v}\n" for k, v in lines.items())
+
+    # Modes ---------------------------------------------------------------------------------------
+    @property
+    def mode(self) -> str:
+        return "secure" if self.secure else "plaintext"
+
+    def _check_mode(self) -> None:
+        """A root is started in the mode it was formatted in, or not at all: brokers formatted without
+        SCRAM credentials would refuse every login, and a plaintext root must never become open by surprise."""
+        path = self.root / "mode"
+        formatted = any((self.node_dir(n) / "data" / "meta.properties").exists() for n in self.nodes())
+        if path.exists():
+            found = path.read_text().strip()
+        elif formatted:
+            found = "plaintext"  # formatted before roots remembered their mode
+        else:
+            self.root.mkdir(parents=True, exist_ok=True)
+            path.write_text(self.mode + "\n")
+            return
+        if found != self.mode:
+            raise DevClusterError(
+                f"the cluster in {self.root} was set up {found}, not {self.mode}: give this mode its own directory "
+                f"(DEVCLUSTER_DIR) or remove that one ('make clean' removes var/)")
+
+    def prepare_secure(self, node: int | None = None) -> None:
+        """Secure mode's files: passwords, the CA and a node's key pair, the tools' client config."""
+        devcluster_secure.secrets(self.root)
+        for n in [node] if node is not None else list(VOTERS):
+            devcluster_secure.make_tls(self.root, n)
+        if self.client_config is not None:
+            devcluster_secure.write_client_properties(self.root, self.client_config)
 
     # Processes ------------------------------------------------------------------------------
     def _pid(self, node: int) -> int | None:
@@ -152,6 +192,8 @@ class DevCluster:
             return
         (ndir / "data").mkdir(parents=True, exist_ok=True)
         cmd = [str(KAFKA_DIR / "bin" / "kafka-storage"), "format", f"--cluster-id={self.cluster_id()}", "-c", str(ndir / "server.properties")]
+        if self.secure:
+            cmd += devcluster_secure.format_arguments(self.root)
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
         if done.returncode != 0:
             raise DevClusterError(f"formatting node {node} failed: {done.stderr.strip() or done.stdout.strip()}")
@@ -162,8 +204,11 @@ class DevCluster:
         pid = self._pid(node)
         if pid is not None:
             return pid
+        self._check_mode()
         ndir = self.node_dir(node)
         ndir.mkdir(parents=True, exist_ok=True)
+        if self.secure:
+            self.prepare_secure(node)
         (ndir / "server.properties").write_text(self.properties(node))
         self._format(node)
         log = open(ndir / "server.log", "ab")  # noqa: SIM115 - handed to the child process

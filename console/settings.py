@@ -8,6 +8,7 @@ from pathlib import Path
 
 import plotly
 
+from console import devcluster_secure
 from console.database import database_settings
 from console.env import env_bool, env_choice, env_float, env_int, env_list, env_str
 from console.gateway.config import load_clusters
@@ -239,11 +240,16 @@ SPECTACULAR_SETTINGS = {
 # Kafka clusters: KAFKA_CLUSTERS_FILE (JSON), or one cluster from KAFKA_* variables;
 # the default is the local development cluster started by `manage.py devcluster up`.
 DEVCLUSTER_BASE_PORT = env_int("DEVCLUSTER_BASE_PORT", 9092, minimum=1024)
-DEVCLUSTER_DIR = Path(env_str("DEVCLUSTER_DIR", str(VAR_DIR / "devcluster")))
+# DEVCLUSTER_SECURE=1 (`SECURE=1 make run`): TLS, SASL and ACLs (console/devcluster_secure.py), in a
+# directory of its own, with the console's login for Kafka's tools in DEVCLUSTER_CLIENT_CONFIG.
+DEVCLUSTER_SECURE = env_bool("DEVCLUSTER_SECURE", False)
+DEVCLUSTER_DIR = Path(env_str("DEVCLUSTER_DIR", str(VAR_DIR / ("kafka-secure" if DEVCLUSTER_SECURE else "devcluster"))))
+DEVCLUSTER_CLIENT_CONFIG = Path(env_str("DEVCLUSTER_CLIENT_CONFIG", str(VAR_DIR / "secure" / "client.properties")))
 DEVCLUSTER_LOG_LEVEL = env_str("DEVCLUSTER_LOG_LEVEL", "WARN")
 # Kafka's jars (`make kafka-jars`): the gateway reads the request formats kafka-python lacks from kafka-clients.
 KAFKA_LIB_DIR = Path(env_str("KAFKA_LIB_DIR", str(BASE_DIR / "kafka" / "lib")))
-KAFKA_CLUSTERS = load_clusters(DEVCLUSTER_BASE_PORT)
+KAFKA_CLUSTERS = load_clusters(
+    DEVCLUSTER_BASE_PORT, devcluster_secure.console_connection(DEVCLUSTER_DIR) if DEVCLUSTER_SECURE else None)
 KAFKA_REQUEST_TIMEOUT = env_float("KAFKA_REQUEST_TIMEOUT", 5.0, minimum=0.5)
 # Seconds one HTTP message scan may read before it answers with what it found and where to resume.
 MESSAGES_SCAN_TIME_BUDGET = env_float("MESSAGES_SCAN_TIME_BUDGET", 10.0, minimum=0.5)

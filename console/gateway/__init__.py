@@ -45,8 +45,10 @@ def for_cluster(name: str) -> ClusterGateway:
         return gateway
 
 
-def for_bootstrap(bootstrap_servers: str, timeout: float = 3.0) -> ClusterGateway:
-    """An uncached gateway for an address that is not a configured cluster (dev tooling)."""
+def for_bootstrap(bootstrap_servers: str, timeout: float = 3.0, **security: str) -> ClusterGateway:
+    """An uncached gateway for an address that is not a configured cluster (dev tooling); `security`:
+    ClusterConfig's security fields (security_protocol, sasl_username ...)."""
     from console.gateway.client import ClusterGateway
 
-    return ClusterGateway(ClusterConfig(name=bootstrap_servers, bootstrap_servers=bootstrap_servers), timeout)
+    return ClusterGateway(ClusterConfig(name=bootstrap_servers, bootstrap_servers=bootstrap_servers, **security),  # type: ignore[arg-type]
+                          timeout)

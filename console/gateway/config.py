@@ -89,7 +89,9 @@ def local_bootstrap(base_port: int, nodes: int = 3) -> str:
     return ",".join(f"127.0.0.1:{base_port + 2 * i}" for i in range(nodes))
 
 
-def load_clusters(devcluster_base_port: int) -> tuple[ClusterConfig, ...]:
+def load_clusters(devcluster_base_port: int, devcluster_connection: dict[str, str] | None = None) -> tuple[ClusterConfig, ...]:
+    """The clusters to administer; without KAFKA_CLUSTERS_FILE or KAFKA_BOOTSTRAP_SERVERS the local
+    cluster, with `devcluster_connection`'s security settings when it runs in secure mode."""
     path = env_str("KAFKA_CLUSTERS_FILE", "")
     if path:
         try:
@@ -119,7 +121,8 @@ def load_clusters(devcluster_base_port: int) -> tuple[ClusterConfig, ...]:
         )
     else:
         clusters = (
-            ClusterConfig(name="local", bootstrap_servers=local_bootstrap(devcluster_base_port), local=True),
+            ClusterConfig(name="local", bootstrap_servers=local_bootstrap(devcluster_base_port), local=True,
+                          **(devcluster_connection or {})),  # type: ignore[arg-type]
         )
     names = [c.name for c in clusters]
     if len(set(names)) != len(names):

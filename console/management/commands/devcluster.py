@@ -10,7 +10,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from console import gateway
+from console import devcluster_secure, gateway
 from console.devcluster import VOTERS, DevCluster, DevClusterError
 from console.gateway.errors import GatewayError
 
@@ -27,7 +27,8 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **opts: Any) -> None:
         cluster = DevCluster(settings.DEVCLUSTER_DIR, settings.DEVCLUSTER_BASE_PORT, heap=opts["heap"],
-                             log_level=settings.DEVCLUSTER_LOG_LEVEL)
+                             log_level=settings.DEVCLUSTER_LOG_LEVEL, secure=settings.DEVCLUSTER_SECURE,
+                             client_config=settings.DEVCLUSTER_CLIENT_CONFIG)
         action = opts["action"]
         node = opts["node"]
         try:
@@ -40,6 +41,9 @@ class Command(BaseCommand):
                 cluster.up()
                 self._wait(cluster, cluster.nodes(), opts["timeout"])
                 self.stdout.write(f"bootstrap servers: {cluster.bootstrap_servers()}")
+                if cluster.secure:
+                    self.stdout.write(f"secure (SASL_SSL, SCRAM-SHA-512 or PLAIN; ACLs): Kafka's tools log in as the "
+                                      f"console with --command-config {cluster.client_config}")
                 if opts["foreground"]:
                     self._stay(cluster)
             elif action == "down":
@@ -65,7 +69,8 @@ class Command(BaseCommand):
 
     def _wait(self, cluster: DevCluster, nodes: list[int], timeout: float) -> None:
         """Wait until every given node is a registered, unfenced broker."""
-        probe = gateway.for_bootstrap(cluster.bootstrap_servers(sorted(set(VOTERS) | set(nodes))), timeout=3.0)
+        probe = gateway.for_bootstrap(cluster.bootstrap_servers(sorted(set(VOTERS) | set(nodes))), timeout=3.0,
+                                      **(devcluster_secure.console_connection(cluster.root) if cluster.secure else {}))
         deadline = time.monotonic() + timeout
         live: set[int] = set()
         try:
