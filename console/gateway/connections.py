@@ -26,6 +26,7 @@ from kafka.admin import KafkaAdminClient
 from console.gateway.causes import ErrorLog, classify
 from console.gateway.config import ClusterConfig
 from console.gateway.errors import ClusterUnavailable, GatewayError
+from console.gateway.refusals import principal
 from console.gateway.translate import connection_failure, translate
 
 log = logging.getLogger(__name__)
@@ -302,7 +303,7 @@ class Connections:
         `silence_is_a_cause`: with no error reported, the time the call took says what happened
         (the whole timeout: nobody answered; less: the broker closed the connection). Only for
         calls any live broker answers (metadata), where that cannot be a slow partition's fault."""
-        error = translate(exc, self.name, action)
+        error = translate(exc, self.name, action, principal(self.config))
         if not connection_failure(exc):
             return error
         self._drain()

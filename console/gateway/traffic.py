@@ -7,6 +7,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, ShareConsumer
 
 from console.gateway.connections import Connections
+from console.gateway.refusals import principal
 from console.gateway.translate import translate
 
 
@@ -15,6 +16,7 @@ class MessageProducer:
 
     def __init__(self, gateway: Connections, **extra: Any) -> None:
         self._cluster = gateway.name
+        self._principal = principal(gateway.config)
         self._producer = Producer({**gateway.config.librdkafka(), "client.id": "kafka-console", "linger.ms": 20,
                                    "log_level": 2, **extra})
 
@@ -25,7 +27,7 @@ class MessageProducer:
             self._producer.poll(0.5)
             self._producer.produce(topic, value=value, key=key)
         except KafkaException as exc:
-            raise translate(exc, self._cluster, f"produce to '{topic}'") from exc
+            raise translate(exc, self._cluster, f"produce to '{topic}'", self._principal) from exc
         self._producer.poll(0)
 
     def flush(self, timeout: float = 10.0) -> int:
@@ -37,6 +39,7 @@ class GroupConsumer:
 
     def __init__(self, gateway: Connections, group: str, topics: list[str], **extra: Any) -> None:
         self._cluster = gateway.name
+        self._principal = principal(gateway.config)
         self._consumer = Consumer({**gateway.config.librdkafka(), "group.id": group, "client.id": group,
                                    "enable.auto.commit": False, "auto.offset.reset": "earliest", "log_level": 2, **extra})
         self._consumer.subscribe(topics)
@@ -46,7 +49,7 @@ class GroupConsumer:
         try:
             messages = self._consumer.consume(num_messages=max_messages, timeout=timeout)
         except KafkaException as exc:
-            raise translate(exc, self._cluster, "consume") from exc
+            raise translate(exc, self._cluster, "consume", self._principal) from exc
         return sum(1 for m in messages if m.error() is None)
 
     def commit(self) -> None:
@@ -55,7 +58,7 @@ class GroupConsumer:
         except KafkaException as exc:
             if exc.args and isinstance(exc.args[0], KafkaError) and exc.args[0].code() == KafkaError._NO_OFFSET:
                 return  # nothing consumed since the last commit
-            raise translate(exc, self._cluster, "commit offsets") from exc
+            raise translate(exc, self._cluster, "commit offsets", self._principal) from exc
 
     def close(self) -> None:
         self._consumer.close()
@@ -66,6 +69,7 @@ class ShareGroupConsumer:
 
     def __init__(self, gateway: Connections, group: str, topics: list[str]) -> None:
         self._cluster = gateway.name
+        self._principal = principal(gateway.config)
         self._consumer = ShareConsumer({**gateway.config.librdkafka(), "group.id": group, "client.id": group, "log_level": 2})
         self._consumer.subscribe(topics)
 
@@ -73,7 +77,7 @@ class ShareGroupConsumer:
         try:
             return len(self._consumer.poll(timeout))
         except KafkaException as exc:
-            raise translate(exc, self._cluster, "consume") from exc
+            raise translate(exc, self._cluster, "consume", self._principal) from exc
 
     def close(self) -> None:
         self._consumer.close()

@@ -17,6 +17,7 @@ from console.gateway.errors import (
     NotFound,
     PolicyViolation,
 )
+from console.gateway.refusals import refusal
 
 log = logging.getLogger(__name__)
 
@@ -56,21 +57,22 @@ def error_code_name(class_name: str) -> str:
     return upper.removesuffix("_ERROR")
 
 
-def translate(exc: BaseException, cluster: str, action: str) -> GatewayError:
-    """Turn a client library's error into a GatewayError with a sentence."""
+def translate(exc: BaseException, cluster: str, action: str, principal: str | None = None) -> GatewayError:
+    """Turn a client library's error into a GatewayError with a sentence; `principal`: who the
+    console is on this cluster, named when Kafka refuses it an operation."""
     if isinstance(exc, GatewayError):
         return exc
     if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
         err: KafkaError = exc.args[0]
-        return translate_error(err.name(), err.str(), cluster, action)
+        return translate_error(err.name(), err.str(), cluster, action, principal)
     if isinstance(exc, KafkaError):
-        return translate_error(exc.name(), exc.str(), cluster, action)
+        return translate_error(exc.name(), exc.str(), cluster, action, principal)
     if isinstance(exc, (FutureTimeout, TimeoutError, kp_errors.KafkaTimeoutError)):
         return ClusterUnavailable(f"Cluster '{cluster}' did not answer in time while trying to {action}.")
     if isinstance(exc, (kp_errors.KafkaConnectionError, kp_errors.NodeNotReadyError, ConnectionError)):
         return ClusterUnavailable(f"Cluster '{cluster}' is unreachable: no broker accepted a connection ({action}).")
     if isinstance(exc, kp_errors.BrokerResponseError):
-        return translate_error(error_code_name(type(exc).__name__), str(exc), cluster, action)
+        return translate_error(error_code_name(type(exc).__name__), str(exc), cluster, action, principal)
     if isinstance(exc, (kp_errors.UnknownBrokerIdError, kp_errors.KafkaConnectionError)) or (
         isinstance(exc, kp_errors.KafkaError) and getattr(exc, "retriable", False)
     ):
@@ -82,7 +84,10 @@ def translate(exc: BaseException, cluster: str, action: str) -> GatewayError:
     return GatewayError(f"Kafka client failed while trying to {action}: {exc}")
 
 
-def translate_error(name: str, detail: str, cluster: str, action: str) -> GatewayError:
+def translate_error(name: str, detail: str, cluster: str, action: str, principal: str | None = None) -> GatewayError:
+    refused = refusal(name, detail, cluster, action, principal)
+    if refused is not None:
+        return NotAuthorized(refused)
     if name in _UNAVAILABLE:
         return ClusterUnavailable(f"Cluster '{cluster}' is unreachable: could not {action} ({detail}).")
     if name in _NOT_FOUND:

@@ -65,11 +65,11 @@ def test_unknown_topic_error_says_not_found_on_the_cluster():
     assert "not found on cluster 'east'" in error.message
 
 
-def test_authorization_error_says_not_authorized_for_the_action_on_the_cluster():
-    error = translate_error("TOPIC_AUTHORIZATION_FAILED", "denied", CLUSTER, ACTION)
-    assert "Not authorized to create topic 'orders'" in error.message
-    assert "cluster 'east'" in error.message
-    assert "denied" in error.message
+def test_authorization_error_names_the_operation_the_resource_the_action_and_the_cluster():
+    error = translate_error("TOPIC_AUTHORIZATION_FAILED", "denied", CLUSTER, ACTION, "User:bob")
+    assert error.message.startswith("Kafka refused: principal User:bob may not CREATE topic 'orders' "
+                                    "(TOPIC_AUTHORIZATION_FAILED), so the console could not create topic 'orders' "
+                                    "on cluster 'east'.")
 
 
 def test_policy_violation_quotes_the_policy_message():
