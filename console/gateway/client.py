@@ -20,9 +20,11 @@ from console.gateway.brokers import BrokerReads
 from console.gateway.cluster import ClusterReads
 from console.gateway.groups import GroupAdmin
 from console.gateway.offsets import OffsetReads
+from console.gateway.quotas import ClientQuotas
 from console.gateway.reassignments import Reassignments
+from console.gateway.scram import ScramUsers
 from console.gateway.topics import TopicAdmin
 
 
-class ClusterGateway(ClusterReads, BrokerReads, TopicAdmin, OffsetReads, GroupAdmin, Reassignments):
+class ClusterGateway(ClusterReads, BrokerReads, TopicAdmin, OffsetReads, GroupAdmin, Reassignments, ScramUsers, ClientQuotas):
     """All Kafka calls for one cluster. Thread-safe; one instance per cluster per process."""

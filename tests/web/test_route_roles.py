@@ -118,6 +118,12 @@ EXPECTED: dict[str, dict[str, str]] = {
     API + "topics/<str:topic>/partitions/": {"GET": "topic.view", "POST": "topic.add_partitions"},
     API + "topics/<str:topic>/messages/": {"GET": "messages.read", "POST": "messages.produce"},
     API + "topics/<str:topic>/messages/republish/": {"POST": "messages.produce"},
+    C + "security/users/": {"GET": "users.view", "POST": "users.manage"},
+    API + "users/": {"GET": "users.view", "POST": "users.manage"},
+    API + "users/<name:user>/": {"DELETE": "users.manage"},
+    C + "security/quotas/": {"GET": "quotas.view", "POST": "quotas.manage"},
+    API + "quotas/": {"GET": "quotas.view", "POST": "quotas.manage", "DELETE": "quotas.manage"},
+    API + "quotas/effective/": {"GET": "quotas.view"},
 }
 
 # Django's admin site (user and token admin): each of its views asks for is_staff, which only
@@ -161,6 +167,7 @@ SAMPLES = {
     "report_id": "1",
     "content_type_id": "1",
     "url": "no-such-page/",
+    "user": "svc/orders",
 }
 
 # Bodies that fail validation, so an allowed change stops before any Kafka call (default: {}).
@@ -185,6 +192,7 @@ REACH_GATEWAY = {
     (C + "topics/<str:topic>/configs/", "POST"): "The form reads the topic's current configs before it parses anything.",
     (API + "consumer-groups/<name:group>/", "DELETE"): "No body to get wrong, and the group is in the snapshot "
                                                        "(it has a member, so Kafka would refuse it too).",
+    (API + "users/<name:user>/", "DELETE"): "No body: it reads the user's credentials to know what to delete.",
 }
 
 
