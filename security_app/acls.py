@@ -18,7 +18,7 @@ from typing import Any
 
 from console import gateway, snapshots
 from console.audit import audited
-from console.errors import BadParameter
+from console.errors import BadParameter, Conflict
 from console.gateway.errors import NotFound
 from console.gateway.types import Acl
 from security_app.acl_rules import (
@@ -44,8 +44,10 @@ PAGE_MAX = 1000
 @dataclass(frozen=True)
 class Held:
     index: AclIndex
-    super_users: frozenset[str]
+    super_users: frozenset[str]  # declared in the cluster's settings: Kafka does not disclose them
     allow_if_no_acl: bool
+    authorizer: str
+    broker_has_super_users: bool
     read_at: float
     generation: bytes | None
 
@@ -69,9 +71,14 @@ def _generation(cluster: str) -> bytes | None:
 
 def _read(cluster: str, generation: bytes | None) -> Held:
     gw = gateway.for_cluster(cluster)
+    authorizer, has_supers = gw.authorizer()
+    if not authorizer:
+        raise Conflict(f"The brokers of cluster '{cluster}' run no authorizer (authorizer.class.name is not set): Kafka "
+                       "keeps no ACLs and lets every client do everything.")
     acls = gw.acls()
-    supers, allow = gw.authorizer_settings()
-    held = Held(AclIndex(acls), supers, allow, time.monotonic(), generation)
+    config = gateway.cluster_config(cluster)
+    held = Held(AclIndex(acls), config.super_user_set(), config.allow_everyone_if_no_acl_found, authorizer, has_supers,
+                time.monotonic(), generation)
     with _lock:
         _held[cluster] = held
     return held
@@ -178,7 +185,8 @@ def listing(cluster: str, params: Any, offset: int = 0, limit: int = 200) -> dic
     rows = select(h.index, filters(params))
     page = rows[offset : offset + min(limit, PAGE_MAX)]
     return {"acls": [a.as_dict() for a in page], "total": len(rows), "offset": offset, "all_acls": len(h.index.acls),
-            "super_users": sorted(h.super_users), "allow_everyone_if_no_acl_found": h.allow_if_no_acl}
+            "super_users": sorted(h.super_users), "allow_everyone_if_no_acl_found": h.allow_if_no_acl,
+            "authorizer": h.authorizer, "broker_has_super_users": h.broker_has_super_users}
 
 
 def matching(cluster: str, resource_type: str, name: str) -> list[Acl]:
@@ -237,9 +245,9 @@ def create(user: Any, cluster: str, acls: list[Acl], dry_run: bool) -> dict[str,
 
 
 def delete(user: Any, cluster: str, acl: Acl, dry_run: bool) -> dict[str, Any]:
-    if acl not in set(held(cluster).index.acls):
-        raise NotFound(f"There is no such ACL on cluster '{cluster}': {describe(acl)}.")
     with audited(user, "delete_acl", cluster=cluster, target=acl.principal, details={"acl": acl.as_dict()}, dry_run=dry_run):
+        if acl not in set(held(cluster).index.acls):
+            raise NotFound(f"There is no such ACL on cluster '{cluster}': {describe(acl)}.")
         deleted = [] if dry_run else gateway.for_cluster(cluster).delete_acls([acl])
         if not dry_run:
             _changed(cluster)

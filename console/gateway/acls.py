@@ -1,5 +1,5 @@
-"""ACLs: describe, create and delete (DescribeAcls, CreateAcls, DeleteAcls), and the broker settings
-that decide what no ACL says (super users, allow.everyone.if.no.acl.found).
+"""ACLs: describe, create and delete (DescribeAcls, CreateAcls, DeleteAcls), and which authorizer
+the brokers run.
 
 Sent through kafka-python, whose enums know every resource type and operation of KRaft's
 authorizer (librdkafka's lack USER, DELEGATION_TOKEN and the token operations). A cluster's ACLs
@@ -88,20 +88,17 @@ class AclAdmin(Connections):
 
         return self._call("delete ACLs", lambda: self._with_kafka_python("acls", run)) if wanted else []
 
-    def authorizer_settings(self) -> tuple[frozenset[str], bool]:
-        """The super users and `allow.everyone.if.no.acl.found` of one live broker (the brokers of a
-        cluster share them: they are static settings of its authorizer)."""
-        wanted = ("super.users", "allow.everyone.if.no.acl.found")
+    def authorizer(self) -> tuple[str, bool]:
+        """The authorizer class of one live broker and whether it has super users (Kafka hides who:
+        DescribeConfigs reports super.users as sensitive). The brokers of a cluster share both."""
 
-        def run() -> tuple[frozenset[str], bool]:
+        def run() -> tuple[str, bool]:
             admin = self._admin_client()
             node = self._result(admin.describe_cluster(request_timeout=self.timeout)).nodes[0].id
             futures = admin.describe_configs([ConfigResource(ConfigResource.Type.BROKER, str(node))], request_timeout=self.timeout)
             entries = self._result(next(iter(futures.values())))
-            values = {k: (entries[k].value or "") if k in entries else "" for k in wanted}
-            supers = frozenset(p.strip() for p in values["super.users"].split(";") if p.strip())
-            return supers, values["allow.everyone.if.no.acl.found"].lower() == "true"
+            authorizer = entries["authorizer.class.name"].value or "" if "authorizer.class.name" in entries else ""
+            supers = entries.get("super.users")
+            return authorizer, supers is not None and (bool(supers.value) or bool(supers.is_sensitive))
 
-        return self._call("describe the authorizer's settings", run)
-
-
+        return self._call("describe the broker's authorizer", run)

@@ -10,12 +10,14 @@ cluster (`console.gateway.for_cluster`) and never needs to know which area a cal
 - offsets.py: partition offsets, latest, earliest and by time
 - groups.py: consumer and share groups, committed offsets, resets and deletes
 - reassignments.py: replica reassignments and leader elections
+- acls.py: ACLs and the authorizer's settings
 
 Message browsing and producing are in messages/, the demo's traffic clients in traffic.py.
 """
 
 from __future__ import annotations
 
+from console.gateway.acls import AclAdmin
 from console.gateway.brokers import BrokerReads
 from console.gateway.cluster import ClusterReads
 from console.gateway.groups import GroupAdmin
@@ -26,5 +28,6 @@ from console.gateway.scram import ScramUsers
 from console.gateway.topics import TopicAdmin
 
 
-class ClusterGateway(ClusterReads, BrokerReads, TopicAdmin, OffsetReads, GroupAdmin, Reassignments, ScramUsers, ClientQuotas):
+class ClusterGateway(ClusterReads, BrokerReads, TopicAdmin, OffsetReads, GroupAdmin, Reassignments, ScramUsers, ClientQuotas,
+                     AclAdmin):
     """All Kafka calls for one cluster. Thread-safe; one instance per cluster per process."""

@@ -26,6 +26,13 @@ class ClusterConfig:
     ssl_key_location: str = ""
     ssl_key_password: str = field(default="", repr=False)
     local: bool = False
+    # The broker's `super.users` and `allow.everyone.if.no.acl.found`, which Kafka does not disclose
+    # (DescribeConfigs hides super.users as sensitive): the permission check needs them declared.
+    super_users: str = ""
+    allow_everyone_if_no_acl_found: bool = False
+
+    def super_user_set(self) -> frozenset[str]:
+        return frozenset(p.strip() for p in self.super_users.split(";") if p.strip())
 
     def librdkafka(self) -> dict[str, str]:
         """Connection settings in librdkafka's vocabulary."""
@@ -79,10 +86,22 @@ def _validate(raw: object, where: str) -> ClusterConfig:
     protocol = str(raw.get("security_protocol", "PLAINTEXT")).upper()
     if protocol not in _PROTOCOLS:
         raise SettingError(f"{where}: security_protocol must be one of {sorted(_PROTOCOLS)}")
-    values = {k: str(v) for k, v in raw.items() if k != "local"}
+    flags = ("local", "allow_everyone_if_no_acl_found")
+    values = {k: str(v) for k, v in raw.items() if k not in flags}
     values["security_protocol"] = protocol
     values["bootstrap_servers"] = servers
-    return ClusterConfig(local=bool(raw.get("local", False)), **values)  # type: ignore[arg-type]
+    return ClusterConfig(**values, **{f: _flag(raw.get(f, False), f"{where}: {f}") for f in flags})  # type: ignore[arg-type]
+
+
+def _flag(value: object, where: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in {"true", "1", "yes"}:
+        return True
+    if text in {"false", "0", "no", ""}:
+        return False
+    raise SettingError(f"{where} must be true or false, not {value!r}")
 
 
 def local_bootstrap(base_port: int, nodes: int = 3) -> str:
@@ -115,6 +134,8 @@ def load_clusters(devcluster_base_port: int, devcluster_connection: dict[str, st
                     "ssl_certificate_location": env_str("KAFKA_SSL_CERTIFICATE_LOCATION", ""),
                     "ssl_key_location": env_str("KAFKA_SSL_KEY_LOCATION", ""),
                     "ssl_key_password": env_str("KAFKA_SSL_KEY_PASSWORD", ""),
+                    "super_users": env_str("KAFKA_SUPER_USERS", ""),
+                    "allow_everyone_if_no_acl_found": env_str("KAFKA_ALLOW_EVERYONE_IF_NO_ACL_FOUND", "false"),
                 },
                 "KAFKA_* variables",
             ),

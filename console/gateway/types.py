@@ -251,3 +251,20 @@ class OngoingReassignment:
     replicas: tuple[int, ...]
     adding: tuple[int, ...]
     removing: tuple[int, ...]
+
+
+@dataclass(frozen=True, order=True)
+class Acl:
+    """One Kafka ACL binding, its enums by name (TOPIC, PREFIXED, READ, ALLOW...)."""
+
+    resource_type: str
+    pattern_type: str
+    resource_name: str
+    principal: str
+    host: str
+    operation: str
+    permission: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"principal": self.principal, "host": self.host, "operation": self.operation, "permission": self.permission,
+                "resource_type": self.resource_type, "resource_name": self.resource_name, "pattern_type": self.pattern_type}

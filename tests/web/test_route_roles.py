@@ -118,6 +118,11 @@ EXPECTED: dict[str, dict[str, str]] = {
     API + "topics/<str:topic>/partitions/": {"GET": "topic.view", "POST": "topic.add_partitions"},
     API + "topics/<str:topic>/messages/": {"GET": "messages.read", "POST": "messages.produce"},
     API + "topics/<str:topic>/messages/republish/": {"POST": "messages.produce"},
+    C + "security/acls/": {"GET": "acls.view", "POST": "acls.manage"},
+    C + "security/check/": {"GET": "acls.view"},
+    C + "security/principals/<name:principal>/": {"GET": "acls.view"},
+    API + "acls/": {"GET": "acls.view", "POST": "acls.manage", "DELETE": "acls.manage"},
+    API + "acls/check/": {"POST": "acls.view"},
     C + "security/users/": {"GET": "users.view", "POST": "users.manage"},
     API + "users/": {"GET": "users.view", "POST": "users.manage"},
     API + "users/<name:user>/": {"DELETE": "users.manage"},
@@ -156,6 +161,7 @@ ALLOWED_BUT_403 = {
 SAMPLES = {
     "cluster": "local",
     "topic": "orders",
+    "principal": "User:bob",
     "group": "team/service",
     "app_label": "auth",
     "object_id": "1",
@@ -193,6 +199,7 @@ REACH_GATEWAY = {
     (API + "consumer-groups/<name:group>/", "DELETE"): "No body to get wrong, and the group is in the snapshot "
                                                        "(it has a member, so Kafka would refuse it too).",
     (API + "users/<name:user>/", "DELETE"): "No body: it reads the user's credentials to know what to delete.",
+    (C + "security/acls/", "POST"): "A refused form is shown above the ACL list, which the page reads again.",
 }
 
 

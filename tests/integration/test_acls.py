@@ -1,0 +1,331 @@
+"""ACLs on the secured test broker (StandardAuthorizer): the console's list equals kafka-acls', its
+changes are Kafka's, and its effective-permission check answers as the broker does when the
+principal really tries.
+
+The console runs in this process (the API through Django's test client) against
+tests/secured_broker.py, where alice is a super user. Principals p1..p3 get SCRAM credentials and
+act through their own clients over SASL_PLAINTEXT from 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import re
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, Producer, TopicCollection
+from confluent_kafka import TopicPartition as RdTopicPartition
+from confluent_kafka.admin import (
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+    ResourcePatternType,
+    ResourceType,
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialUpsertion,
+)
+from django.contrib.auth.models import User
+from django.test import override_settings
+from rest_framework.test import APIClient
+
+from console import gateway
+from console.gateway.types import Acl
+from console.models import AuditEntry
+from security_app import acls as acl_service
+from security_app.acl_rules import OPERATIONS, AclIndex
+from tests.secured_broker import SASL_PORT, USER, USER_PASSWORD, client_properties, running_secured_broker, secured_cluster, tool
+from tests.support import wait_for
+
+pytestmark = [pytest.mark.cluster, pytest.mark.django_db]
+
+CLUSTER = "secured"
+PRINCIPALS = ("p1", "p2", "p3")
+PASSWORD = "principal-pw-123"
+TOPICS = ("sec-a", "sec-ab", "sec-b")
+GROUPS = ("g-a", "g-ab")
+HOST = "127.0.0.1"
+SUPERS = frozenset({"User:broker", f"User:{USER}", f"User:CN={USER}", "User:ANONYMOUS"})
+
+
+def sasl(user: str, password: str) -> dict[str, Any]:
+    return {"bootstrap.servers": f"127.0.0.1:{SASL_PORT}", "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "SCRAM-SHA-256", "sasl.username": user, "sasl.password": password}
+
+
+@pytest.fixture(scope="module")
+def broker(redis_server: str) -> Iterator[AdminClient]:
+    with running_secured_broker():
+        admin = AdminClient(sasl(USER, USER_PASSWORD))
+        for _name, f in admin.create_topics([NewTopic(t, 1, 1) for t in TOPICS]).items():
+            f.result(60)
+        upserts = [UserScramCredentialUpsertion(p, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096), PASSWORD.encode())
+                   for p in PRINCIPALS]
+        for f in admin.alter_user_scram_credentials(upserts).values():
+            f.result(60)
+        yield admin
+
+
+@pytest.fixture
+def console(broker: AdminClient) -> Iterator[APIClient]:
+    config = dataclasses.replace(secured_cluster(CLUSTER, protocol="SASL_PLAINTEXT"), super_users=";".join(sorted(SUPERS)))
+    with override_settings(KAFKA_CLUSTERS=(config,)):
+        gateway._gateways.clear()
+        acl_service._held.clear()
+        client = APIClient()
+        root = User.objects.create_superuser("root", "root@example.com", "pw-root-12345")
+        client.force_authenticate(root)
+        client.force_login(root)
+        yield client
+        gateway._gateways.clear()
+        acl_service._held.clear()
+
+
+def broker_acls(admin: AdminClient) -> set[Acl]:
+    found = admin.describe_acls(AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None,
+                                                 AclOperation.ANY, AclPermissionType.ANY)).result(30)
+    names = {"BROKER": "CLUSTER"}
+    return {Acl(names.get(b.restype.name, b.restype.name), b.resource_pattern_type.name, b.name, b.principal, b.host,
+                b.operation.name, b.permission_type.name) for b in found}
+
+
+def kafka_acls_list() -> set[Acl]:
+    """What `kafka-acls --list` prints, parsed."""
+    done = tool("kafka-acls", "--command-config", str(client_properties(USER_PASSWORD)), "--list")
+    assert done.returncode == 0, done.stderr
+    found: set[Acl] = set()
+    resource = None
+    for line in done.stdout.splitlines():
+        head = re.search(r"resourceType=(\w+), name=(.*), patternType=(\w+)\)`", line)
+        if head:
+            resource = head.groups()
+            continue
+        entry = re.search(r"\(principal=(.*), host=(.*), operation=(\w+), permissionType=(\w+)\)", line)
+        if entry and resource:
+            found.add(Acl(resource[0], resource[2], resource[1], *entry.groups()))
+    return found
+
+
+def test_console_list_equals_kafka_acls_and_its_changes_are_kafkas(console: APIClient, broker: AdminClient) -> None:
+    base = f"/api/v1/clusters/{CLUSTER}/acls/"
+    body = {"principal": "User:p1", "resource_name": "sec-", "pattern_type": "PREFIXED", "preset": "consumer", "group": "g-"}
+    dry = console.post(base, {**body, "dry_run": True}, format="json")
+    assert dry.status_code == 200, dry.content
+    assert len(dry.json()["would_create"]) == 3 and broker_acls(broker) == set()  # a dry run changes nothing
+    made = console.post(base, body, format="json")
+    assert made.status_code == 200, made.content
+    odd = {"principal": "User:o'<b>ü", "operation": "WRITE", "resource_type": "TOPIC", "resource_name": "a/b%<i>",
+           "permission": "DENY", "host": "10.0.0.7"}
+    assert console.post(base, odd, format="json").status_code == 200
+    listed = console.get(base).json()
+    ours = {Acl(a["resource_type"], a["pattern_type"], a["resource_name"], a["principal"], a["host"], a["operation"],
+                a["permission"]) for a in listed["acls"]}
+    assert ours == kafka_acls_list() == broker_acls(broker)
+    assert len(ours) == 4 and listed["total"] == 4
+    assert set(listed["super_users"]) == SUPERS
+    # Filters: MATCH keeps what covers a name, as the authorizer reads it.
+    matched = console.get(base, {"resource_type": "TOPIC", "resource_name": "sec-zz", "pattern_type": "MATCH"}).json()
+    assert {a["operation"] for a in matched["acls"]} == {"READ", "DESCRIBE"}
+    assert console.get(base, {"principal": "User:o'<b>ü"}).json()["total"] == 1
+    # The page renders the list (first), names with odd characters escaped.
+    page = console.get(f"/clusters/{CLUSTER}/security/acls/")
+    assert page.status_code == 200 and b'id="acl-table"' in page.content and b"User:p1" in page.content
+    assert "User:o&#x27;&lt;b&gt;ü".encode() in page.content and b"o'<b>" not in page.content
+    # Delete, dry run first; then it is gone from Kafka and from the next list.
+    gone = console.delete(base, {**odd, "dry_run": True}, format="json")
+    assert gone.status_code == 200 and gone.json()["would_delete"]
+    assert console.delete(base, odd, format="json").status_code == 200
+    assert len(console.get(base).json()["acls"]) == 3 == len(kafka_acls_list())
+    missing = console.delete(base, odd, format="json")
+    assert missing.status_code == 404 and "no such ACL" in missing.json()["detail"]
+    actions = list(AuditEntry.objects.filter(cluster=CLUSTER).values_list("action", flat=True))
+    # Dry runs are not recorded; the refused delete is.
+    assert actions.count("create_acls") == 2 and actions.count("delete_acl") == 2
+    assert AuditEntry.objects.filter(action="delete_acl", outcome="refused").count() == 1
+    broker.delete_acls([AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY,
+                                         AclPermissionType.ANY)])
+
+
+@pytest.mark.parametrize(("body", "words"), [
+    ({"principal": "User:x", "operation": "FLY", "resource_type": "TOPIC", "resource_name": "t"}, "'operation' must be one of"),
+    ({"principal": "User:x", "operation": "READ", "resource_type": "CLUSTER", "resource_name": "kafka-cluster"},
+     "does not apply to a CLUSTER"),
+    ({"principal": "User:x", "operation": "ALTER", "resource_type": "CLUSTER", "resource_name": "kafka-cluster",
+      "pattern_type": "PREFIXED"}, "always the LITERAL name"),
+    ({"principal": "User:x", "operation": "READ", "resource_type": "TOPIC", "resource_name": "t", "pattern_type": "MATCH"},
+     "'pattern_type' must be one of"),
+])
+def test_bad_acls_are_a_400_sentence(console: APIClient, body: dict[str, str], words: str) -> None:
+    answer = console.post(f"/api/v1/clusters/{CLUSTER}/acls/", body, format="json")
+    assert answer.status_code == 400 and words in answer.json()["detail"]
+
+
+# The effective-permission check against the broker ------------------------------------------------
+
+def random_acl(rng: random.Random) -> Acl:
+    rtype = rng.choice(("TOPIC", "TOPIC", "GROUP", "CLUSTER"))
+    if rtype == "TOPIC":
+        name, pattern = rng.choice((("sec-a", "LITERAL"), ("sec-ab", "LITERAL"), ("sec-b", "LITERAL"), ("sec-", "PREFIXED"),
+                                    ("sec-a", "PREFIXED"), ("*", "LITERAL"), ("sec-n", "PREFIXED")))
+    elif rtype == "GROUP":
+        name, pattern = rng.choice((("g-a", "LITERAL"), ("g-", "PREFIXED"), ("*", "LITERAL"), ("g-ab", "LITERAL")))
+    else:
+        name, pattern = "kafka-cluster", "LITERAL"
+    ops = OPERATIONS[rtype] if rtype != "CLUSTER" else ("ALL", "CREATE", "DESCRIBE", "DESCRIBE_CONFIGS", "ALTER_CONFIGS")
+    return Acl(rtype, pattern, name, rng.choice(("User:p1", "User:p2", "User:p3", "User:*")),
+               rng.choice(("*", "*", "*", HOST, "10.9.9.9")), rng.choice(ops), rng.choice(("ALLOW", "ALLOW", "ALLOW", "ALLOW", "DENY")))
+
+
+class Attempts:
+    """Each principal really trying one request; True when the broker let it through."""
+
+    def __init__(self) -> None:
+        self.admins = {p: AdminClient(sasl(p, PASSWORD)) for p in PRINCIPALS}
+        self.serial = 0
+
+    @staticmethod
+    def _refused(call: Callable[[], Any], *codes: str) -> bool:
+        try:
+            call()
+        except KafkaException as exc:
+            name = exc.args[0].name() if exc.args and hasattr(exc.args[0], "name") else str(exc)
+            if any(code in name or code in str(exc) for code in codes):
+                return True
+            raise
+        return False
+
+    def describe_topic(self, p: str, topic: str) -> bool:
+        return not self._refused(lambda: self.admins[p].describe_topics(
+            TopicCollection([topic]), request_timeout=10)[topic].result(15),
+            "TOPIC_AUTHORIZATION_FAILED")
+
+    def describe_configs(self, p: str, topic: str) -> bool:
+        fs = self.admins[p].describe_configs([ConfigResource(ConfigResource.Type.TOPIC, topic)], request_timeout=10)
+        return not self._refused(lambda: next(iter(fs.values())).result(15), "TOPIC_AUTHORIZATION_FAILED")
+
+    def alter_configs(self, p: str, topic: str) -> bool:
+        entry = ConfigEntry("retention.ms", "3600000", incremental_operation=AlterConfigOpType.SET)
+        fs = self.admins[p].incremental_alter_configs([ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=[entry])],
+                                                      validate_only=True, request_timeout=10)
+        return not self._refused(lambda: next(iter(fs.values())).result(15), "TOPIC_AUTHORIZATION_FAILED")
+
+    def create_topic(self, p: str, topic: str) -> bool:
+        fs = self.admins[p].create_topics([NewTopic(topic, 1, 1)], validate_only=True, request_timeout=10)
+        return not self._refused(lambda: fs[topic].result(15), "TOPIC_AUTHORIZATION_FAILED")
+
+    def describe_group(self, p: str, group: str) -> bool:
+        fs = self.admins[p].describe_consumer_groups([group], request_timeout=10)
+        return not self._refused(lambda: fs[group].result(15), "GROUP_AUTHORIZATION_FAILED")
+
+    def commit(self, p: str, group: str, topic: str) -> bool:
+        request = [ConsumerGroupTopicPartitions(group, [RdTopicPartition(topic, 0, 0)])]
+        fs = self.admins[p].alter_consumer_group_offsets(request, request_timeout=10)
+
+        def run() -> None:
+            for tp in fs[group].result(15).topic_partitions:
+                if tp.error is not None:
+                    raise KafkaException(tp.error)
+        return not self._refused(run, "GROUP_AUTHORIZATION_FAILED", "TOPIC_AUTHORIZATION_FAILED")
+
+    def produce(self, p: str, topic: str) -> bool:
+        producer = Producer({**sasl(p, PASSWORD), "enable.idempotence": False, "acks": 1, "message.timeout.ms": 10000,
+                             "topic.metadata.refresh.interval.ms": 1000})
+        outcome: list[Any] = []
+        producer.produce(topic, b"x", on_delivery=lambda err, msg: outcome.append(err))
+        producer.flush(15)
+        assert outcome, "the produce was answered"
+        if outcome[0] is None:
+            return True
+        assert outcome[0].name() == "TOPIC_AUTHORIZATION_FAILED", outcome[0]
+        return False
+
+    def describe_broker_configs(self, p: str) -> bool:
+        fs = self.admins[p].describe_configs([ConfigResource(ConfigResource.Type.BROKER, "1")], request_timeout=10)
+        return not self._refused(lambda: next(iter(fs.values())).result(15), "CLUSTER_AUTHORIZATION_FAILED")
+
+
+def expected(index: AclIndex, kind: str, p: str, target: tuple[str, ...]) -> bool:
+    """What the requests need, as Kafka's request handlers ask the authorizer."""
+    def may(op: str, rtype: str, name: str) -> bool:
+        return index.decide(f"User:{p}", op, rtype, name, HOST, SUPERS, False).allowed
+
+    if kind == "describe_topic":
+        return may("DESCRIBE", "TOPIC", target[0])
+    if kind == "describe_configs":
+        return may("DESCRIBE_CONFIGS", "TOPIC", target[0])
+    if kind == "alter_configs":
+        return may("ALTER_CONFIGS", "TOPIC", target[0])
+    if kind == "create_topic":  # CreateTopics: CREATE on the cluster, else on the topic
+        return may("CREATE", "CLUSTER", "kafka-cluster") or may("CREATE", "TOPIC", target[0])
+    if kind == "describe_group":  # FindCoordinator and DescribeGroups: DESCRIBE on the group
+        return may("DESCRIBE", "GROUP", target[0])
+    if kind == "commit":  # FindCoordinator (DESCRIBE group), then OffsetCommit (READ group, READ topic)
+        group, topic = target
+        return may("DESCRIBE", "GROUP", group) and may("READ", "GROUP", group) and may("READ", "TOPIC", topic)
+    if kind == "produce":  # Metadata (DESCRIBE topic), then Produce (WRITE topic)
+        return may("DESCRIBE", "TOPIC", target[0]) and may("WRITE", "TOPIC", target[0])
+    if kind == "describe_broker_configs":
+        return may("DESCRIBE_CONFIGS", "CLUSTER", "kafka-cluster")
+    raise AssertionError(kind)
+
+
+def random_request(rng: random.Random) -> tuple[str, tuple[str, ...]]:
+    kind = rng.choice(("describe_topic", "describe_configs", "alter_configs", "create_topic", "describe_group", "commit",
+                       "produce", "describe_broker_configs", "describe_topic", "commit"))
+    if kind == "create_topic":
+        return kind, (rng.choice(("sec-new", "sec-ax", "other")),)
+    if kind == "describe_group":
+        return kind, (rng.choice(GROUPS),)
+    if kind == "commit":
+        return kind, (rng.choice(GROUPS), rng.choice(TOPICS))
+    if kind == "describe_broker_configs":
+        return kind, ()
+    return kind, (rng.choice(TOPICS),)
+
+
+def test_the_check_answers_as_the_broker_does_when_the_principal_tries(console: APIClient, broker: AdminClient) -> None:
+    rng = random.Random(55)
+    attempts = Attempts()
+    wait_for(lambda: not attempts._refused(lambda: attempts.admins["p1"].list_topics(timeout=5), "AUTHENTICATION"), 60,
+             what="the principals' SCRAM credentials to reach the broker")
+    everything = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY,
+                                  AclPermissionType.ANY)
+    cases, disagreements, verdicts = 0, [], {True: 0, False: 0}
+    for _round in range(25):
+        wanted = {random_acl(rng) for _ in range(rng.randint(2, 12))}
+        named = sorted({a.principal[5:] for a in wanted if a.principal != "User:*"}) or list(PRINCIPALS)
+        for f in broker.delete_acls([everything]).values():
+            f.result(30)
+        gateway.for_cluster(CLUSTER).create_acls(wanted)
+        wait_for(lambda wanted=wanted: broker_acls(broker) == wanted, 30, interval=0.1, what="the broker to hold the round's ACLs")
+        acl_service._held.clear()
+        index = AclIndex(wanted)
+        for _case in range(8):
+            p = rng.choice(named) if rng.random() < 0.7 else rng.choice(PRINCIPALS)
+            kind, target = random_request(rng)
+            want = expected(index, kind, p, target)
+            got = getattr(attempts, kind)(p, *target)
+            cases += 1
+            verdicts[got] += 1
+            if got != want:
+                disagreements.append((p, kind, target, got, want, sorted(wanted)))
+        # The console's API gives the same verdicts as its index (one case per round through HTTP).
+        p, (kind, target) = rng.choice(PRINCIPALS), ("describe_topic", (rng.choice(TOPICS),))
+        answer = console.post(f"/api/v1/clusters/{CLUSTER}/acls/check/", {
+            "principal": f"User:{p}", "operation": "DESCRIBE", "resource_type": "TOPIC", "resource_name": target[0],
+            "host": HOST}, format="json")
+        assert answer.status_code == 200, answer.content
+        assert answer.json()["allowed"] == attempts.describe_topic(p, target[0])
+    assert cases >= 200
+    assert min(verdicts.values()) >= 30, f"both answers are exercised: {verdicts}"
+    assert not disagreements, f"{len(disagreements)} of {cases} cases disagree; first: {disagreements[:3]}"
+    for f in broker.delete_acls([everything]).values():
+        f.result(30)
