@@ -83,7 +83,8 @@ lint: setup
 # no Kafka) and integration (a real 3-node Kafka and the whole console). The integration layer
 # mostly waits on Kafka, so `make test` runs three chains side by side, each with its own Redis, data
 # and Kafka ports: the integration layer on the shared cluster; the tests that kill brokers or move
-# replicas (INTEGRATION_ALONE) with the Spark standalone test, on a cluster of their own; and lint
+# replicas (INTEGRATION_ALONE) with the Spark standalone test and the secured cluster's (a third cluster,
+# its own ports 400 above the chain's), on a cluster of their own; and lint
 # with the Kafka-free layers, on an empty Kafka port range (their cluster "local" must not find a
 # broker). The other chains' output follows the integration layer's; any failure fails `make test`.
 TEST_REDIS_PORT ?= 6391
@@ -96,7 +97,8 @@ KAFKA_FREE_ENV = TEST_REDIS_PORT=$$(($(TEST_REDIS_PORT) + 1)) TEST_KAFKA_BASE_PO
 ALONE_ENV = TEST_REDIS_PORT=$$(($(TEST_REDIS_PORT) + 10)) TEST_KAFKA_BASE_PORT=$$(($(TEST_KAFKA_BASE_PORT) + 300)) \
   TEST_VAR_DIR=$(TEST_VAR_DIR)-alone
 INTEGRATION_ALONE = tests/integration/test_faults.py tests/integration/test_faults_matrix.py \
-  tests/integration/test_reassignment.py tests/integration/test_spark_standalone.py
+  tests/integration/test_reassignment.py tests/integration/test_spark_standalone.py \
+  tests/integration/test_secure_cluster.py
 # The web layer mostly waits (sampling processes, timeouts), not computes: pytest-xdist workers run it
 # side by side, each with its own Redis port (the ports just above the run's), data and Kafka ports
 # (tests/workers.py). WEB_WORKERS=0 runs it in one process.

@@ -201,10 +201,10 @@ class DevCluster:
     def start(self, node: int) -> int:
         if not (KAFKA_DIR / "lib").is_dir():
             raise DevClusterError("kafka/lib is missing: run 'make kafka-jars' (or 'make run') first")
+        self._check_mode()  # first: a node running in the other mode is no answer either
         pid = self._pid(node)
         if pid is not None:
             return pid
-        self._check_mode()
         ndir = self.node_dir(node)
         ndir.mkdir(parents=True, exist_ok=True)
         if self.secure:

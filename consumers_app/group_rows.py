@@ -4,13 +4,15 @@ group's summary row and its detail (lag and owner per partition)."""
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
+from console import gateway
 from console.errors import BadParameter
-from console.gateway.errors import NotFound
+from console.gateway.errors import GatewayError, NotAuthorized, NotFound
 from console.listing import ordered, paginate, search
 from console.snapshots import GroupState, Snapshot
 from consumers_app.group_table import GroupTable, sort_key
@@ -366,11 +368,31 @@ def _filtered(rows: list[dict[str, Any]], query: str, regex: bool, state: str, k
     return rows
 
 
+_absent: dict[tuple[str, str], float] = {}  # (cluster, group) -> until when it is not asked about again
+
+
 def group(snap: Snapshot, group_id: str) -> GroupState:
     g = snap.groups.get(group_id)
     if g is None:
+        _said_if_refused(snap, group_id)
         raise NotFound(f"Consumer group '{group_id}' does not exist on cluster '{snap.cluster}'.")
     return g
+
+
+def _said_if_refused(snap: Snapshot, group_id: str) -> None:
+    """Kafka lists only the groups the console's principal may describe: a group the snapshot lacks
+    may be one it hides, and then Kafka's refusal (which names what is missing) is the answer, not a
+    404. A group found absent or hidden is not asked about again for two seconds."""
+    key = (snap.cluster, group_id)
+    if not snap.reachable or _absent.get(key, 0.0) >= time.monotonic():
+        return
+    try:
+        gateway.for_cluster(snap.cluster).group_state(group_id)
+    except NotAuthorized:
+        raise
+    except GatewayError:
+        pass  # unreachable or absent: the snapshot's answer stands
+    _absent[key] = time.monotonic() + 2.0
 
 
 def group_detail(snap: Snapshot, group_id: str) -> dict[str, Any]:
