@@ -17,6 +17,7 @@ from console.errors import BadParameter, ConsoleError
 from console.params import int_param, timestamp_ms
 from console.snapshots import Live, require_snapshot
 from consumers_app import group_history, group_rows, partition_html, services
+from security_app.acls import section
 
 
 def list_params(params: Mapping[str, str]) -> dict[str, Any]:
@@ -66,6 +67,7 @@ def group_detail(request: HttpRequest, cluster: str, group: str) -> HttpResponse
 
     live = snapshots.live(cluster)
     return render(request, "consumers_app/group.html", {**detail_context(live, group), "view": "group",
+                                                        "acl_section": section(request.user, cluster, "GROUP", group),
                                                         "analytics_history": history_or_none(group_history, cluster, group),
                                                         "can_change": may(request.user, "group.reset_offsets", cluster, group=group)})
 

@@ -16,14 +16,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from console import gateway, snapshots
+from console import error_responses, gateway, snapshots
 from console.audit import audited
-from console.errors import BadParameter, Conflict
+from console.errors import BadParameter, Conflict, ConsoleError
 from console.gateway.errors import NotFound
 from console.gateway.types import Acl
 from security_app.acl_rules import (
     ALL_OPERATIONS,
-    OPERATIONS,
     PATTERN_TYPES,
     PERMISSIONS,
     RESOURCE_TYPES,
@@ -72,10 +71,7 @@ def _generation(cluster: str) -> bytes | None:
 def _read(cluster: str, generation: bytes | None) -> Held:
     gw = gateway.for_cluster(cluster)
     authorizer, has_supers = gw.authorizer()
-    if not authorizer:
-        raise Conflict(f"The brokers of cluster '{cluster}' run no authorizer (authorizer.class.name is not set): Kafka "
-                       "keeps no ACLs and lets every client do everything.")
-    acls = gw.acls()
+    acls = gw.acls() if authorizer else []
     config = gateway.cluster_config(cluster)
     held = Held(AclIndex(acls), config.super_user_set(), config.allow_everyone_if_no_acl_found, authorizer, has_supers,
                 time.monotonic(), generation)
@@ -114,6 +110,15 @@ def held(cluster: str) -> Held:
         return _read(cluster, generation)
     if age > FRESH_FOR:
         _refresh_in_background(cluster, generation)
+    return found
+
+
+def authorized(cluster: str) -> Held:
+    """held(), for what needs ACLs to exist: a cluster without an authorizer is a clear refusal."""
+    found = held(cluster)
+    if not found.authorizer:
+        raise Conflict(f"The brokers of cluster '{cluster}' run no authorizer (authorizer.class.name is not set): Kafka "
+                       "keeps no ACLs and lets every client do everything.")
     return found
 
 
@@ -181,7 +186,7 @@ def select(index: AclIndex, f: dict[str, str | None]) -> list[Acl]:
 
 
 def listing(cluster: str, params: Any, offset: int = 0, limit: int = 200) -> dict[str, Any]:
-    h = held(cluster)
+    h = authorized(cluster)
     rows = select(h.index, filters(params))
     page = rows[offset : offset + min(limit, PAGE_MAX)]
     return {"acls": [a.as_dict() for a in page], "total": len(rows), "offset": offset, "all_acls": len(h.index.acls),
@@ -190,14 +195,15 @@ def listing(cluster: str, params: Any, offset: int = 0, limit: int = 200) -> dic
 
 
 def matching(cluster: str, resource_type: str, name: str) -> list[Acl]:
-    """The ACLs that speak to one topic or group (what a topic's or a group's page shows)."""
+    """The ACLs that speak to one topic or group (what a topic's or a group's page shows); none
+    when the cluster has no authorizer."""
     return sorted(held(cluster).index.naming(resource_type, name))
 
 
 def of_principal(cluster: str, who: str) -> dict[str, Any]:
     """Everything one principal may do: its own ACLs and those for everyone (User:*), by resource."""
     who = principal(who)
-    h = held(cluster)
+    h = authorized(cluster)
     rows = [a for a in h.index.acls if a.principal in (who, "User:*")]
     return {"principal": who, "super_user": who in h.super_users, "acls": rows,
             "allow_everyone_if_no_acl_found": h.allow_if_no_acl}
@@ -212,7 +218,7 @@ def check(cluster: str, *, principal_name: str, operation: str, resource_type: s
         raise BadParameter("'operation' must be one operation, not ALL: the broker checks one at a time.")
     if probe.host == "*":
         raise BadParameter("'host' must be the client's address (such as 10.0.0.5), not *.")
-    h = held(cluster)
+    h = authorized(cluster)
     return h.index.decide(probe.principal, probe.operation, probe.resource_type, probe.resource_name, probe.host,
                           h.super_users, h.allow_if_no_acl)
 
@@ -232,7 +238,7 @@ def wanted_acls(d: dict[str, Any]) -> list[Acl]:
 
 
 def create(user: Any, cluster: str, acls: list[Acl], dry_run: bool) -> dict[str, Any]:
-    existing = set(held(cluster).index.acls)
+    existing = set(authorized(cluster).index.acls)
     new = [a for a in dict.fromkeys(acls) if a not in existing]
     details = {"acls": [a.as_dict() for a in acls]}
     with audited(user, "create_acls", cluster=cluster, target=acls[0].principal if acls else "", details=details,
@@ -246,7 +252,7 @@ def create(user: Any, cluster: str, acls: list[Acl], dry_run: bool) -> dict[str,
 
 def delete(user: Any, cluster: str, acl: Acl, dry_run: bool) -> dict[str, Any]:
     with audited(user, "delete_acl", cluster=cluster, target=acl.principal, details={"acl": acl.as_dict()}, dry_run=dry_run):
-        if acl not in set(held(cluster).index.acls):
+        if acl not in set(authorized(cluster).index.acls):
             raise NotFound(f"There is no such ACL on cluster '{cluster}': {describe(acl)}.")
         deleted = [] if dry_run else gateway.for_cluster(cluster).delete_acls([acl])
         if not dry_run:
@@ -261,5 +267,21 @@ def describe(acl: Acl) -> str:
     return f"{acl.permission} {acl.principal} {acl.operation} on {acl.resource_type} {pattern}'{acl.resource_name}'{host}"
 
 
-__all__ = ["OPERATIONS", "check", "create", "delete", "describe", "filters", "held", "listing", "matching", "of_principal",
-           "wanted_acls"]
+
+
+def section(user: Any, cluster: str, resource_type: str, name: str) -> dict[str, Any] | None:
+    """What a topic's or a group's page shows of its ACLs: None for a user who may not see ACLs or
+    a cluster without an authorizer; the ACLs that speak to it, or the sentence why they could not
+    be read (the page itself still shows)."""
+    from console.auth import may
+
+    if not may(user, "acls.view", cluster):
+        return None
+    try:
+        found = held(cluster)
+    except ConsoleError as exc:
+        return {"acls": [], "error": error_responses.message(exc), "resource_type": resource_type, "name": name}
+    if not found.authorizer:
+        return None
+    return {"acls": [a.as_dict() for a in sorted(found.index.naming(resource_type, name))], "error": None,
+            "resource_type": resource_type, "name": name}

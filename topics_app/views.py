@@ -17,6 +17,7 @@ from console.errors import BadParameter, ConsoleError
 from console.gateway.errors import GatewayError
 from console.params import bool_param, int_param
 from console.snapshots import Live, require_snapshot
+from security_app.acls import section
 from topics_app import browse, reads, services
 from topics_app.decoding import DECODINGS
 from topics_app.validation import parse_configs
@@ -129,6 +130,7 @@ def topic_detail(request: HttpRequest, cluster: str, topic: str) -> HttpResponse
 
     history = history_or_none(topic_history, cluster, topic)
     return render(request, "topics_app/topic.html", {**context, "view": "topic", "configs": configs,
+                                                     "acl_section": section(request.user, cluster, "TOPIC", topic),
                                                      "config_error": config_error, "analytics_history": history,
                                                      "can_change": may(request.user, "topic.edit_config", cluster, topic),
                                                      "can_delete": may(request.user, "topic.delete", cluster, topic)})

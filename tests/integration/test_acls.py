@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import random
 import re
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -53,6 +54,7 @@ PASSWORD = "principal-pw-123"
 TOPICS = ("sec-a", "sec-ab", "sec-b")
 GROUPS = ("g-a", "g-ab")
 HOST = "127.0.0.1"
+TRANSIENT = {"NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE"}
 SUPERS = frozenset({"User:broker", f"User:{USER}", f"User:CN={USER}", "User:ANONYMOUS"})
 
 
@@ -139,6 +141,13 @@ def test_console_list_equals_kafka_acls_and_its_changes_are_kafkas(console: APIC
     page = console.get(f"/clusters/{CLUSTER}/security/acls/")
     assert page.status_code == 200 and b'id="acl-table"' in page.content and b"User:p1" in page.content
     assert "User:o&#x27;&lt;b&gt;ü".encode() in page.content and b"o'<b>" not in page.content
+    # What a topic's page and a group's page show: the ACLs that speak to them.
+    root = User.objects.get(username="root")
+    topic = acl_service.section(root, CLUSTER, "TOPIC", "sec-a")
+    assert topic is not None and {(a["principal"], a["operation"]) for a in topic["acls"]} == {
+        ("User:p1", "READ"), ("User:p1", "DESCRIBE")}  # from the prefix sec-
+    group = acl_service.section(root, CLUSTER, "GROUP", "g-x")
+    assert group is not None and [(a["principal"], a["operation"]) for a in group["acls"]] == [("User:p1", "READ")]
     # Delete, dry run first; then it is gone from Kafka and from the next list.
     gone = console.delete(base, {**odd, "dry_run": True}, format="json")
     assert gone.status_code == 200 and gone.json()["would_delete"]
@@ -193,14 +202,20 @@ class Attempts:
 
     @staticmethod
     def _refused(call: Callable[[], Any], *codes: str) -> bool:
-        try:
-            call()
-        except KafkaException as exc:
-            name = exc.args[0].name() if exc.args and hasattr(exc.args[0], "name") else str(exc)
-            if any(code in name or code in str(exc) for code in codes):
-                return True
-            raise
-        return False
+        """Whether the call was refused with one of `codes`; a coordinator still loading is asked again."""
+        for attempt in range(20):
+            try:
+                call()
+            except KafkaException as exc:
+                name = exc.args[0].name() if exc.args and hasattr(exc.args[0], "name") else str(exc)
+                if any(code in name or code in str(exc) for code in codes):
+                    return True
+                if attempt < 19 and name in TRANSIENT:
+                    time.sleep(0.2)
+                    continue
+                raise
+            return False
+        raise AssertionError("unreachable")
 
     def describe_topic(self, p: str, topic: str) -> bool:
         return not self._refused(lambda: self.admins[p].describe_topics(
@@ -208,8 +223,9 @@ class Attempts:
             "TOPIC_AUTHORIZATION_FAILED")
 
     def describe_configs(self, p: str, topic: str) -> bool:
-        fs = self.admins[p].describe_configs([ConfigResource(ConfigResource.Type.TOPIC, topic)], request_timeout=10)
-        return not self._refused(lambda: next(iter(fs.values())).result(15), "TOPIC_AUTHORIZATION_FAILED")
+        return not self._refused(lambda: next(iter(self.admins[p].describe_configs(
+            [ConfigResource(ConfigResource.Type.TOPIC, topic)], request_timeout=10).values())).result(15),
+            "TOPIC_AUTHORIZATION_FAILED")
 
     def alter_configs(self, p: str, topic: str) -> bool:
         entry = ConfigEntry("retention.ms", "3600000", incremental_operation=AlterConfigOpType.SET)
@@ -222,14 +238,14 @@ class Attempts:
         return not self._refused(lambda: fs[topic].result(15), "TOPIC_AUTHORIZATION_FAILED")
 
     def describe_group(self, p: str, group: str) -> bool:
-        fs = self.admins[p].describe_consumer_groups([group], request_timeout=10)
-        return not self._refused(lambda: fs[group].result(15), "GROUP_AUTHORIZATION_FAILED")
+        return not self._refused(lambda: self.admins[p].describe_consumer_groups([group], request_timeout=10)[group].result(15),
+                                 "GROUP_AUTHORIZATION_FAILED")
 
     def commit(self, p: str, group: str, topic: str) -> bool:
         request = [ConsumerGroupTopicPartitions(group, [RdTopicPartition(topic, 0, 0)])]
-        fs = self.admins[p].alter_consumer_group_offsets(request, request_timeout=10)
 
         def run() -> None:
+            fs = self.admins[p].alter_consumer_group_offsets(request, request_timeout=10)
             for tp in fs[group].result(15).topic_partitions:
                 if tp.error is not None:
                     raise KafkaException(tp.error)
