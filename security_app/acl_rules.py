@@ -110,28 +110,38 @@ class Decision:
         return {"allowed": self.allowed, "decided_by": [a.as_dict() for a in self.decided_by], "reason": self.reason}
 
 
+def sort_key(acl: Acl) -> tuple[str, ...]:
+    return (acl.resource_type, acl.pattern_type, acl.resource_name, acl.principal, acl.host, acl.operation, acl.permission)
+
+
 class AclIndex:
-    """A cluster's ACLs, indexed so one check reads only the ACLs that can name the resource: the
-    literal name, the literal `*`, and one lookup per prefix of the name."""
+    """A cluster's ACLs, indexed so one check reads only the ACLs that can name the resource (the
+    literal name, the literal `*`, and one lookup per prefix of the name), and a list filtered by
+    principal or resource type reads only that principal's or that type's ACLs."""
 
     def __init__(self, acls: Iterable[Acl]) -> None:
-        self.acls = tuple(sorted(set(acls)))
+        self.acls: tuple[Acl, ...] = tuple(sorted(set(acls), key=sort_key))
         self._literal: dict[tuple[str, str], list[Acl]] = defaultdict(list)
         self._prefixed: dict[tuple[str, str], list[Acl]] = defaultdict(list)
         self._prefix_lengths: dict[str, set[int]] = defaultdict(set)
+        self.by_principal: dict[str, list[Acl]] = defaultdict(list)
+        self.by_type: dict[str, list[Acl]] = defaultdict(list)
         for acl in self.acls:
+            self.by_principal[acl.principal].append(acl)
+            self.by_type[acl.resource_type].append(acl)
             if acl.pattern_type == "PREFIXED":
                 self._prefixed[(acl.resource_type, acl.resource_name)].append(acl)
                 self._prefix_lengths[acl.resource_type].add(len(acl.resource_name))
             else:
                 self._literal[(acl.resource_type, acl.resource_name)].append(acl)
+        self._lengths = {rtype: tuple(sorted(lengths)) for rtype, lengths in self._prefix_lengths.items()}
 
     def naming(self, resource_type: str, name: str) -> list[Acl]:
         """Every ACL whose pattern covers the resource, whatever its principal, host or operation."""
         found = list(self._literal.get((resource_type, name), ()))
         if name != WILDCARD:
             found += self._literal.get((resource_type, WILDCARD), ())
-        for length in sorted(self._prefix_lengths.get(resource_type, ())):
+        for length in self._lengths.get(resource_type, ()):
             if length <= len(name):
                 found += self._prefixed.get((resource_type, name[:length]), ())
         return found

@@ -3,16 +3,18 @@ the effective-permission check, and one principal's grants."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 
 from console import error_responses, snapshots
 from console.auth import allow, may
-from console.errors import ConsoleError
+from console.errors import BadParameter, ConsoleError
 from console.params import int_param
 from security_app import acls
 from security_app.acl_rules import ALL_OPERATIONS, PATTERN_TYPES, PERMISSIONS, PRESETS, RESOURCE_TYPES, make_acl
@@ -30,10 +32,14 @@ def _change(request: HttpRequest, cluster: str) -> dict[str, Any]:
     """A create or delete posted from the list: without `apply`, a dry run shown first."""
     p = request.POST
     apply = p.get("apply") == "1"
-    if p.get("do") == "delete":
-        acl = make_acl(principal_name=p.get("principal", ""), host=p.get("host", "*"), operation=p.get("operation", ""),
-                       permission=p.get("permission", ""), resource_type=p.get("resource_type", ""),
-                       resource_name=p.get("resource_name", ""), pattern_type=p.get("pattern_type", ""))
+    if p.get("delete_acl"):
+        try:
+            fields = json.loads(p["delete_acl"])
+            acl = make_acl(principal_name=fields["principal"], host=fields["host"], operation=fields["operation"],
+                           permission=fields["permission"], resource_type=fields["resource_type"],
+                           resource_name=fields["resource_name"], pattern_type=fields["pattern_type"])
+        except (ValueError, KeyError, TypeError, AttributeError):
+            raise BadParameter("'delete_acl' must name an ACL by all its fields.") from None
         return {"deleting": acl, **acls.delete(request.user, cluster, acl, dry_run=not apply)}
     wanted = acls.wanted_acls({k: p.get(k, "") for k in (*FILTERS, "preset", "group", "transactional_id")})
     return {"creating": wanted, **acls.create(request.user, cluster, wanted, dry_run=not apply)}
@@ -62,12 +68,23 @@ def acls_page(request: HttpRequest, cluster: str) -> HttpResponse:
         context["list_error"], list_status = error_responses.form_error(exc)
         status = max(status, list_status)
     listing = context.get("listing") or {"total": 0}
+    if "acls" in listing:
+        # The rows' links and delete buttons are made here: a template per row is most of a page's time.
+        base = reverse("principal", args=[cluster, "~P~"])
+        listing["rows"] = [{**a, "url": base.replace("~P~", _path_part(a["principal"])),
+                            "json": json.dumps(a, separators=(",", ":"))} for a in listing["acls"]]
     query = urlencode({k: v for k, v in params.items() if v})
     context.update(params=params, offset=offset, page=PAGE, query=query,
                    previous=max(offset - PAGE, 0) if offset else None,
                    next=offset + PAGE if offset + PAGE < listing["total"] else None,
                    may_manage=may(request.user, "acls.manage", cluster), live=snapshots.live(cluster))
     return render(request, "security_app/acls.html", context, status=status)
+
+
+def _path_part(principal: str) -> str:
+    from console.converters import FreeNameConverter
+
+    return str(FreeNameConverter().to_url(principal))
 
 
 @allow(GET="acls.view")

@@ -2,9 +2,10 @@
 
 Reading every ACL from Kafka costs a request whose answer grows with the cluster (a hundred thousand
 ACLs take a second to decode), so each process keeps the last answer with its index and answers
-from it. It is read again when older than FRESH_FOR (in the background while it is younger than
-STALE_AFTER, so no page waits on it), and at once when any process of the console changed the
-cluster's ACLs (a generation counter in Redis): a change is visible on the very next request.
+from it. It is read again when older than FRESH_FOR, or twenty times what the last read cost (so refreshing
+takes at most a twentieth of a core), in the background while it is younger than STALE_AFTER (no
+page waits on it); and at once when any process of the console changed the cluster's ACLs (a
+generation counter in Redis): a change made through the console shows on the very next request.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from security_app.acl_rules import (
     make_acl,
     presets,
     principal,
+    sort_key,
 )
 
 log = logging.getLogger(__name__)
@@ -49,6 +51,7 @@ class Held:
     broker_has_super_users: bool
     read_at: float
     generation: bytes | None
+    cost: float = 0.0  # seconds the read and the index took
 
 
 _held: dict[str, Held] = {}
@@ -69,12 +72,14 @@ def _generation(cluster: str) -> bytes | None:
 
 
 def _read(cluster: str, generation: bytes | None) -> Held:
+    started = time.monotonic()
     gw = gateway.for_cluster(cluster)
     authorizer, has_supers = gw.authorizer()
     acls = gw.acls() if authorizer else []
     config = gateway.cluster_config(cluster)
+    now = time.monotonic()
     held = Held(AclIndex(acls), config.super_user_set(), config.allow_everyone_if_no_acl_found, authorizer, has_supers,
-                time.monotonic(), generation)
+                now, generation, now - started)
     with _lock:
         _held[cluster] = held
     return held
@@ -108,7 +113,7 @@ def held(cluster: str) -> Held:
     age = time.monotonic() - found.read_at
     if age > STALE_AFTER:
         return _read(cluster, generation)
-    if age > FRESH_FOR:
+    if age > max(FRESH_FOR, 20 * found.cost):
         _refresh_in_background(cluster, generation)
     return found
 
@@ -160,20 +165,26 @@ def filters(params: Any) -> dict[str, str | None]:
 
 
 def select(index: AclIndex, f: dict[str, str | None]) -> list[Acl]:
-    """The ACLs the filters keep. With a resource name, pattern_type MATCH keeps every ACL that
-    covers that name (literal, `*` and prefixes, as the authorizer reads them), LITERAL or PREFIXED
-    those of that exact pattern, ANY (the default) either pattern with that exact name."""
+    """The ACLs the filters keep, in the index's order. With a resource name, pattern_type MATCH
+    keeps every ACL that covers that name (literal, `*` and prefixes, as the authorizer reads them),
+    LITERAL or PREFIXED those of that exact pattern, ANY (the default) either pattern with that
+    exact name. The scan starts from the smallest list an index gives."""
     name, pattern, rtype = f["resource_name"], f["pattern_type"], f["resource_type"]
+    rows: Iterable[Acl]
     if name is not None and pattern == "MATCH":
         types = [rtype] if rtype else list(RESOURCE_TYPES)
-        rows: Iterable[Acl] = sorted(a for t in types for a in index.naming(t, name))
+        rows = sorted((a for t in types for a in index.naming(t, name)), key=sort_key)
+    elif f["principal"] is not None:
+        rows = index.by_principal.get(f["principal"], [])
+    elif rtype:
+        rows = index.by_type.get(rtype, [])
     else:
         rows = index.acls
-        if name is not None:
-            rows = [a for a in rows if a.resource_name == name]
-        if pattern in PATTERN_TYPES:
-            rows = [a for a in rows if a.pattern_type == pattern]
     checks: list[Callable[[Acl], bool]] = []
+    if name is not None and pattern != "MATCH":
+        checks.append(lambda a: a.resource_name == name)
+    if pattern in PATTERN_TYPES:
+        checks.append(lambda a: a.pattern_type == pattern)
     if rtype:
         checks.append(lambda a: a.resource_type == rtype)
     for field in ("principal", "host", "operation", "permission"):
@@ -181,7 +192,7 @@ def select(index: AclIndex, f: dict[str, str | None]) -> list[Acl]:
         if wanted is not None:
             checks.append(lambda a, field=field, wanted=wanted: getattr(a, field) == wanted)  # type: ignore[misc]
     if checks:
-        rows = [a for a in rows if all(c(a) for c in checks)]
+        return [a for a in rows if all(c(a) for c in checks)]
     return list(rows)
 
 
@@ -197,14 +208,15 @@ def listing(cluster: str, params: Any, offset: int = 0, limit: int = 200) -> dic
 def matching(cluster: str, resource_type: str, name: str) -> list[Acl]:
     """The ACLs that speak to one topic or group (what a topic's or a group's page shows); none
     when the cluster has no authorizer."""
-    return sorted(held(cluster).index.naming(resource_type, name))
+    return sorted(held(cluster).index.naming(resource_type, name), key=sort_key)
 
 
 def of_principal(cluster: str, who: str) -> dict[str, Any]:
     """Everything one principal may do: its own ACLs and those for everyone (User:*), by resource."""
     who = principal(who)
     h = authorized(cluster)
-    rows = [a for a in h.index.acls if a.principal in (who, "User:*")]
+    rows = sorted([*h.index.by_principal.get(who, []), *(h.index.by_principal.get("User:*", []) if who != "User:*" else [])],
+                  key=sort_key)
     return {"principal": who, "super_user": who in h.super_users, "acls": rows,
             "allow_everyone_if_no_acl_found": h.allow_if_no_acl}
 
@@ -283,5 +295,5 @@ def section(user: Any, cluster: str, resource_type: str, name: str) -> dict[str,
         return {"acls": [], "error": error_responses.message(exc), "resource_type": resource_type, "name": name}
     if not found.authorizer:
         return None
-    return {"acls": [a.as_dict() for a in sorted(found.index.naming(resource_type, name))], "error": None,
+    return {"acls": [a.as_dict() for a in sorted(found.index.naming(resource_type, name), key=sort_key)], "error": None,
             "resource_type": resource_type, "name": name}

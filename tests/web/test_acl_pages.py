@@ -4,6 +4,8 @@ a broker."""
 
 from __future__ import annotations
 
+import html
+import re
 import time
 from collections.abc import Iterator
 
@@ -97,9 +99,15 @@ def test_the_check_page_names_the_deciding_acl(snapshot, held, db) -> None:
 def test_an_admin_creates_with_a_dry_run_first(snapshot, held, db, monkeypatch) -> None:
     created: list[Acl] = []
 
+    deleted: list[Acl] = []
+
     class Gateway:
         def create_acls(self, acls):
             created.extend(acls)
+
+        def delete_acls(self, acls):
+            deleted.extend(acls)
+            return list(acls)
 
     monkeypatch.setattr(acl_service.gateway, "for_cluster", lambda name: Gateway())
     client = Client()
@@ -111,3 +119,14 @@ def test_an_admin_creates_with_a_dry_run_first(snapshot, held, db, monkeypatch) 
     assert created == []
     done = client.post("/clusters/local/security/acls/", {**form, "apply": "1"})
     assert done.status_code == 302 and len(created) == 3
+    # Each row's delete button names its ACL; the dry run shows it, the second press deletes it.
+    listed = client.get("/clusters/local/security/acls/", {"principal": ODD})
+    button = re.search(rb'name="delete_acl" value="([^"]+)"', listed.content)
+    assert button is not None
+    value = html.unescape(button.group(1).decode())
+    preview = client.post("/clusters/local/security/acls/", {"delete_acl": value})
+    assert preview.status_code == 200 and b"this ACL would be deleted" in preview.content and deleted == []
+    gone = client.post("/clusters/local/security/acls/", {"delete_acl": value, "apply": "1"})
+    assert gone.status_code == 302 and deleted == [ACLS[1]]
+    bad = client.post("/clusters/local/security/acls/", {"delete_acl": "{not json"})
+    assert bad.status_code == 400 and b"must name an ACL" in bad.content
