@@ -19,6 +19,8 @@ BYTE_RATES = ("producer_byte_rate", "consumer_byte_rate")
 CLIENT_KEYS = (*BYTE_RATES, "request_percentage", "controller_mutation_rate")
 IP_KEYS = ("connection_creation_rate",)
 KEYS = (*CLIENT_KEYS, *IP_KEYS)
+LABELS = {"producer_byte_rate": "Produce", "consumer_byte_rate": "Fetch", "request_percentage": "Request time",
+          "controller_mutation_rate": "Controller mutations", "connection_creation_rate": "New connections"}
 ENTITY_TYPES = ("user", "client-id", "ip")
 MAX_NAME_LENGTH = 1000  # a console limit: Kafka's own is the request size
 MAX_VALUE = 2**63 - 1
@@ -38,6 +40,17 @@ PRECEDENCE: tuple[tuple[tuple[str, str | None], ...], ...] = (
     (("client-id", None),),
 )
 IP_PRECEDENCE: tuple[tuple[tuple[str, str | None], ...], ...] = ((("ip", "name"),), (("ip", None),))
+
+
+def shown(key: str, value: float) -> str:
+    """A quota as a person reads it: byte rates in KiB/s or MiB/s, the rest with their unit."""
+    number = int(value) if value == int(value) else value
+    if key in BYTE_RATES:
+        for unit, size in (("GiB/s", 2**30), ("MiB/s", 2**20), ("KiB/s", 2**10)):
+            if value >= size:
+                return f"{value / size:.4g} {unit}"
+        return f"{number} B/s"
+    return f"{number} %" if key == "request_percentage" else f"{number}/s"
 
 
 def describe(entity: Mapping[str, str | None]) -> str:

@@ -18,7 +18,7 @@ def entity_dict(entry: QuotaEntry) -> dict[str, str | None]:
 
 
 def _value(key: str, value: float) -> float | int:
-    return int(value) if key in quota_rules.BYTE_RATES and value == int(value) else value
+    return int(value) if value == int(value) else value
 
 
 def as_dict(entry: QuotaEntry) -> dict[str, Any]:

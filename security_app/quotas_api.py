@@ -16,15 +16,15 @@ from console.api_edge import Body, StrictBooleanField, StrictCharField, validate
 from console.errors import BadParameter
 from console.params import bool_param
 from security_app import quota_rules, quotas
-from security_app.users_api import DRY_RUN, OutcomeSerializer, outcome
+from security_app.users_api import DRY_RUN, SecurityChangeSerializer, outcome
 
 _ENTITY_KEYS = {"user": "user", "client-id": "client-id", "client_id": "client-id", "ip": "ip"}
 
 
 @extend_schema_field({"type": "object", "description": 'Entity types to names; null names the default entity: '
-                      '{"user": "bob", "client-id": null} is user bob with any client-id that has no quota of its own.',
-                      "properties": {t: {"type": "string", "nullable": True} for t in ("user", "client-id", "ip")},
-                      "additionalProperties": False})
+                      '{"user": "bob", "client-id": null} is user bob with any client-id that has no quota of its own '
+                      '("client_id" is taken for "client-id").',
+                      "properties": {t: {"type": "string", "nullable": True} for t in ("user", "client-id", "ip")}})
 class EntityField(serializers.Field):  # type: ignore[type-arg]
     default_error_messages = {"invalid": "must be an object of entity types (user, client-id, ip) to names or null."}
 
@@ -85,7 +85,7 @@ class QuotaList(APIView):
         gateway.cluster_config(cluster)
         return Response({"quotas": quotas.list_quotas(cluster)})
 
-    @extend_schema(request=QuotaSetBody, responses=OutcomeSerializer, parameters=[DRY_RUN],
+    @extend_schema(request=QuotaSetBody, responses=SecurityChangeSerializer, parameters=[DRY_RUN],
                    summary="Set and remove quotas of one entity (Kafka validates first; dry run: its verdict only)")
     def post(self, request: Request, cluster: str) -> Response:
         d = validated(QuotaSetBody, request)
@@ -93,7 +93,7 @@ class QuotaList(APIView):
         dry_run = d["dry_run"] or bool_param(request.query_params, "dry_run")
         return outcome(quotas.alter(request.user, cluster, d["entity"], d["set"], d["remove"], dry_run=dry_run))
 
-    @extend_schema(request=QuotaDeleteBody, responses=OutcomeSerializer, parameters=[DRY_RUN],
+    @extend_schema(request=QuotaDeleteBody, responses=SecurityChangeSerializer, parameters=[DRY_RUN],
                    summary="Remove quotas of one entity: the keys named, or all it has")
     def delete(self, request: Request, cluster: str) -> Response:
         d = validated(QuotaDeleteBody, request)

@@ -62,18 +62,27 @@ def _effective(cluster: str, p: QueryDict) -> dict[str, Any]:
     user, client_id = p.get("user", "").strip() or None, p.get("client_id", "").strip() or None
     if user is None and client_id is None:
         return {}
-    return {"effective": quotas.effective(cluster, user, client_id, p.get("ip", "").strip() or None)}
+    answer = quotas.effective(cluster, user, client_id, p.get("ip", "").strip() or None)
+    for a in answer["quotas"]:
+        a["text"] = None if a["value"] is None else quota_rules.shown(a["key"], a["value"])
+    return {"effective": answer}
+
+
+def _rows(listed: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The list with one cell per quota key, each as a person reads it and exactly."""
+    return [{**q, "cells": [{"text": quota_rules.shown(k, q["values"][k]), "exact": q["values"][k]} if k in q["values"] else {}
+                            for k in quota_rules.KEYS]} for q in listed]
 
 
 def _listed(cluster: str, p: QueryDict) -> dict[str, Any]:
     try:
-        return {"quotas": quotas.list_quotas(cluster), **_effective(cluster, p)}
+        return {"quotas": _rows(quotas.list_quotas(cluster)), **_effective(cluster, p)}
     except GatewayError as exc:
         return {"list_error": error_responses.message(exc)}
 
 
 def _page(request: HttpRequest, cluster: str, extra: dict[str, Any], status: int = 200) -> HttpResponse:
-    context = {"view": "security_quotas", "cluster": cluster, "keys": quota_rules.KEYS, "client_keys": quota_rules.CLIENT_KEYS,
+    context = {"view": "security_quotas", "cluster": cluster, "keys": quota_rules.KEYS, "labels": quota_rules.LABELS, "client_keys": quota_rules.CLIENT_KEYS,
                "live": snapshots.live(cluster), "can_manage": may(request.user, "quotas.manage", cluster), "form": {}, "query": request.GET, **extra}
     return render(request, "security_app/quotas.html", context, status=status)
 

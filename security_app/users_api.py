@@ -17,7 +17,9 @@ from security_app import users
 DRY_RUN = OpenApiParameter("dry_run", bool, description="true: check everything, change nothing")
 
 
-class OutcomeSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class SecurityChangeSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    """What a change to SCRAM users or quotas (or its dry run) did."""
+
     dry_run = serializers.BooleanField()
     message = serializers.CharField()
 
@@ -46,7 +48,7 @@ class ScramUserList(APIView):
         gateway.cluster_config(cluster)
         return Response({"users": users.list_users(cluster)})
 
-    @extend_schema(request=ScramUserBody, responses={200: OutcomeSerializer, 201: OutcomeSerializer}, parameters=[DRY_RUN],
+    @extend_schema(request=ScramUserBody, responses={200: SecurityChangeSerializer, 201: SecurityChangeSerializer}, parameters=[DRY_RUN],
                    summary="Create a SCRAM user (201) or change its password for one mechanism (200); dry run: checks only")
     def post(self, request: Request, cluster: str) -> Response:
         d = validated(ScramUserBody, request)
@@ -60,7 +62,7 @@ class ScramUserList(APIView):
 class ScramUserDetail(APIView):
     actions = {"DELETE": "users.manage"}
 
-    @extend_schema(responses=OutcomeSerializer,
+    @extend_schema(responses=SecurityChangeSerializer,
                    parameters=[OpenApiParameter("mechanism", str, description="only this mechanism's credential"), DRY_RUN],
                    summary="Delete a SCRAM user's credentials: every mechanism, or the one named")
     def delete(self, request: Request, cluster: str, user: str) -> Response:

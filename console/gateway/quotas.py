@@ -47,7 +47,7 @@ def _describe(admin: KafkaAdminClient) -> list[QuotaEntry]:
     for entry in response.get("entries") or []:
         pairs = {e["entity_type"]: e["entity_name"] for e in entry["entity"]}
         found.append(QuotaEntry(entity_key(pairs), {v["key"]: float(v["value"]) for v in entry["values"]}))
-    return sorted(found, key=lambda q: [(t, n is not None, n or "") for t, n in q.entity])
+    return sorted(found, key=lambda q: [(ENTITY_TYPES.index(t), n is not None, n or "") for t, n in q.entity])
 
 
 def _alter(admin: KafkaAdminClient, entity: Entity, set_values: dict[str, float], remove: list[str],
@@ -66,7 +66,7 @@ class ClientQuotas(Connections):
     """List and change client quotas."""
 
     def client_quotas(self) -> list[QuotaEntry]:
-        """Every entity with at least one quota, users first, defaults before names."""
+        """Every entity with at least one quota: users, then client-ids, then ips; a default before names."""
         return self._call("describe the client quotas", lambda: self._with_kafka_python("quotas", _describe))
 
     def alter_client_quotas(self, entity: Entity, set_values: dict[str, float], remove: list[str],

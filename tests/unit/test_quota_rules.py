@@ -7,7 +7,7 @@ import itertools
 import pytest
 
 from console.errors import BadParameter
-from security_app.quota_rules import PRECEDENCE, check_change, check_value, describe, effective
+from security_app.quota_rules import PRECEDENCE, check_change, check_value, describe, effective, shown
 
 USER, CLIENT = "bob", "orders-app"
 Quotas = list[tuple[dict[str, str | None], dict[str, float]]]
@@ -97,3 +97,12 @@ def test_a_bad_change_is_refused_with_a_sentence(entity: dict[str, str | None], 
 def test_a_good_change_comes_back_in_kafkas_entity_order() -> None:
     assert list(check_change({"client-id": None, "user": "bob"}, {"request_percentage": 12.5}, [])) == ["user", "client-id"]
     assert check_value("consumer_byte_rate", 1024) == 1024.0
+
+
+@pytest.mark.parametrize(("key", "value", "text"), [
+    ("producer_byte_rate", 102400, "100 KiB/s"), ("consumer_byte_rate", 1536, "1.5 KiB/s"), ("producer_byte_rate", 512, "512 B/s"),
+    ("consumer_byte_rate", 3 * 2**20, "3 MiB/s"), ("request_percentage", 12.5, "12.5 %"), ("request_percentage", 25.0, "25 %"),
+    ("controller_mutation_rate", 3.0, "3/s"), ("connection_creation_rate", 0.5, "0.5/s"),
+])
+def test_quotas_are_shown_with_their_unit(key: str, value: float, text: str) -> None:
+    assert shown(key, value) == text
