@@ -1,9 +1,9 @@
 """The secure mode of the local cluster (`SECURE=1 make run`, DEVCLUSTER_SECURE=1): TLS and SASL.
 
 Each node's client port takes SASL_SSL only, with SCRAM-SHA-512 (credentials added at format time)
-and PLAIN; brokers talk to each other there too, as User:broker with SCRAM. KRaft's
-StandardAuthorizer checks every request: the console's principal (User:console) and the brokers'
-are super users, anyone else needs ACLs. A local CA made at setup signs one key pair per node (for
+and PLAIN; brokers talk to each other there too, as User:broker with SCRAM. The controller ports
+take SASL_SSL with PLAIN. KRaft's StandardAuthorizer checks every request: the console's principal
+(User:console) and the brokers' are super users, anyone else needs ACLs. A local CA made at setup signs one key pair per node (for
 127.0.0.1 and localhost). The passwords are made at setup too, and kept with the CA in the
 cluster's directory (readable by its owner only), which the plaintext cluster's never shares.
 """
@@ -131,15 +131,16 @@ def node_properties(root: Path, node: int, broker_port: int, controller_port: in
     return {
         "listeners": listeners,
         "advertised.listeners": f"SASL_SSL://127.0.0.1:{broker_port}",
-        # The controller listener stays PLAINTEXT on loopback: KRaft cannot check SCRAM there (the
-        # credentials live in the metadata log it serves), and its anonymous principal, which the
-        # brokers' registrations and heartbeats arrive as, must be a super user to be authorized.
-        "listener.security.protocol.map": "SASL_SSL:SASL_SSL,CONTROLLER:PLAINTEXT",
+        "listener.security.protocol.map": "SASL_SSL:SASL_SSL,CONTROLLER:SASL_SSL",
         "inter.broker.listener.name": "SASL_SSL",
         "sasl.enabled.mechanisms": f"{MECHANISM},PLAIN",
         "sasl.mechanism.inter.broker.protocol": MECHANISM,
         f"listener.name.sasl_ssl.{MECHANISM.lower()}.sasl.jaas.config": scram,
         "listener.name.sasl_ssl.plain.sasl.jaas.config": plain,
+        # The controllers take PLAIN only: SCRAM's credentials live in the metadata log they serve.
+        "sasl.mechanism.controller.protocol": "PLAIN",
+        "listener.name.controller.sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.controller.plain.sasl.jaas.config": plain,
         "ssl.keystore.type": "PKCS12",
         "ssl.keystore.location": str(keystore_path(root, node)),
         "ssl.keystore.password": s.keystore_password,
@@ -147,7 +148,7 @@ def node_properties(root: Path, node: int, broker_port: int, controller_port: in
         "ssl.truststore.type": "PEM",
         "ssl.truststore.location": str(ca_path(root)),
         "authorizer.class.name": AUTHORIZER,
-        "super.users": f"User:{CONSOLE_USER};User:{BROKER_USER};User:ANONYMOUS",
+        "super.users": f"User:{CONSOLE_USER};User:{BROKER_USER}",
     }
 
 
