@@ -185,3 +185,34 @@ def test_the_users_form_dry_runs_then_applies_and_never_echoes_the_password(clie
     assert r.status_code == 302 and kafka.calls == [("upsert", "erin", "SCRAM-SHA-256", 4096)]
     r = c.post("/clusters/local/security/users/", {**form, "password": "short", "apply": "1"})
     assert r.status_code == 400 and "at least 8 characters" in r.content.decode()
+
+
+def test_deleting_from_the_users_page_asks_again_before_it_deletes(client_as: Any, kafka: FakeKafka) -> None:
+    c = client_as("admin")
+    page = c.post("/clusters/local/security/users/", {"op": "delete", "name": "alice", "apply": "0"}).content.decode()
+    assert "Would delete user &#x27;alice&#x27; (SCRAM-SHA-256)." in page and 'id="confirm-delete"' in page
+    assert kafka.calls == []
+    r = c.post("/clusters/local/security/users/", {"op": "delete", "name": "alice", "mechanism": "", "apply": "1"})
+    assert r.status_code == 302 and kafka.calls == [("delete", "alice", ("SCRAM-SHA-256",))]
+
+
+def test_the_quotas_form_sets_defaults_and_removes_with_a_second_step(client_as: Any, kafka: FakeKafka) -> None:
+    c = client_as("admin")
+    form = {"op": "set", "user": "ignored-when-default", "user_default": "1", "client_id": "app", "producer_byte_rate": "2048",
+            "remove": ["request_percentage"]}
+    page = c.post("/clusters/local/security/quotas/", {**form, "apply": "0"}).content.decode()
+    assert "Kafka accepts producer_byte_rate=2048, removed request_percentage for default user + client-id &#x27;app&#x27;." in page
+    assert c.post("/clusters/local/security/quotas/", {**form, "apply": "1"}).status_code == 302
+    assert kafka.quotas[(("user", None), ("client-id", "app"))] == {"producer_byte_rate": 2048.0}
+    bad = c.post("/clusters/local/security/quotas/", {**form, "producer_byte_rate": "-1", "apply": "1"})
+    assert bad.status_code == 400 and "must be more than 0, not -1" in bad.content.decode()
+    bad = c.post("/clusters/local/security/quotas/", {**form, "producer_byte_rate": "fast", "apply": "1"})
+    assert bad.status_code == 400 and "Quota &#x27;producer_byte_rate&#x27; must be a number, not &#x27;fast&#x27;." in bad.content.decode()
+    remove = {"op": "remove", "user": "bob", "client_id_default": "1"}
+    page = c.post("/clusters/local/security/quotas/", {**remove, "apply": "0"}).content.decode()
+    assert 'id="confirm-remove"' in page and (("user", "bob"), ("client-id", None)) in kafka.quotas
+    confirm = page[page.index('id="confirm-remove"'):]
+    assert '<input type="hidden" name="user" value="bob">' in confirm
+    assert '<input type="hidden" name="client_id_default" value="1">' in confirm
+    assert c.post("/clusters/local/security/quotas/", {**remove, "apply": "1"}).status_code == 302
+    assert (("user", "bob"), ("client-id", None)) not in kafka.quotas
