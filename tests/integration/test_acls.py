@@ -10,6 +10,7 @@ act through their own clients over SASL_PLAINTEXT from 127.0.0.1.
 from __future__ import annotations
 
 import dataclasses
+import os
 import random
 import re
 import time
@@ -44,7 +45,7 @@ from console.models import AuditEntry
 from security_app import acls as acl_service
 from security_app.acl_rules import OPERATIONS, AclIndex
 from tests.secured_broker import SASL_PORT, USER, USER_PASSWORD, client_properties, running_secured_broker, secured_cluster, tool
-from tests.support import wait_for
+from tests.support import OUTPUT, wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.django_db]
 
@@ -345,3 +346,67 @@ def test_the_check_answers_as_the_broker_does_when_the_principal_tries(console: 
     assert not disagreements, f"{len(disagreements)} of {cases} cases disagree; first: {disagreements[:3]}"
     for f in broker.delete_acls([everything]).values():
         f.result(30)
+
+
+@pytest.fixture(scope="module")
+def orm_beside_the_browser() -> Iterator[None]:
+    """Playwright's sync API keeps an event loop in the test's thread, where Django then refuses the
+    ORM (the test's own calls and the flush after it): allow it for this module's browser test.
+    Module-scoped, so it outlives the flush that ends the test."""
+    before = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    yield
+    if before is None:
+        os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+    else:
+        os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = before
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_the_acl_pages_in_a_browser_create_with_a_dry_run(orm_beside_the_browser: None, broker: AdminClient,
+                                                           live_server: Any, browser: Any) -> None:
+    config = dataclasses.replace(secured_cluster(CLUSTER, protocol="SASL_PLAINTEXT"), super_users=";".join(sorted(SUPERS)))
+    with override_settings(KAFKA_CLUSTERS=(config,)):
+        gateway._gateways.clear()
+        acl_service._held.clear()
+        User.objects.create_superuser("root", "root@example.com", "pw-root-12345")
+        context = browser.new_context(viewport={"width": 1360, "height": 900})
+        page = context.new_page()
+        page.goto(live_server.url + "/login/")
+        page.fill("input[name=username]", "root")
+        page.fill("input[name=password]", "pw-root-12345")
+        page.click("button[type=submit]")
+        page.wait_for_load_state()
+        page.goto(f"{live_server.url}/clusters/{CLUSTER}/security/acls/")
+        form = page.locator("#acl-create")
+        form.locator("select[name=preset]").select_option("consumer")
+        form.locator("input[name=principal]").fill("User:team-<b>billing</b>")
+        form.locator("input[name=resource_name]").fill("sec-")
+        form.locator("select[name=pattern_type]").select_option("PREFIXED")
+        form.locator("input[name=group]").fill("billing-")
+        form.locator("button[type=submit]").click()
+        page.wait_for_selector("#acl-preview")
+        assert "3 ACLs would be created" in page.inner_text("#acl-preview")
+        assert broker_acls(broker) == set()  # the preview changed nothing
+        for scheme in ("light", "dark"):
+            page.emulate_media(color_scheme=scheme)
+            page.screenshot(path=str(OUTPUT / f"acls-preview-{scheme}.png"), full_page=True)
+        page.click("#acl-preview button.primary")
+        page.wait_for_selector("#acl-table td:has-text('billing-')")
+        assert len(broker_acls(broker)) == 3
+        assert page.locator("#acl-table a:has-text('User:team-<b>billing</b>')").count() == 3  # shown as text
+        page.fill("#acl-filters input[name=principal]", "User:nobody")
+        for scheme in ("light", "dark"):
+            page.emulate_media(color_scheme=scheme)
+            page.goto(f"{live_server.url}/clusters/{CLUSTER}/security/acls/")
+            page.screenshot(path=str(OUTPUT / f"acls-{scheme}.png"), full_page=True)
+            page.goto(f"{live_server.url}/clusters/{CLUSTER}/security/check/?principal=User:team-%3Cb%3Ebilling%3C/b%3E"
+                      "&operation=DESCRIBE&resource_type=TOPIC&resource_name=sec-a&host=10.1.1.1")
+            assert "ALLOWED" in page.inner_text("#verdict")
+            page.screenshot(path=str(OUTPUT / f"acl-check-{scheme}.png"), full_page=True)
+        context.close()
+        for f in broker.delete_acls([AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None,
+                                                      AclOperation.ANY, AclPermissionType.ANY)]).values():
+            f.result(30)
+        gateway._gateways.clear()
