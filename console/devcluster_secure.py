@@ -20,6 +20,7 @@ from pathlib import Path
 
 CONSOLE_USER = "console"
 BROKER_USER = "broker"
+SUPER_USERS = f"User:{CONSOLE_USER};User:{BROKER_USER}"
 MECHANISM = "SCRAM-SHA-512"
 SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
 PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
@@ -148,7 +149,7 @@ def node_properties(root: Path, node: int, broker_port: int, controller_port: in
         "ssl.truststore.type": "PEM",
         "ssl.truststore.location": str(ca_path(root)),
         "authorizer.class.name": AUTHORIZER,
-        "super.users": f"User:{CONSOLE_USER};User:{BROKER_USER}",
+        "super.users": SUPER_USERS,
     }
 
 
@@ -174,6 +175,7 @@ def write_client_properties(root: Path, path: Path) -> None:
 
 
 def console_connection(root: Path) -> dict[str, str]:
-    """The console's connection settings for the secure local cluster (ClusterConfig's fields)."""
+    """The console's connection settings for the secure local cluster (ClusterConfig's fields), with
+    the super users the brokers are given (Kafka does not disclose them; the permission check needs them)."""
     return {"security_protocol": "SASL_SSL", "sasl_mechanism": MECHANISM, "sasl_username": CONSOLE_USER,
-            "sasl_password": secrets(root).console_password, "ssl_ca_location": str(ca_path(root))}
+            "sasl_password": secrets(root).console_password, "ssl_ca_location": str(ca_path(root)), "super_users": SUPER_USERS}
