@@ -335,3 +335,25 @@ def test_clusters_file_optional_key_given_as_null_is_treated_as_unset(monkeypatc
     clusters_file(monkeypatch, tmp_path, [{"name": "east", "bootstrap_servers": "e1:9092", "sasl_mechanism": None}])
     (cluster,) = load_clusters(39092)
     assert "sasl.mechanism" not in cluster.librdkafka()
+
+
+def test_a_cluster_declares_the_super_users_kafka_does_not_disclose(monkeypatch, tmp_path):
+    clusters_file(monkeypatch, tmp_path, [
+        {"name": "a", "bootstrap_servers": "a:9092", "super_users": "User:admin; User:CN=ops", "allow_everyone_if_no_acl_found": True},
+        {"name": "b", "bootstrap_servers": "b:9092", "allow_everyone_if_no_acl_found": "false"},
+    ])
+    a, b = load_clusters(39092)
+    assert a.super_user_set() == {"User:admin", "User:CN=ops"} and a.allow_everyone_if_no_acl_found is True
+    assert b.super_user_set() == frozenset() and b.allow_everyone_if_no_acl_found is False
+    clusters_file(monkeypatch, tmp_path, [{"name": "c", "bootstrap_servers": "c:9092", "allow_everyone_if_no_acl_found": "maybe"}])
+    with pytest.raises(SettingError, match="allow_everyone_if_no_acl_found must be true or false"):
+        load_clusters(39092)
+
+
+def test_super_users_by_variables(monkeypatch):
+    monkeypatch.delenv("KAFKA_CLUSTERS_FILE", raising=False)
+    monkeypatch.setenv("KAFKA_BOOTSTRAP_SERVERS", "k:9092")
+    monkeypatch.setenv("KAFKA_SUPER_USERS", "User:console")
+    monkeypatch.setenv("KAFKA_ALLOW_EVERYONE_IF_NO_ACL_FOUND", "true")
+    (cluster,) = load_clusters(39092)
+    assert cluster.super_user_set() == {"User:console"} and cluster.allow_everyone_if_no_acl_found
