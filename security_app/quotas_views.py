@@ -81,9 +81,18 @@ def _listed(cluster: str, p: QueryDict) -> dict[str, Any]:
         return {"list_error": error_responses.message(exc)}
 
 
+def throttled(cluster: str) -> list[dict[str, Any]]:
+    """How often Kafka held this web process's clients back by a quota, per client and broker (ten minutes)."""
+    try:
+        return gateway.for_cluster(cluster).throttles.summary()
+    except ConsoleError:
+        return []
+
+
 def _page(request: HttpRequest, cluster: str, extra: dict[str, Any], status: int = 200) -> HttpResponse:
     context = {"view": "security_quotas", "cluster": cluster, "keys": quota_rules.KEYS, "labels": quota_rules.LABELS, "client_keys": quota_rules.CLIENT_KEYS,
-               "live": snapshots.live(cluster), "can_manage": may(request.user, "quotas.manage", cluster), "form": {}, "query": request.GET, **extra}
+               "live": snapshots.live(cluster), "can_manage": may(request.user, "quotas.manage", cluster), "form": {}, "query": request.GET,
+               "console_throttled": throttled(cluster), **extra}
     return render(request, "security_app/quotas.html", context, status=status)
 
 

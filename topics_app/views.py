@@ -275,7 +275,9 @@ def message_produce(request: HttpRequest, cluster: str, topic: str) -> HttpRespo
         partition = int_param(p, "partition", minimum=0)
         produced = services.produce_message(request.user, cluster, topic, value, key, browse.parse_headers(p.get("headers", "")),
                                           partition)
-        messages.success(request, f"Produced to partition {produced.partition} at offset {produced.offset}.")
+        held = (f" Kafka then held the console back for {produced.throttled_ms:,} ms: a quota applies to its principal or "
+                "client id (the cluster's Security tab, Quotas)." if produced.throttled_ms else "")
+        messages.success(request, f"Produced to partition {produced.partition} at offset {produced.offset}.{held}")
     except ConsoleError as exc:
         messages.error(request, error_responses.message(exc))
     return redirect(reverse("topic_messages", args=[cluster, topic]))

@@ -27,6 +27,7 @@ from console.gateway.causes import ErrorLog, classify
 from console.gateway.config import ClusterConfig
 from console.gateway.errors import ClusterUnavailable, GatewayError
 from console.gateway.refusals import principal
+from console.gateway.throttling import ThrottleLog
 from console.gateway.translate import connection_failure, translate
 
 log = logging.getLogger(__name__)
@@ -74,6 +75,7 @@ class Connections:
         self.config = config
         self.name = config.name
         self.timeout = timeout
+        self.throttles = ThrottleLog()  # answers Kafka throttled by a quota on the console (throttling.py)
         self._lock = threading.Lock()
         self._admin: AdminClient | None = None
         self._admin_born = 0.0
@@ -150,6 +152,7 @@ class Connections:
                     "reconnect.backoff.max.ms": 1000,
                     "log_level": 2,  # connection failures are reported as errors instead
                     "error_cb": self.on_error,
+                    "throttle_cb": self.throttles.callback("admin"),
                     "metadata.max.age.ms": ADMIN_METADATA_MAX_AGE_MS,
                     **self._admin_conf(),
                 }

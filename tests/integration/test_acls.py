@@ -40,6 +40,7 @@ from django.test import override_settings
 from rest_framework.test import APIClient
 
 from console import gateway
+from console.gateway.messages.produce import produce
 from console.gateway.types import Acl
 from console.models import AuditEntry
 from security_app import acls as acl_service
@@ -410,3 +411,25 @@ def test_the_acl_pages_in_a_browser_create_with_a_dry_run(orm_beside_the_browser
                                                       AclOperation.ANY, AclPermissionType.ANY)]).values():
             f.result(30)
         gateway._gateways.clear()
+
+
+def test_the_console_says_when_a_quota_holds_it_back(console: APIClient, broker: AdminClient) -> None:
+    """A produce quota on the console's own principal: the produce's answer and the quotas page say
+    that Kafka throttled the console (throttle_time_ms in Kafka's answers)."""
+    config = ["--entity-type", "users", "--entity-name", USER]
+    done = tool("kafka-configs", "--command-config", str(client_properties(USER_PASSWORD)), "--alter",
+                "--add-config", "producer_byte_rate=1024", *config)
+    assert done.returncode == 0, done.stderr
+    try:
+        held = 0
+        for _ in range(10):
+            held = produce(gateway.for_cluster(CLUSTER), "sec-b", b"x" * 20_000).throttled_ms  # (the API's path, past its snapshot)
+            if held:
+                break
+        assert held > 0, "a produce over the quota is reported as throttled"
+        page = console.get(f"/clusters/{CLUSTER}/security/quotas/")
+        section = page.content.split(b'id="console-throttled"')[1].split(b"</section>")[0]
+        assert page.status_code == 200 and b"<td>producer</td>" in section
+    finally:
+        tool("kafka-configs", "--command-config", str(client_properties(USER_PASSWORD)), "--alter",
+             "--delete-config", "producer_byte_rate", *config)

@@ -40,6 +40,7 @@ def _producer(gateway: ClusterGateway) -> Producer:
                 "reconnect.backoff.max.ms": 1000,
                 "log_level": 2,
                 "error_cb": gateway.on_error,  # a failed connection's cause (causes.py)
+                "throttle_cb": gateway.throttles.callback("producer"),
             }
             producer = _producers[gateway.config] = gateway._call("connect a producer", lambda: Producer(conf))
             gateway.keep_drained(producer)
@@ -75,6 +76,7 @@ def produce(gateway: ClusterGateway, topic: str, value: bytes | None, key: bytes
             headers: list[tuple[str, bytes]] | None = None, partition: int | None = None) -> Produced:
     """Write one message and wait for the cluster to confirm it (at most the gateway's timeout)."""
     action = f"produce to topic '{topic}'"
+    started = time.time()
     producer = _producer_for(gateway, topic)  # (NotFound when the cluster does not have the topic)
     available = topic_partitions(producer, gateway, topic, exists=True)
     if partition is not None:
@@ -107,7 +109,10 @@ def produce(gateway: ClusterGateway, topic: str, value: bytes | None, key: bytes
     if err is not None:
         raise _produce_error(KafkaException(err), gateway, action, value)
     _, ts = msg.timestamp()
-    return Produced(topic=msg.topic(), partition=msg.partition(), offset=msg.offset(), timestamp_ms=ts)
+    producer.poll(0)  # (hands over a throttle the broker reported with its answer)
+    held = gateway.throttles.since(started, "producer")
+    return Produced(topic=msg.topic(), partition=msg.partition(), offset=msg.offset(), timestamp_ms=ts,
+                    throttled_ms=max((e.throttle_ms for e in held), default=0))
 
 
 def _produce_error(exc: KafkaException, gateway: ClusterGateway, action: str, value: bytes | None) -> Exception:

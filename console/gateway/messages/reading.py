@@ -48,6 +48,7 @@ def browsing_consumer(gateway: ClusterGateway, partition_eof: bool = True) -> Co
         "reconnect.backoff.max.ms": 1000,
         "log_level": 2,
         "error_cb": gateway.on_error,  # a failed connection's cause (causes.py)
+        "throttle_cb": gateway.throttles.callback("message browser"),
     }
     return gateway._call("connect a message browser", lambda: Consumer(conf))
 

@@ -34,6 +34,7 @@ class Produced:
     partition: int
     offset: int
     timestamp_ms: int
+    throttled_ms: int = 0  # how long Kafka held the console back after it, by a quota (0: not at all)
 
 
 def by_time(r: Record) -> tuple[int, int, int]:
