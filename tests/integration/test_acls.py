@@ -10,9 +10,9 @@ act through their own clients over SASL_PLAINTEXT from 127.0.0.1.
 from __future__ import annotations
 
 import dataclasses
-import os
 import random
 import re
+import shutil
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -46,7 +46,7 @@ from console.models import AuditEntry
 from security_app import acls as acl_service
 from security_app.acl_rules import OPERATIONS, AclIndex
 from tests.secured_broker import SASL_PORT, USER, USER_PASSWORD, client_properties, running_secured_broker, secured_cluster, tool
-from tests.support import OUTPUT, wait_for
+from tests.support import CHROMIUM_ARGS, OUTPUT, wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.django_db]
 
@@ -349,29 +349,20 @@ def test_the_check_answers_as_the_broker_does_when_the_principal_tries(console: 
         f.result(30)
 
 
-@pytest.fixture(scope="module")
-def orm_beside_the_browser() -> Iterator[None]:
-    """Playwright's sync API keeps an event loop in the test's thread, where Django then refuses the
-    ORM (the test's own calls and the flush after it): allow it for this module's browser test.
-    Module-scoped, so it outlives the flush that ends the test."""
-    before = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    yield
-    if before is None:
-        os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
-    else:
-        os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = before
-
-
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
-def test_the_acl_pages_in_a_browser_create_with_a_dry_run(orm_beside_the_browser: None, broker: AdminClient,
-                                                           live_server: Any, browser: Any) -> None:
+def test_the_acl_pages_in_a_browser_create_with_a_dry_run(broker: AdminClient, live_server: Any) -> None:
+    """Chromium of its own, closed when the test ends: the session's browser would leave Playwright's event
+    loop running in this thread for the database and asyncio tests that come after."""
+    from playwright.sync_api import sync_playwright
+
     config = dataclasses.replace(secured_cluster(CLUSTER, protocol="SASL_PLAINTEXT"), super_users=";".join(sorted(SUPERS)))
-    with override_settings(KAFKA_CLUSTERS=(config,)):
+    User.objects.create_superuser("root", "root@example.com", "pw-root-12345")
+    with override_settings(KAFKA_CLUSTERS=(config,)), sync_playwright() as playwright:
         gateway._gateways.clear()
         acl_service._held.clear()
-        User.objects.create_superuser("root", "root@example.com", "pw-root-12345")
+        browser = playwright.chromium.launch(executable_path=shutil.which("chromium") or "/usr/bin/chromium", headless=True,
+                                             args=CHROMIUM_ARGS)
         context = browser.new_context(viewport={"width": 1360, "height": 900})
         page = context.new_page()
         page.goto(live_server.url + "/login/")
@@ -407,6 +398,7 @@ def test_the_acl_pages_in_a_browser_create_with_a_dry_run(orm_beside_the_browser
             assert "ALLOWED" in page.inner_text("#verdict")
             page.screenshot(path=str(OUTPUT / f"acl-check-{scheme}.png"), full_page=True)
         context.close()
+        browser.close()
         for f in broker.delete_acls([AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None,
                                                       AclOperation.ANY, AclPermissionType.ANY)]).values():
             f.result(30)
