@@ -17,6 +17,7 @@ from django.urls import reverse
 from console import error_responses, gateway, snapshots
 from console.auth import allow, may
 from console.errors import BadParameter, ConsoleError
+from console.gateway import throttling
 from console.gateway.errors import GatewayError
 from security_app import quota_rules, quotas
 from security_app.users import Outcome
@@ -83,10 +84,7 @@ def _listed(cluster: str, p: QueryDict) -> dict[str, Any]:
 
 def throttled(cluster: str) -> list[dict[str, Any]]:
     """How often Kafka held this web process's clients back by a quota, per client and broker (ten minutes)."""
-    try:
-        return gateway.for_cluster(cluster).throttles.summary()
-    except ConsoleError:
-        return []
+    return throttling.log_for(cluster).summary()
 
 
 def _page(request: HttpRequest, cluster: str, extra: dict[str, Any], status: int = 200) -> HttpResponse:

@@ -27,7 +27,7 @@ from console.gateway.causes import ErrorLog, classify
 from console.gateway.config import ClusterConfig
 from console.gateway.errors import ClusterUnavailable, GatewayError
 from console.gateway.refusals import principal
-from console.gateway.throttling import ThrottleLog
+from console.gateway.throttling import log_for
 from console.gateway.translate import connection_failure, translate
 
 log = logging.getLogger(__name__)
@@ -75,7 +75,7 @@ class Connections:
         self.config = config
         self.name = config.name
         self.timeout = timeout
-        self.throttles = ThrottleLog()  # answers Kafka throttled by a quota on the console (throttling.py)
+        self.throttles = log_for(config.name)  # answers Kafka throttled by a quota on the console (throttling.py)
         self._lock = threading.Lock()
         self._admin: AdminClient | None = None
         self._admin_born = 0.0

@@ -59,3 +59,14 @@ class ThrottleLog:
             row["total_ms"] += e.throttle_ms
             row["last_at"] = max(row["last_at"], e.at)
         return sorted(rows.values(), key=lambda r: (r["client"], r["broker"]))
+
+
+_logs: dict[str, ThrottleLog] = {}
+_logs_lock = threading.Lock()
+
+
+def log_for(cluster: str) -> ThrottleLog:
+    """The cluster's log in this process, shared by its gateways (a renewed one keeps the history) and
+    read by pages without touching a gateway."""
+    with _logs_lock:
+        return _logs.setdefault(cluster, ThrottleLog())

@@ -40,6 +40,7 @@ from django.test import override_settings
 from rest_framework.test import APIClient
 
 from console import gateway
+from console.gateway.messages import produce as producer_module
 from console.gateway.messages.produce import produce
 from console.gateway.types import Acl
 from console.models import AuditEntry
@@ -89,8 +90,11 @@ def console(broker: AdminClient) -> Iterator[APIClient]:
         client.force_authenticate(root)
         client.force_login(root)
         yield client
+        for gw in gateway._gateways.values():
+            gw.close()
         gateway._gateways.clear()
         acl_service._held.clear()
+        producer_module._producers.pop(config, None)  # (not left retrying a broker the module stops)
 
 
 def broker_acls(admin: AdminClient) -> set[Acl]:
