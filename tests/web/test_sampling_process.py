@@ -468,9 +468,11 @@ def test_a_first_pass_longer_than_the_stall_limit_gets_twice_as_long_in_the_next
         while not w.remote.times:  # (a process stopped after 5 s; its successor's first pass in within 10)
             w.sample_offsets(wait=0.5)
             assert time.monotonic() < deadline, "every first pass was cut short"
-        assert w.remote.restarts == 1
-        event = Event.objects.filter(cluster=cluster, kind="watcher").get()
-        assert "sent nothing for 5 s and was stopped; the next one's first pass may take 10 s" in event.message
+        # One restart on a quiet machine; on one loaded past its cores the successor's start may eat
+        # into its 10 s too, and a third process gets them again (the limit doubles once, not per restart).
+        assert 1 <= w.remote.restarts <= 2
+        messages = [e.message for e in Event.objects.filter(cluster=cluster, kind="watcher")]
+        assert any("sent nothing for 5 s and was stopped; the next one's first pass may take 10 s" in m for m in messages)
         # After its first pass, the process is held to the setting again.
         assert w.remote.stall_limit() == 5.0
 
