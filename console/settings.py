@@ -79,6 +79,7 @@ INSTALLED_APPS = [
     "consumers_app",
     "analytics",
     "security_app",
+    "alerts_app",
 ]
 
 MIDDLEWARE = [
