@@ -59,6 +59,11 @@ ACTIONS: dict[str, tuple[str, str]] = {
     "users.manage": ("admin", "cluster_wide"),
     "quotas.view": ("viewer", "cluster_wide"),
     "quotas.manage": ("admin", "cluster_wide"),
+    # Alerts (alerts_app): they name topics and groups of the whole cluster, so cluster-wide; channels
+    # (where notifications go, with their URLs and keys) are shared by every cluster, so global.
+    "alerts.view": ("viewer", "cluster_wide"),
+    "alerts.manage": ("operator", "cluster_wide"),
+    "alert_channels.manage": ("admin", "global"),
 }
 # What each action does, as a refusal says it ("You may not <words> topic 'x'.").
 WORDS: dict[str, str] = {
@@ -72,6 +77,8 @@ WORDS: dict[str, str] = {
     "metrics.view": "read the metrics of", "audit.view": "read the audit log of", "access.manage": "manage the access to",
     "acls.view": "see the ACLs of", "acls.manage": "change the ACLs of", "users.view": "see the SCRAM users of",
     "users.manage": "change the SCRAM users of", "quotas.view": "see the quotas of", "quotas.manage": "change the quotas of",
+    "alerts.view": "see the alerts of", "alerts.manage": "change the alert rules, silences and acknowledgements of",
+    "alert_channels.manage": "change the alert channels of",
 }
 ROLE_ACTIONS: dict[str, frozenset[str]] = {
     role: frozenset(a for a, (least, _) in ACTIONS.items() if ROLES.index(least) <= ROLES.index(role)) for role in ROLES
