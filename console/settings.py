@@ -211,6 +211,10 @@ CELERY_BEAT_SCHEDULE = {
     "events-retention": {"task": "brokers_app.tasks.prune_events", "schedule": env_float("TIMELINE_PRUNE_INTERVAL", 600.0, minimum=5.0)},
     "rebalances-retention": {"task": "consumers_app.tasks.prune_rebalances",
                              "schedule": env_float("TIMELINE_PRUNE_INTERVAL", 600.0, minimum=5.0)},
+    # Alert deliveries whose next attempt is due and that no worker holds (a worker restarted, the
+    # Celery broker lost the message) are queued again (alerts_app/delivery.py).
+    "alert-deliveries-sweep": {"task": "alerts_app.tasks.sweep_deliveries",
+                               "schedule": env_float("ALERTS_DELIVERY_SWEEP_INTERVAL", 5.0, minimum=1.0)},
 }
 
 REST_FRAMEWORK = {
@@ -308,6 +312,15 @@ EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
 EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
 EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "kafka-console@localhost")
+
+# Alert channels (alerts_app/delivery.py): a failed attempt is tried again after BACKOFF seconds, doubled
+# each time up to BACKOFF_MAX; one HTTP or SMTP attempt waits at most TIMEOUT seconds; after FAILURE_EVENT_AFTER
+# failures in a row a channel raises an event of its own. EXTERNAL_URL: the console's address, for links in messages.
+ALERTS_DELIVERY_BACKOFF = env_float("ALERTS_DELIVERY_BACKOFF", 1.0, minimum=0.001)
+ALERTS_DELIVERY_BACKOFF_MAX = env_float("ALERTS_DELIVERY_BACKOFF_MAX", 300.0, minimum=0.001)
+ALERTS_DELIVERY_TIMEOUT = env_float("ALERTS_DELIVERY_TIMEOUT", 10.0, minimum=0.5)
+ALERTS_CHANNEL_FAILURE_EVENT_AFTER = env_int("ALERTS_CHANNEL_FAILURE_EVENT_AFTER", 3, minimum=1)
+ALERTS_EXTERNAL_URL = env_str("ALERTS_EXTERNAL_URL", "").rstrip("/")
 
 # Reassignment jobs: the replication throttle (bytes/s per broker) and concurrent movements per broker
 # a job uses unless the operator says otherwise when executing it.
