@@ -288,6 +288,10 @@ class SimGateway:
         self.ask("alive")
         return {b.id: b.rack for b in self._brokers_known()}
 
+    def probe_brokers(self, addresses: Any) -> dict[tuple[str, int], str]:
+        """Every listed broker's port accepts (the model has no broker dead but not yet fenced)."""
+        return dict.fromkeys(addresses, "accepted")
+
     def topic_configs(self, topics: Iterable[str], keys: frozenset[str] | None = None) -> dict[str, dict[str, str]]:
         self.ask("alive")
         return {t: {"min.insync.replicas": "2"} for t in topics}

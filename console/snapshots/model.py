@@ -29,7 +29,11 @@ class BrokerState:
     host: str
     port: int
     rack: str | None
-    up: bool
+    up: bool  # Kafka lists it (registered, not fenced)
+    # False: Kafka lists it but its port refuses the console's connections (it probably died and
+    # Kafka has not fenced it yet). A broker down is not probed: True. (A snapshot stored before
+    # this field reads as True.)
+    reachable: bool = True
 
 
 @dataclass(slots=True)  # (one per partition of the cluster: no per-object attribute dict)
@@ -332,6 +336,7 @@ class Snapshot:
         return {
             "brokers": len(self.brokers),
             "brokers_up": len(self.live_broker_ids()),
+            "brokers_unreachable": sum(1 for b in self.brokers.values() if b.up and not b.reachable),
             "topics": len(self.topics),
             "partitions": total.partitions,
             "under_replicated": total.under_replicated,
@@ -351,6 +356,7 @@ class Snapshot:
                 "port": b.port,
                 "rack": b.rack,
                 "up": b.up,
+                "reachable": b.reachable,
                 "controller": b.id == self.controller_id,
                 "leader_count": led.get(b.id, 0),
                 "replica_count": hosted.get(b.id, 0),

@@ -60,6 +60,7 @@ def build_snapshot(
     built_from: Mapping[str, Topic] | None = None,
     fresh: dict[str, list[int]] | None = None,
     moved: frozenset[int] = frozenset(),
+    unreachable: frozenset[int] = frozenset(),
 ) -> Snapshot:
     """A new snapshot from what Kafka answered, carrying forward what this cycle did not read.
 
@@ -70,7 +71,8 @@ def build_snapshot(
     `built_from`: the metadata each topic of the previous snapshot was built from: of a topic that
     changed, the partitions whose metadata did not keep their state object, and `fresh` gets the
     places of the ones built anew. `moved`: the brokers that left or came back since (their
-    partitions' offline replicas change): the partitions with a replica on one are built anew."""
+    partitions' offline replicas change): the partitions with a replica on one are built anew.
+    `unreachable`: the live brokers whose ports refuse the console's connections (watcher.reachability)."""
     live = {b.id: b for b in md.brokers}
     brokers: dict[int, BrokerState] = {}
     # Brokers once seen stay listed (as down) so a dead broker does not just vanish.
@@ -78,7 +80,7 @@ def build_snapshot(
         for bid, seen in previous.brokers.items():
             brokers[bid] = BrokerState(bid, seen.host, seen.port, seen.rack, up=False)
     for bid, b in live.items():
-        brokers[bid] = BrokerState(bid, b.host, b.port, racks.get(bid, b.rack), up=True)
+        brokers[bid] = BrokerState(bid, b.host, b.port, racks.get(bid, b.rack), up=True, reachable=bid not in unreachable)
     # Replicas on brokers never seen alive (quorum voters may be dedicated controllers, not brokers)
     # are listed as down. A partition whose state is carried over (its topic unchanged, or its
     # metadata what it was) named only brokers the previous snapshot lists, which stay listed: only

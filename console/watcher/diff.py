@@ -18,6 +18,8 @@ KINDS = {
     "cluster_reachable": "Cluster reachable",
     "broker_down": "Broker down",
     "broker_up": "Broker up",
+    "broker_unreachable": "Broker unreachable from the console",
+    "broker_reachable": "Broker reachable again",
     "broker_added": "Broker added",
     "controller_change": "Controller change",
     "leader_change": "Leader change",
@@ -108,6 +110,15 @@ def _brokers(old: Snapshot, new: Snapshot) -> list[Change]:
             changes.append(Change("broker_down", CRITICAL, f"Broker {bid} ({where}) is down", broker=bid))
         elif not before.up and b.up:
             changes.append(Change("broker_up", INFO, f"Broker {bid} ({where}) is back up", broker=bid))
+        # Kafka still lists it, but its port refuses the console (watcher.reachability): the first
+        # sign of a dead broker, before the controller fences it; told apart from down and up.
+        elif b.up and before.reachable and not b.reachable:
+            changes.append(Change("broker_unreachable", CRITICAL,
+                                  f"Broker {bid} ({where}) does not accept the console's connections: it is probably down, "
+                                  "and Kafka has not fenced it yet", broker=bid))
+        elif b.up and not before.reachable and b.reachable:
+            changes.append(Change("broker_reachable", INFO, f"Broker {bid} ({where}) accepts the console's connections again",
+                                  broker=bid))
     return changes
 
 

@@ -20,6 +20,7 @@ from console.gateway.types import ClusterMetadata, Quorum
 from console.snapshots.model import Snapshot
 from console.watcher.build import build_snapshot, quorum_state_of
 from console.watcher.merging import SampleMerging
+from console.watcher.reachability import BrokerReachability
 from console.watcher.side_read import SIDE_READ_RETRY, SIDE_READ_WAIT, SideRead
 
 log = logging.getLogger(__name__)
@@ -59,6 +60,7 @@ class MetadataPolling(SampleMerging):
         self._racks_retry = 0.0  # after a failed racks read, a broker not known starts one no sooner than this
         self._min_isr_read = SideRead("new topics' min.insync.replicas", self._read_min_isr)
         self._min_isr_retry = 0.0  # after a failed read, new topics' min ISR is asked again from then on
+        self.reachability = BrokerReachability(lambda addresses: self.gateway.probe_brokers(addresses))
         self.stats = CycleStats()
         self._built_from: dict[str, Any] = {}  # topic -> its metadata, of the last build
         self._built_min_isr: dict[str, int] = {}  # the min ISR of the last build (that cycle's own dict, not changed since)
@@ -76,6 +78,7 @@ class MetadataPolling(SampleMerging):
         self.unchanged = self.metadata_moved = False
         if self._quorum_read.start():  # (beside the metadata read; taken once that is in)
             stats.count("describe_quorum")
+        self.reachability.start()  # (the ports of the last metadata's brokers, beside the metadata read too)
         asked = time.monotonic()
         try:
             stats.count("metadata")
@@ -103,6 +106,7 @@ class MetadataPolling(SampleMerging):
             quorum, failed = answer
             quorum_error = failed.message if failed is not None else None
 
+        unreachable = self.reachability.take(md.brokers)
         live_ids = {b.id for b in md.brokers}
         new_broker = not live_ids <= self.racks.keys()
         if (now >= self.next_racks or (new_broker and now >= self._racks_retry)) and self._racks_read.start():
@@ -139,7 +143,7 @@ class MetadataPolling(SampleMerging):
 
         self.stats = stats
         with self._offsets_lock:
-            inputs = (md, self._sample_gen, tuple(sorted(self.racks.items())))
+            inputs = (md, self._sample_gen, tuple(sorted(self.racks.items())), unreachable)
         last_inputs, self._last_inputs = self._last_inputs, inputs
         quorum_state = quorum_state_of(quorum, previous)
         leader = quorum_state.leader_id if quorum_state else None
@@ -165,7 +169,7 @@ class MetadataPolling(SampleMerging):
         snap = build_snapshot(self.cluster, previous, md, quorum, quorum_error, self.racks, known_min_isr, now,
                               self._kept_topics(previous, md, stats), unchanged,
                               self._built_from if self.incremental and previous is not None else None, built_anew,
-                              live ^ self._built_live)
+                              live ^ self._built_live, unreachable)
         self._built_from, self._built_min_isr = dict(zip(map(_NAME, md.topics), md.topics, strict=True)), known_min_isr
         self._built_live = live
         self._apply_offsets(snap, reused=unchanged, partly=built_anew)

@@ -441,12 +441,20 @@ def _broker_down_old() -> Snapshot:
     return s
 
 
+def _broker_unreachable_old() -> Snapshot:
+    s = healthy()
+    s.brokers[2].reachable = False
+    return s
+
+
 # kind: (old snapshot, mutation giving the new one, severity)
 SCENARIOS: dict[str, tuple[Callable[[], Snapshot], Callable[[Snapshot], object], str]] = {
     "cluster_unreachable": (healthy, lambda s: setattr(s, "reachable", False), CRITICAL),
     "cluster_reachable": (_unreachable_old, lambda s: setattr(s, "reachable", True), INFO),
     "broker_down": (healthy, lambda s: setattr(s.brokers[2], "up", False), CRITICAL),
     "broker_up": (_broker_down_old, lambda s: setattr(s.brokers[2], "up", True), INFO),
+    "broker_unreachable": (healthy, lambda s: setattr(s.brokers[2], "reachable", False), CRITICAL),
+    "broker_reachable": (_broker_unreachable_old, lambda s: setattr(s.brokers[2], "reachable", True), INFO),
     "broker_added": (healthy, lambda s: s.brokers.update({9: broker(9)}), INFO),
     "controller_change": (healthy, lambda s: setattr(s, "controller_id", 2), WARNING),
     "leader_change": (healthy, _with(leader=2), WARNING),

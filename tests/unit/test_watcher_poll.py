@@ -29,6 +29,7 @@ class FakeGateway:
     def __init__(self) -> None:
         self.md = metadata()
         self.q = quorum()
+        self.ports: dict[tuple[str, int], str] = {}  # a broker's address -> what probing its port answers (default accepted)
 
     def metadata(self) -> ClusterMetadata:
         return self.md
@@ -41,6 +42,9 @@ class FakeGateway:
 
     def topic_configs(self, topics: Any, keys: Any = None) -> dict[str, dict[str, str]]:
         return {t: {"min.insync.replicas": "2"} for t in topics}
+
+    def probe_brokers(self, addresses: Any) -> dict[tuple[str, int], str]:
+        return {a: self.ports.get(a, "accepted") for a in addresses}
 
 
 @pytest.fixture

@@ -70,6 +70,7 @@ def test_counts_of_a_healthy_cluster_show_no_problems():
     assert snapshot().counts() == {
         "brokers": 3,
         "brokers_up": 3,
+        "brokers_unreachable": 0,
         "topics": 1,
         "partitions": 3,
         "under_replicated": 0,
