@@ -38,6 +38,7 @@ KINDS = {
     "balance": "Balance (replica or leader skew)",
     "analytics": "Analytics samples",
     "watcher": "Watcher restarted",
+    "alerts": "Alert channel failing or delivering again",
 }
 
 
