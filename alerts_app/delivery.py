@@ -19,6 +19,7 @@ from django.utils import timezone
 from alerts_app import channels
 from alerts_app.models import AlertChannel, Delivery, Notification
 from console import gateway
+from console.errors import Conflict
 from console.gateway.errors import NotFound
 
 log = logging.getLogger(__name__)
@@ -186,3 +187,17 @@ def send_test(channel_id: int) -> Notification:
         Delivery.objects.create(notification=notification, channel=channel)
         enqueue(nid)
     return notification
+
+
+def requeue(delivery_id: int) -> Delivery:
+    """A dead letter tried again from its first attempt (an operator fixed the receiver); a pending one
+    is left as it is, a sent one is refused: nothing is sent twice."""
+    row = Delivery.objects.filter(id=delivery_id).first()
+    if row is None:
+        raise NotFound(f"There is no alert delivery #{delivery_id}.")
+    if row.state == "sent":
+        raise Conflict(f"Delivery #{delivery_id} was sent already; it is not sent again.")
+    if Delivery.objects.filter(id=delivery_id, state="dead").update(state="pending", attempts=0, next_attempt_at=None):
+        transaction.on_commit(lambda: dispatch(delivery_id))
+    row.refresh_from_db()
+    return row

@@ -314,3 +314,20 @@ def test_the_backoff_doubles_up_to_its_cap() -> None:
         waits = [delivery.backoff(n) for n in range(1, 7)]
     assert 1.0 <= waits[0] <= 1.1 and 2.0 <= waits[1] <= 2.2 and 4.0 <= waits[2] <= 4.4
     assert waits[3:] == [5.0, 5.0, 5.0]
+
+
+def test_a_dead_letter_can_be_requeued_but_a_sent_delivery_cannot(db: None, receiver: HttpReceiver, queued: list,
+                                                                  django_capture_on_commit_callbacks: Any) -> None:
+    from console.errors import Conflict
+
+    receiver.statuses = [500]
+    d = run_until_done(notify(channel("webhook", receiver.url, max_attempts=1)))
+    assert d.state == "dead"
+    queued.clear()
+    with django_capture_on_commit_callbacks(execute=True):
+        again = delivery.requeue(d.id)
+    assert again.state == "pending" and again.attempts == 0 and queued == [(d.id, None)]
+    d = run_until_done(d)
+    assert d.state == "sent" and len(receiver.requests) == 2
+    with pytest.raises(Conflict, match="was sent already"):
+        delivery.requeue(d.id)
