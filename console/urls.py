@@ -67,6 +67,7 @@ urlpatterns = [
     path("clusters/<str:cluster>/topics/<str:topic>/messages/republish/", topics_views.message_republish,
          name="message_republish"),
     path("", include("security_app.urls")),
+    path("", include("alerts_app.urls")),
     path("api/schema/", SchemaView.as_view(), name="schema"),
     path("api/v1/audit/", api_audit.AuditList.as_view()),
     path("api/v1/masking-policies/", masking_api.MaskingPolicies.as_view()),

@@ -129,6 +129,24 @@ EXPECTED: dict[str, dict[str, str]] = {
     C + "security/quotas/": {"GET": "quotas.view", "POST": "quotas.manage"},
     API + "quotas/": {"GET": "quotas.view", "POST": "quotas.manage", "DELETE": "quotas.manage"},
     API + "quotas/effective/": {"GET": "quotas.view"},
+    C + "alerts/": {"GET": "alerts.view", "POST": "alerts.manage"},
+    C + "alerts/history/": {"GET": "alerts.view"},
+    C + "alerts/rules/": {"GET": "alerts.view", "POST": "alerts.manage"},
+    C + "alerts/rules/<int:rule_id>/": {"GET": "alerts.view", "POST": "alerts.manage"},
+    C + "alerts/silences/": {"GET": "alerts.view", "POST": "alerts.manage"},
+    C + "alerts/channels/": {"GET": "alerts.view", "POST": "alert_channels.manage"},
+    C + "alerts/channels/<name:channel>/": {"GET": "alerts.view", "POST": "alert_channels.manage"},
+    "api/v1/alert-channels/": {"GET": "alerts.view", "POST": "alert_channels.manage"},
+    "api/v1/alert-channels/<name:channel>/": {"GET": "alerts.view", "PATCH": "alert_channels.manage",
+                                             "DELETE": "alert_channels.manage"},
+    "api/v1/alert-channels/<name:channel>/test/": {"POST": "alert_channels.manage"},
+    API + "alert-rules/": {"GET": "alerts.view", "POST": "alerts.manage"},
+    API + "alert-rules/preview/": {"POST": "alerts.view"},
+    API + "alert-rules/<int:rule_id>/": {"GET": "alerts.view", "PATCH": "alerts.manage", "DELETE": "alerts.manage"},
+    API + "alerts/": {"GET": "alerts.view"},
+    API + "alerts/<int:alert_id>/acknowledge/": {"POST": "alerts.manage"},
+    "api/v1/silences/": {"GET": "alerts.view", "POST": "alerts.manage"},
+    "api/v1/silences/<int:silence_id>/": {"GET": "alerts.view", "DELETE": "alerts.manage"},
 }
 
 # Django's admin site (user and token admin): each of its views asks for is_staff, which only
@@ -174,6 +192,10 @@ SAMPLES = {
     "content_type_id": "1",
     "url": "no-such-page/",
     "user": "svc/orders",
+    "channel": "ops/hook",
+    "rule_id": "1",
+    "alert_id": "1",
+    "silence_id": "1",
 }
 
 # Bodies that fail validation, so an allowed change stops before any Kafka call (default: {}).
