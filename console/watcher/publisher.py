@@ -1,7 +1,9 @@
 """Where each watcher cycle's outcome goes: its events into the store the apps registered, the
 snapshot into Redis (in parts: only what changed), and one small update over the Channels layer
 that every open page of the cluster receives. Events found by the sampling thread (rebalances, a
-refused analytics topic) are queued here and go out with the next update.
+refused analytics topic) are queued here and go out with the next update. After its events, each
+cycle's snapshot goes to the alert rules (registry.alert_evaluator), in the same thread: the
+metadata cycle never waits for them.
 """
 
 from __future__ import annotations
@@ -53,6 +55,8 @@ class Publisher:
         self._pending: list[dict[str, Any]] = []  # events found between cycles, as broadcast
         self._unsaved: list[EventRow] = []  # events the database refused, saved with the next cycle's
         self._writer: EventWriter | None = EventWriter(self) if background else None
+        self._alerts: registry.AlertEvaluator | None = None  # (made at the first cycle, in the thread that evaluates)
+        self._alerts_failing = False
 
     @property
     def writes_all(self) -> bool:
@@ -79,8 +83,24 @@ class Publisher:
         """Save and announce a cycle's events: in the writer thread (`background`), else now."""
         if self._writer is None:
             self.announce(self.record(snap, changes))
-        elif changes or self._unsaved:
-            self._writer.put(self.rows(snap, changes))
+            self.evaluate_alerts(snap)
+        else:
+            self._writer.put(self.rows(snap, changes) if changes or self._unsaved else None, snap)
+
+    def evaluate_alerts(self, snap: Snapshot) -> None:
+        """The alert rules on a cycle's snapshot; a failure is logged once until it passes again."""
+        try:
+            if self._alerts is None:
+                self._alerts = registry.alert_evaluator(self.cluster, "metadata")
+            self._alerts.snapshot(snap)
+            if self._alerts_failing:
+                log.warning("alert evaluation of %s works again", self.cluster)
+            self._alerts_failing = False
+        except Exception:  # noqa: BLE001 - alerts must never stop the live console
+            failure_seen()
+            if not self._alerts_failing:
+                log.exception("alert evaluation of %s failed", self.cluster)
+            self._alerts_failing = True
 
     def flush(self, timeout: float = 60.0) -> bool:
         """Wait until the events handed to the writer thread are written (or refused and kept);
@@ -194,25 +214,32 @@ class EventWriter:
         self.cpu_seconds = 0.0  # (the thread's own CPU time: the simulator counts it with the watcher's)
         self._cond = threading.Condition()
         self._queue: list[list[EventRow]] = []
+        self._snap: Snapshot | None = None  # the latest cycle's, for the alert rules
         self._busy = False
         self._closed = False
         self.native_id: int | None = None  # (the thread's, once it runs)
         self._thread = threading.Thread(target=self._run, name=f"events-{publisher.cluster}", daemon=True)
         self._thread.start()
 
-    def put(self, rows: list[EventRow]) -> None:
+    def put(self, rows: list[EventRow] | None, snap: Snapshot | None = None) -> None:
+        """A cycle's event rows (None: it had none) and its snapshot for the alert rules (only the
+        latest is evaluated when cycles come faster than the thread writes)."""
         with self._cond:
             if not self._closed:
-                self._queue.append(rows)
+                if rows is not None:
+                    self._queue.append(rows)
+                if snap is not None:
+                    self._snap = snap
                 self._cond.notify_all()
                 return
         # A cycle that ended after the writer was closed (a stop racing the last cycle): written here.
-        self.publisher.announce(self.publisher.save_rows(rows))
+        if rows is not None:
+            self.publisher.announce(self.publisher.save_rows(rows))
 
     def flush(self, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
         with self._cond:
-            while self._queue or self._busy:
+            while self._queue or self._snap is not None or self._busy:
                 left = deadline - time.monotonic()
                 if left <= 0 or not self._thread.is_alive():
                     return False
@@ -235,18 +262,23 @@ class EventWriter:
         try:
             while True:
                 with self._cond:
-                    while not self._queue and not self._closed:
+                    while not self._queue and self._snap is None and not self._closed:
                         self._cond.wait()
-                    if not self._queue:
+                    if not self._queue and self._snap is None:
                         return
                     batches, self._queue = self._queue, []
+                    snap, self._snap = self._snap, None
                     self._busy = True
                 started = time.thread_time()
                 try:
-                    rows = [row for batch in batches for row in batch]
-                    self.publisher.announce(self.publisher.save_rows(rows))
+                    if batches:
+                        rows = [row for batch in batches for row in batch]
+                        self.publisher.announce(self.publisher.save_rows(rows))
                 except Exception:  # noqa: BLE001 - the writer must outlive one bad save (the rows are kept)
                     log.exception("writing the events of %s failed", self.publisher.cluster)
+                try:
+                    if snap is not None:
+                        self.publisher.evaluate_alerts(snap)
                 finally:
                     self.cpu_seconds += time.thread_time() - started
                     with self._cond:

@@ -4,7 +4,9 @@
   broadcasts what it returns;
 - consumers_app: the evaluation of consumer groups (`register_group_evaluation`): lag status, time
   lag, lag history, rebalances, from each offsets sample;
-- analytics: what is written for the Spark jobs at each sample (`register_samples`).
+- analytics: what is written for the Spark jobs at each sample (`register_samples`);
+- alerts_app: the evaluation of alert rules (`register_alert_evaluation`): after each metadata cycle
+  (in the events thread) and after each sampling pass that read the groups.
 
 A part nobody registered is a no-op (a test settings module without that app, say).
 """
@@ -16,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
-from console.snapshots.model import GroupState
+from console.snapshots.model import GroupState, Snapshot
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,17 @@ class SampleWriter(Protocol):
         """Write this sample; a sentence when the cluster refused it (raised once as an event)."""
 
 
+class AlertEvaluator(Protocol):
+    """One cluster's alert rules, on one part of what the watcher reads ("metadata" or "groups")."""
+
+    def snapshot(self, snap: Snapshot) -> None:
+        """After a metadata cycle, with its snapshot (reachable or not)."""
+
+    def groups(self, groups: Mapping[str, GroupState] | None, ends: Mapping[tuple[str, int], int], now: float | None = None) -> None:
+        """After a sampling pass, with its evaluated groups (None: not read) and end offsets."""
+
+
+AlertEvaluatorFactory = Callable[[str, str], AlertEvaluator]  # (cluster, part)
 GroupEvaluatorFactory = Callable[[str, bool, EmitEvents], GroupEvaluator]  # (cluster, incremental, emit)
 SampleWriterFactory = Callable[[str, Any], SampleWriter]  # (cluster, gateway)
 
@@ -95,9 +108,18 @@ class _NoSamples:
         return None
 
 
+class _NoAlerts:
+    def snapshot(self, snap: Snapshot) -> None:
+        return None
+
+    def groups(self, groups: Mapping[str, GroupState] | None, ends: Mapping[tuple[str, int], int], now: float | None = None) -> None:
+        return None
+
+
 _events: EventStore = _NoEvents()
 _group_evaluation: GroupEvaluatorFactory = lambda cluster, incremental, emit: _NoEvaluation()  # noqa: E731
 _samples: SampleWriterFactory = lambda cluster, gw: _NoSamples()  # noqa: E731
+_alerts: AlertEvaluatorFactory = lambda cluster, part: _NoAlerts()  # noqa: E731
 
 
 def register_events(store: EventStore) -> None:
@@ -115,6 +137,11 @@ def register_samples(factory: SampleWriterFactory) -> None:
     _samples = factory
 
 
+def register_alert_evaluation(factory: AlertEvaluatorFactory) -> None:
+    global _alerts
+    _alerts = factory
+
+
 def events() -> EventStore:
     return _events
 
@@ -125,3 +152,7 @@ def group_evaluator(cluster: str, incremental: bool, emit: EmitEvents) -> GroupE
 
 def sample_writer(cluster: str, gw: Any) -> SampleWriter:
     return _samples(cluster, gw)
+
+
+def alert_evaluator(cluster: str, part: str) -> AlertEvaluator:
+    return _alerts(cluster, part)

@@ -103,6 +103,7 @@ class Sampler:
         self.emit = emit
         self.writer = registry.sample_writer(cluster, gateway)
         self.evaluator = registry.group_evaluator(cluster, incremental, emit)
+        self.alerts = registry.alert_evaluator(cluster, "groups")
         self.requests = 0  # calls made to Kafka (offsets, groups, sizes, configs)
         self.group_stats: dict[str, float | int] = {}
         self.times: deque[float] = deque(maxlen=100)  # seconds per pass
@@ -182,6 +183,10 @@ class Sampler:
                 self.group_stats["groups_evaluate_seconds"] = round(time.monotonic() - evaluated, 3)
             except Exception:
                 log.exception("evaluating consumer groups of %s failed", self.cluster)
+            try:  # (the alert rules on groups, after their status and time lag are set)
+                self.alerts.groups(groups, ends, now)
+            except Exception:  # noqa: BLE001 - alerts must never stop the sampling
+                log.exception("evaluating the alert rules on the groups of %s failed", self.cluster)
         try:
             refused = self.writer.write(started, latest if latest is not None else {},
                                         sizes if sizes is not None else last_sizes, groups, len(live_brokers))
