@@ -32,6 +32,9 @@ EARLY = timedelta(milliseconds=500)
 # The sweep leaves a due row alone this long, so the retry already queued for it normally wins.
 SWEEP_GRACE = timedelta(seconds=2)
 SWEEP_BATCH = 1000
+# Publishing to a Celery broker that is down gives up at once: the caller (the watcher's evaluation)
+# must not wait on it, and the sweep queues the row once the broker is back.
+PUBLISH_RETRY = {"max_retries": 0}
 # A test from the channel's page is tried once: the operator wants its outcome now, not after the backoff.
 TEST_ATTEMPTS = 1
 
@@ -54,7 +57,7 @@ def dispatch(delivery_id: int, eta: datetime | None = None) -> None:
     from console.celery import app
 
     try:
-        app.send_task(TASK, args=(delivery_id,), eta=eta)
+        app.send_task(TASK, args=(delivery_id,), eta=eta, retry_policy=PUBLISH_RETRY)
     except Exception:  # noqa: BLE001 - the row stays pending; the sweep dispatches it again
         log.warning("could not queue alert delivery %s now; the sweep will", delivery_id, exc_info=True)
 
