@@ -244,6 +244,20 @@ def test_a_failing_channel_raises_one_event_per_streak(db: None, receiver: HttpR
     ]
 
 
+def test_the_channel_event_is_on_the_events_timeline(db: None, receiver: HttpReceiver, queued: list, client_as: Any) -> None:
+    receiver.statuses = [500] * 3
+    ch = channel("webhook", receiver.url, max_attempts=3)
+    ch.name = ODD
+    ch.save()
+    run_until_done(notify(ch))
+    answer = client_as("viewer").get("/api/v1/clusters/local/events/", {"kind": "alerts"})
+    assert answer.status_code == 200, answer.content
+    [event] = [e for e in answer.json()["events"] if e["kind"] == "alerts"]
+    assert event["severity"] == "error" and event["message"].startswith(f"Alert channel '{ODD}' (webhook) failed 3 times")
+    page = client_as("viewer").get("/clusters/local/events/", {"kind": "alerts"})
+    assert page.status_code == 200 and "Alert channel &#x27;orders/% &lt;b&gt;" in page.content.decode()
+
+
 def test_a_delivery_held_by_another_worker_or_not_due_is_skipped(db: None, receiver: HttpReceiver, queued: list) -> None:
     d = notify(channel("webhook", receiver.url))
     Delivery.objects.filter(id=d.id).update(next_attempt_at=timezone.now() + timedelta(seconds=30))
