@@ -123,10 +123,10 @@ def test_channel(user: Any, name: str) -> dict[str, Any]:
 
     with audited(user, "alert_channel_test", target=name) as entry:
         ch = channel(name)
-        result = send_test(ch.id)
-        answer = result if isinstance(result, dict) else {}
-        entry.update({k: v for k, v in answer.items() if isinstance(v, (str, int, bool))})
-        return {"channel": ch.name, "message": f"A test message is on its way to channel '{ch.name}'.", **answer}
+        notification = send_test(ch.id)
+        entry["notification"] = str(notification.id)
+        return {"channel": ch.name, "notification": str(notification.id),
+                "message": f"A test message is on its way to channel '{ch.name}': its delivery is listed below."}
 
 
 def deliveries(ch: AlertChannel, state: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
