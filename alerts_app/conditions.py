@@ -12,7 +12,8 @@ A key names one alert of a rule: "broker:2", "partition:orders:3", "group:g1", "
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -257,19 +258,19 @@ class MetadataIndex:
 EndOf = Callable[[str, int], "int | None"]
 
 
-def group_lags(g: GroupState, end_of: EndOf) -> tuple[int, list[tuple[str, int, int]]]:
+def group_lags(g: GroupState, end_of: EndOf, ends: Sequence[int | None] | None = None) -> tuple[int, list[tuple[str, int, int]]]:
     """The group's total lag and each partition's above 0 (ALGORITHMS.md 1: end minus committed,
     floored at 0; a share group's as Kafka reports it; unknown ends left out), as consumers_app's
-    group rows count them."""
+    group rows count them. `ends`: the end offsets of its commits (`ends_of`), when already read."""
     total = 0
     behind = []
     reported = g.broker_lag
-    for key, committed in g.offsets.items():
-        topic, _, number = key.rpartition(":")
-        partition = int(number)
+    commits = _commits(g)
+    if ends is None:
+        ends = ends_of(commits, end_of)
+    for (key, topic, partition, committed), end in zip(commits, ends, strict=True):
         lag = reported.get(key) if reported else None
         if lag is None:
-            end = end_of(topic, partition)
             if end is None or committed is None:
                 continue
             lag = end - committed if end > committed else 0
@@ -277,6 +278,36 @@ def group_lags(g: GroupState, end_of: EndOf) -> tuple[int, list[tuple[str, int, 
             total += lag
             behind.append((topic, partition, lag))
     return total, behind
+
+
+def ends_of(commits: list[tuple[str, str, int, int]], end_of: EndOf) -> tuple[int | None, ...]:
+    return tuple([end_of(topic, partition) for _, topic, partition, _ in commits])
+
+
+_parsed: dict[str, tuple[GroupState, list[tuple[str, str, int, int]], frozenset[str]]] = {}
+
+
+def _commits(g: GroupState) -> list[tuple[str, str, int, int]]:
+    """The group's commits as (key, topic, partition, offset), parsed once per group state."""
+    return _parse(g)[1]
+
+
+def _topics_of(g: GroupState) -> frozenset[str]:
+    return _parse(g)[2]
+
+
+def _parse(g: GroupState) -> tuple[GroupState, list[tuple[str, str, int, int]], frozenset[str]]:
+    held = _parsed.get(g.group_id)
+    if held is not None and held[0] is g:
+        return held
+    commits = []
+    for key, committed in g.offsets.items():
+        topic, _, number = key.rpartition(":")
+        commits.append((key, topic, int(number), committed))
+    if len(_parsed) > 200_000:  # (groups come and go: bounded all the same)
+        _parsed.clear()
+    held = _parsed[g.group_id] = (g, commits, frozenset(c[1] for c in commits))
+    return held
 
 
 def group_status_match(g: GroupState) -> Match | None:
@@ -292,58 +323,95 @@ def group_status_match(g: GroupState) -> Match | None:
                  {"group": g.group_id, "status": status, "stop": stop[:100], "stall": stall[:100]})
 
 
-def group_matches(g: GroupState, end_of: EndOf, wanted: set[str]) -> dict[str, list[Match]]:
+def group_matches(g: GroupState, end_of: EndOf, wanted: set[str], ends: Sequence[int | None] | None = None,
+                  floors: Mapping[str, float] | None = None) -> dict[str, list[Match]]:
+    """The group's matches per condition; `floors`: per threshold condition, a value no rule's
+    threshold is below (a match at or under it is not made: most groups lag a little, always)."""
     out: dict[str, list[Match]] = {}
     gid = g.group_id
+    floors = floors or {}
     if "group_status" in wanted:
         m = group_status_match(g)
         out["group_status"] = [m] if m is not None else []
     if "time_lag" in wanted:
         seconds = g.time_lag
         out["time_lag"] = [Match(f"group:{gid}", gid, round(seconds, 1), f"Consumer group '{gid}' is {seconds:.0f} s behind.",
-                                 {"group": gid, "time_lag": seconds})] if seconds else []
+                                 {"group": gid, "time_lag": seconds})] if seconds and seconds > floors.get("time_lag", 0.0) else []
     if wanted & {"group_lag", "partition_lag"}:
-        total, behind = group_lags(g, end_of)
+        total, behind = group_lags(g, end_of, ends)
         if "group_lag" in wanted:
             out["group_lag"] = [Match(f"group:{gid}", gid, float(total), f"Consumer group '{gid}' is {total} records behind.",
-                                      {"group": gid, "lag": total, "partitions_behind": len(behind)})] if total else []
+                                      {"group": gid, "lag": total, "partitions_behind": len(behind)})] \
+                if total and total > floors.get("group_lag", 0.0) else []
         if "partition_lag" in wanted:
+            floor = floors.get("partition_lag", 0.0)
             out["partition_lag"] = [Match(f"group:{gid}:partition:{topic}:{p}", gid, float(lag),
                                           f"Consumer group '{gid}' is {lag} records behind on partition {p} of '{topic}'.",
-                                          {"group": gid, "topic": topic, "partition": p, "lag": lag}) for topic, p, lag in behind]
+                                          {"group": gid, "topic": topic, "partition": p, "lag": lag})
+                                    for topic, p, lag in behind if lag > floor]
     return out
 
 
 class GroupIndex:
     """The group conditions of one cluster across its samples. A group's status and time lag are
-    kept while its state is the same object; its lag follows the end offsets, so it is looked at
-    again at every sample, only when a rule asks for lag."""
+    kept while its state is the same object; its lag follows the end offsets too, so when a rule
+    asks for lag the groups reading a topic whose ends moved are looked at again."""
 
     def __init__(self) -> None:
         self.found = {c: Found() for c in GROUP_CONDITIONS}
         self._groups: dict[str, GroupState] = {}
+        self._ends: dict[str, tuple[int | None, ...]] = {}  # the end offsets each group's lag was found at
+        self._readers: dict[str, set[str]] = {}  # topic -> the groups that commit on it
         self._wanted: set[str] = set()
+        self._floors: dict[str, float] = {}
 
-    def update(self, groups: Mapping[str, GroupState], end_of: EndOf, wanted: Iterable[str] = GROUP_CONDITIONS) -> dict[str, Found]:
+    def update(self, groups: Mapping[str, GroupState], end_of: EndOf, wanted: Iterable[str] = GROUP_CONDITIONS,
+               moved: AbstractSet[str] | None = None, floors: Mapping[str, float] | None = None) -> dict[str, Found]:
+        """The conditions `wanted` of these groups; `moved`: the topics whose end offsets moved
+        since the last update (None: not known, every group's are looked at); `floors`: see
+        `group_matches`."""
         wanted = set(wanted) & set(GROUP_CONDITIONS)
         found = self.found
-        if wanted != self._wanted:  # (a condition asked for anew: every group looked at once)
-            self._wanted, self._groups = wanted, {}
+        floors = dict(floors or {})
+        if wanted != self._wanted or floors != self._floors:  # (a condition or threshold asked for anew: every group looked at once)
+            self._wanted, self._floors, self._groups, self._ends, self._readers = wanted, floors, {}, {}, {}
         for c in wanted:
             found[c].begin()
         lag = wanted & {"group_lag", "partition_lag"}
-        seen = self._groups
-        for gid, g in groups.items():
-            same = seen.get(gid) is g
-            asked = lag if same else wanted
-            if not asked:
-                continue
+        seen, seen_ends, readers = self._groups, self._ends, self._readers
+        get = seen.get
+        new = [(gid, g) for gid, g in groups.items() if get(gid) is not g]
+        for gid, g in new:  # (a new state: every condition)
+            old = seen.get(gid)
+            if old is not None:
+                for topic in _topics_of(old):
+                    readers.get(topic, set()).discard(gid)
             seen[gid] = g
-            for condition, matches in group_matches(g, end_of, asked).items():
+            for topic in _topics_of(g):
+                readers.setdefault(topic, set()).add(gid)
+            ends = ends_of(_commits(g), end_of) if lag else None
+            if ends is not None:
+                seen_ends[gid] = ends
+            for condition, matches in group_matches(g, end_of, wanted, ends, floors).items():
                 found[condition].put(gid, matches)
+        if lag:  # (the same state: its lag again if its ends moved)
+            renewed = {gid for gid, _ in new}
+            if moved is None:
+                again: Iterable[str] = [gid for gid in groups if gid not in renewed]
+            else:
+                again = {gid for topic in moved for gid in readers.get(topic, ()) if gid not in renewed and gid in groups}
+            for gid in again:
+                g = groups[gid]
+                ends = ends_of(_commits(g), end_of)
+                if seen_ends.get(gid) != ends:
+                    seen_ends[gid] = ends
+                    for condition, matches in group_matches(g, end_of, lag, ends, floors).items():
+                        found[condition].put(gid, matches)
         if len(seen) != len(groups) or seen.keys() != groups.keys():
             for gid in [n for n in seen if n not in groups]:
-                del seen[gid]
+                for topic in _topics_of(seen.pop(gid)):
+                    readers.get(topic, set()).discard(gid)
+                seen_ends.pop(gid, None)
                 for f in found.values():
                     f.put(gid, None)
         return {c: found[c] for c in wanted}

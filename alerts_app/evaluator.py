@@ -18,6 +18,7 @@ import logging
 import math
 import time
 from collections.abc import Callable, Mapping
+from collections.abc import Set as AbstractSet
 from datetime import UTC, datetime
 from typing import Any
 
@@ -48,6 +49,7 @@ from console.snapshots import GroupState, Snapshot
 
 log = logging.getLogger(__name__)
 
+THRESHOLDS = ("group_lag", "partition_lag", "time_lag")  # group conditions whose matches below every rule's threshold are not made
 PARTS: dict[str, tuple[str, ...]] = {"metadata": METADATA_CONDITIONS + JOB_CONDITIONS, "groups": GROUP_CONDITIONS}
 GENERATION_KEY = "console:alerts-generation"  # bumped by every change of a rule, channel or silence (apps.py)
 GENERATION_EVERY = 1.0  # seconds between looks at the generation
@@ -136,6 +138,8 @@ class Evaluator:
         self.by_condition: dict[str, list[RuleState]] = {}
         self._exact: dict[str, dict[str, list[RuleState]]] = {}
         self._patterns: dict[str, list[RuleState]] = {}
+        self._by_pattern: dict[str, dict[str, list[RuleState]]] = {}  # condition -> subject -> its pattern rules
+        self._floors: dict[str, float] = {}  # per threshold condition, the lowest threshold of its rules
         self.metadata = MetadataIndex()
         self.group_index = GroupIndex()
         self.silences: list[Silence] = []
@@ -144,7 +148,11 @@ class Evaluator:
         self._generation_at = self._loaded_at = self._sweep_at = self._jobs_at = -math.inf
         self._jobs = Found()
         self._settle_until = clock() + GROUPS_SETTLE_SECONDS if part == "groups" else -math.inf
+        self._deferred: set[tuple[int, str]] = set()  # loaded alerts that cleared while settling: (rule, key)
+        self._moved: set[str] | None = set()  # topics whose ends moved while the groups were not read (None: not known)
         self.seconds = 0.0  # the last evaluation's
+        self.found_seconds = 0.0  # ... of which finding the conditions' matches
+        self.write_seconds = 0.0  # ... and writing what changed
         self.notifications = 0  # made so far
 
     # Entry points ---------------------------------------------------------------------------------
@@ -155,6 +163,7 @@ class Evaluator:
         self._refresh(now)
         wanted = [c for c in METADATA_CONDITIONS if c in self.by_condition]
         found = self.metadata.update(snap, now, wanted) if wanted else {}
+        self.found_seconds = time.perf_counter() - started
         if "job_failed" in self.by_condition and time.monotonic() - self._jobs_at >= JOBS_EVERY:
             from alerts_app.jobs import job_matches
 
@@ -164,13 +173,22 @@ class Evaluator:
         self._evaluate(found, now)
         self.seconds = time.perf_counter() - started
 
-    def groups(self, groups: Mapping[str, GroupState] | None, ends: Mapping[tuple[str, int], int], now: float | None = None) -> None:
-        """After a sampling pass: the group conditions (`groups` None: not read, nothing changes)."""
+    def groups(self, groups: Mapping[str, GroupState] | None, ends: Mapping[tuple[str, int], int], now: float | None = None,
+               moved: AbstractSet[str] | None = None) -> None:
+        """After a sampling pass: the group conditions (`groups` None: not read, nothing changes;
+        `moved`: the topics whose end offsets moved since the last pass, None when not known)."""
         started = time.perf_counter()
         now = self.clock() if now is None else now
+        if self._moved is None:
+            moved = None  # (some moved, unknown which, while the groups were not read)
+        elif moved is not None:
+            moved = self._moved | moved
+        self._moved = set() if groups is not None else set(moved) if moved is not None else None
         self._refresh(now)
         wanted = [c for c in GROUP_CONDITIONS if c in self.by_condition]
-        found = self.group_index.update(groups, mapping_end_of(ends), wanted) if wanted and groups is not None else {}
+        found = self.group_index.update(groups, mapping_end_of(ends), wanted, moved, self._floors) \
+            if wanted and groups is not None else {}
+        self.found_seconds = time.perf_counter() - started
         self._evaluate(found, now)
         self.seconds = time.perf_counter() - started
 
@@ -224,7 +242,8 @@ class Evaluator:
         self.silences = list(Silence.objects.filter(cluster__in=(self.cluster, "*"), ends_at__gt=_at(now), expired_early_by=""))
 
     def _index(self) -> None:
-        self.by_condition, self._exact, self._patterns = {}, {}, {}
+        self.by_condition, self._exact, self._patterns, self._by_pattern = {}, {}, {}, {}
+        self._floors = {}
         for r in self.rules.values():
             c = r.spec.condition
             self.by_condition.setdefault(c, []).append(r)
@@ -232,6 +251,19 @@ class Evaluator:
                 self._patterns.setdefault(c, []).append(r)
             else:
                 self._exact.setdefault(c, {}).setdefault(r.target.exact, []).append(r)
+            if c in THRESHOLDS:
+                floor = max(0.0, r.spec.threshold or 0.0)
+                self._floors[c] = min(self._floors.get(c, floor), floor)
+
+    def _patterns_of(self, condition: str, subject: str) -> list[RuleState]:
+        """The rules by pattern (or on every subject) of a condition that name a subject, found once."""
+        by_subject = self._by_pattern.setdefault(condition, {})
+        rules = by_subject.get(subject)
+        if rules is None:
+            if len(by_subject) > 200_000:  # (subjects come and go: bounded all the same)
+                by_subject.clear()
+            rules = by_subject[subject] = [r for r in self._patterns.get(condition, ()) if r.whole or r.target.matches(subject)]
+        return rules
 
     def _close(self, r: RuleState, now: float) -> None:
         """A rule disabled or gone: its pending alerts go, its firing ones end (nothing is sent)."""
@@ -247,25 +279,35 @@ class Evaluator:
             rules = self.by_condition.get(condition)
             if not rules:
                 continue
-            settling = condition in GROUP_CONDITIONS and now < self._settle_until
             for r in rules:
                 if r.fresh or f.changed is None:
                     self._full(r, f, now, changes)
-                    r.fresh = settling
+                    r.fresh = False
             if f.changed:
-                exact, patterns = self._exact.get(condition, {}), self._patterns.get(condition, ())
+                exact = self._exact.get(condition, {})
                 for subject in f.changed:
                     for r in exact.get(subject, ()):
                         self._subject(r, f, subject, now, changes)
-                    for r in patterns:
-                        if r.whole or r.target.matches(subject):
-                            self._subject(r, f, subject, now, changes)
+                    for r in self._patterns_of(condition, subject):
+                        self._subject(r, f, subject, now, changes)
             for r in rules:
                 if r.pending:
                     self._durations(r, now, changes)
+        if self._deferred and now >= self._settle_until:
+            deferred, self._deferred = self._deferred, set()
+            for rid, key in deferred:
+                waiting = self.rules.get(rid)
+                if waiting is None or key not in waiting.open:
+                    continue
+                if waiting.spec.condition not in found:
+                    self._deferred.add((rid, key))  # (its condition not read this time)
+                elif not any(key in by_key for by_key in waiting.current.values()):
+                    self._clears(waiting, key, now, changes)
         sweep = time.monotonic() - self._sweep_at >= SWEEP_EVERY
+        self.write_seconds = 0.0
         if not changes and not sweep:
             return
+        writing = time.perf_counter()
         try:
             with transaction.atomic():
                 if changes:
@@ -273,6 +315,7 @@ class Evaluator:
                 if sweep:
                     self._sweep_at = time.monotonic()
                     self._sweep(now)
+            self.write_seconds = time.perf_counter() - writing
         except Exception:
             # What is held no longer says what the database does: read it all again next time.
             self._loaded = False
@@ -341,7 +384,8 @@ class Evaluator:
 
     def _clears(self, r: RuleState, key: str, now: float, changes: Changes) -> None:
         held = r.open[key]
-        if held.loaded and now < self._settle_until and r.spec.condition in GROUP_CONDITIONS:
+        if held.loaded and now < self._settle_until:
+            self._deferred.add((r.rule.id, key))  # (looked at again once settled)
             return
         del r.open[key]
         if held.row.state == "pending":
@@ -360,34 +404,33 @@ class Evaluator:
 
     # Writing --------------------------------------------------------------------------------------
     def _write(self, changes: Changes, now: float) -> None:
+        """The evaluation's rows, then one notification per rule of those that fired and of those
+        that resolved (their sending is marked on the rows before they are written: no second write)."""
+        at = _at(now)
+        to_send: list[tuple[RuleState, str, list[Alert]]] = []
+        for rid, fired in changes.fired.items():
+            r = self.rules.get(rid)
+            if r is not None and r.channels:
+                to_send.append((r, "firing", [h.row for h in fired if h.row.silenced_by_id is None]))  # type: ignore[attr-defined]
+        for rid, resolved in changes.resolved.items():
+            r = self.rules.get(rid)
+            if r is not None and r.channels and r.spec.condition not in EVENT_CONDITIONS:
+                to_send.append((r, "resolved", [h.row for h in resolved if h.row.pk is not None and h.row.last_notified_at is not None
+                                                and silencing(self.silences, self._labels(r, h), at) is None]))
+        for _, _, rows in to_send:
+            for row in rows:
+                row.last_notified_at = at
         created = [h.row for h in changes.created if h.row.state != "resolved"]
         if created:
             Alert.objects.bulk_create(created)
         if changes.dropped:
             Alert.objects.filter(id__in=[h.row.id for h in changes.dropped]).delete()
         if changes.updated:
-            Alert.objects.bulk_update([h.row for h in changes.updated],
-                                      ["state", "fired_at", "resolved_at", "message", "value", "details", "silenced_by"])
-        at = _at(now)
-        sent: list[Alert] = []
-        for rid, fired in changes.fired.items():
-            r = self.rules.get(rid)
-            if r is None:
-                continue
-            rows = [h.row for h in fired if h.row.silenced_by_id is None]  # type: ignore[attr-defined]
-            if notify(r.rule, r.channels, "firing", rows, at) is not None:
+            Alert.objects.bulk_update([h.row for h in changes.updated], ["state", "fired_at", "resolved_at", "message", "value", "details",
+                                                                          "silenced_by", "last_notified_at"])
+        for r, kind, rows in to_send:
+            if notify(r.rule, r.channels, kind, rows, at) is not None:
                 self.notifications += 1
-                sent += rows
-        for rid, resolved in changes.resolved.items():
-            r = self.rules.get(rid)
-            if r is None or r.spec.condition in EVENT_CONDITIONS:
-                continue
-            rows = [h.row for h in resolved if h.row.pk is not None and h.row.last_notified_at is not None
-                    and silencing(self.silences, self._labels(r, h), at) is None]
-            if notify(r.rule, r.channels, "resolved", rows, at) is not None:
-                self.notifications += 1
-                sent += rows
-        self._sent(sent, at)
 
     def _sent(self, rows: list[Alert], at: datetime) -> None:
         for row in rows:

@@ -57,7 +57,8 @@ def notify(rule: AlertRule, channel_ids: Sequence[int], kind: str, alerts: Seque
     nid = uuid.uuid4()
     n = Notification.objects.create(id=nid, rule=rule, cluster=rule.cluster, kind=kind, severity=rule.severity,
                                     title=title(rule, kind, len(alerts)), payload=payload(nid, rule, kind, alerts, now))
-    n.alerts.add(*alerts)
+    through = Notification.alerts.through
+    through.objects.bulk_create([through(notification_id=nid, alert_id=a.id) for a in alerts])  # (no read of the links first)
     Delivery.objects.bulk_create([Delivery(notification=n, channel_id=c) for c in channel_ids])
     transaction.on_commit(lambda: enqueue(str(nid)))
     return n

@@ -14,6 +14,7 @@ A part nobody registered is a no-op (a test settings module without that app, sa
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -73,8 +74,10 @@ class AlertEvaluator(Protocol):
     def snapshot(self, snap: Snapshot) -> None:
         """After a metadata cycle, with its snapshot (reachable or not)."""
 
-    def groups(self, groups: Mapping[str, GroupState] | None, ends: Mapping[tuple[str, int], int], now: float | None = None) -> None:
-        """After a sampling pass, with its evaluated groups (None: not read) and end offsets."""
+    def groups(self, groups: Mapping[str, GroupState] | None, ends: Mapping[tuple[str, int], int], now: float | None = None,
+               moved: AbstractSet[str] | None = None) -> None:
+        """After a sampling pass, with its evaluated groups (None: not read), end offsets and the
+        topics whose offsets moved since the last pass (None: not known)."""
 
 
 AlertEvaluatorFactory = Callable[[str, str], AlertEvaluator]  # (cluster, part)
@@ -112,7 +115,8 @@ class _NoAlerts:
     def snapshot(self, snap: Snapshot) -> None:
         return None
 
-    def groups(self, groups: Mapping[str, GroupState] | None, ends: Mapping[tuple[str, int], int], now: float | None = None) -> None:
+    def groups(self, groups: Mapping[str, GroupState] | None, ends: Mapping[tuple[str, int], int], now: float | None = None,
+               moved: AbstractSet[str] | None = None) -> None:
         return None
 
 

@@ -183,10 +183,6 @@ class Sampler:
                 self.group_stats["groups_evaluate_seconds"] = round(time.monotonic() - evaluated, 3)
             except Exception:
                 log.exception("evaluating consumer groups of %s failed", self.cluster)
-            try:  # (the alert rules on groups, after their status and time lag are set)
-                self.alerts.groups(groups, ends, now)
-            except Exception:  # noqa: BLE001 - alerts must never stop the sampling
-                log.exception("evaluating the alert rules on the groups of %s failed", self.cluster)
         try:
             refused = self.writer.write(started, latest if latest is not None else {},
                                         sizes if sizes is not None else last_sizes, groups, len(live_brokers))
@@ -202,6 +198,10 @@ class Sampler:
         changed = ends.changed_keys(last_ends) + starts.changed_keys(last_starts)
         if sizes is not None:
             changed += sizes.changed_keys(last_sizes)
+        try:  # (the alert rules on groups, after their status and time lag are set; a pass without groups keeps them)
+            self.alerts.groups(groups, ends, now, {tp[0] for tp in changed} if last is not None else None)
+        except Exception:  # noqa: BLE001 - alerts must never stop the sampling
+            log.exception("evaluating the alert rules on the groups of %s failed", self.cluster)
         last_groups = last.groups if last is not None else None
         sample = Sample(
             started=started, ends=ends, starts=starts,

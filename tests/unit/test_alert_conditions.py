@@ -191,3 +191,24 @@ def test_a_silence_matches_its_cluster_fields_and_time() -> None:
     assert matches(SimpleNamespace(**{**vars(silence), "matchers": regex}), labels, now)  # type: ignore[arg-type]
     assert matches(SimpleNamespace(**{**vars(silence), "matchers": [{"field": "rule", "value": "7"}]}), labels, now)  # type: ignore[arg-type]
     assert not matches(SimpleNamespace(**{**vars(silence), "matchers": [{"field": "key", "value": "broker:3"}]}), labels, now)  # type: ignore[arg-type]
+
+
+def test_a_groups_lag_is_found_again_when_its_topics_ends_moved_only() -> None:
+    index = GroupIndex()
+    g = healthy().groups["g1"]
+    ends = {("orders", 0): 100, ("orders", 1): 100}
+    index.update({"g1": g}, mapping_end_of(ends), ["group_lag"])
+    ends[("orders", 1)] = 900
+    unseen = index.update({"g1": g}, mapping_end_of(ends), ["group_lag"], moved={"payments"})["group_lag"]
+    assert unseen.changed == set() and not unseen.by_subject  # (told its topic did not move: not looked at)
+    seen = index.update({"g1": g}, mapping_end_of(ends), ["group_lag"], moved={"orders"})["group_lag"]
+    assert seen.changed == {"g1"} and [m.value for m in seen.matches()] == [800.0]
+
+
+def test_matches_under_every_rules_threshold_are_not_made() -> None:
+    index = GroupIndex()
+    g = healthy().groups["g1"]
+    ends = {("orders", 0): 150, ("orders", 1): 100}
+    assert not index.update({"g1": g}, mapping_end_of(ends), ["group_lag"], floors={"group_lag": 50})["group_lag"].by_subject
+    lower = index.update({"g1": g}, mapping_end_of(ends), ["group_lag"], floors={"group_lag": 10})["group_lag"]
+    assert [m.value for m in lower.matches()] == [50.0]  # (a lower threshold: every group looked at again)
