@@ -217,7 +217,7 @@ class MetadataIndex:
         wanted = set(wanted)
         out: dict[str, Found] = {}
         for condition, read in (("broker_down", broker_matches), ("no_controller", controller_matches)):
-            if condition in wanted:
+            if condition in wanted and snap.brokers:  # (no broker known: a first look that failed says nothing)
                 out[condition] = self.found[condition].begin()
                 out[condition].put_all(read(snap))
         if not snap.reachable:

@@ -30,4 +30,7 @@ def ensure_defaults(cluster: str) -> int:
                                            for d in DEFAULTS])
     except IntegrityError:  # (another process made them meanwhile)
         return 0
+    from alerts_app.evaluator import bump_generation
+
+    bump_generation()  # (a bulk insert sends no post_save: the groups' evaluator is told so)
     return len(DEFAULTS)

@@ -91,6 +91,8 @@ def test_broker_down_and_no_controller_follow_an_unreachable_clusters_snapshot()
     assert keys(snap, "no_controller") == ["cluster"]
     snap.topics["orders"].partitions[0] = PartitionState(0, -1, [1], [], [1])
     assert found_now(snap, "offline", 0.0) is None  # (what an unreachable cluster's snapshot says of partitions is not read)
+    first = Snapshot("c", reachable=False)  # (the watcher's first look failed: it knows no broker)
+    assert found_now(first, "broker_down", 0.0) is None and found_now(first, "no_controller", 0.0) is None
 
 
 def test_controller_moved_holds_after_a_move_then_ends() -> None:

@@ -302,3 +302,14 @@ def test_preview_lists_what_a_rule_would_match_now(snapshot: Snapshot) -> None:
     assert preview("local", {"condition": "offline", "target": "payments"}) == []
     with pytest.raises(BadParameter, match="'condition' must be one of"):
         preview("local", {"condition": "disk_full"})
+
+
+def test_ends_that_moved_during_a_pass_without_groups_are_looked_at_in_the_next(clock: Clock, hook: AlertChannel) -> None:
+    lag = rule("group_lag", hook, threshold=100)
+    ev = Evaluator(CLUSTER, "groups", clock=clock)
+    g = GroupState("payments", "Stable", "consumer", "classic", "range", [], {"orders:0": 10}, status="OK")
+    ev.groups({"payments": g}, {("orders", 0): 10}, clock.t, set())
+    ev.groups(None, {("orders", 0): 600}, clock.t + 1, {"orders"})  # (the groups not read: nothing changes)
+    assert states(lag) == {}
+    ev.groups({"payments": g}, {("orders", 0): 600}, clock.t + 2, set())  # (this pass saw no move; the last one did)
+    assert states(lag) == {"group:payments": "firing"}
