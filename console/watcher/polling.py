@@ -106,7 +106,6 @@ class MetadataPolling(SampleMerging):
             quorum, failed = answer
             quorum_error = failed.message if failed is not None else None
 
-        unreachable = self.reachability.take(md.brokers)
         live_ids = {b.id for b in md.brokers}
         new_broker = not live_ids <= self.racks.keys()
         if (now >= self.next_racks or (new_broker and now >= self._racks_retry)) and self._racks_read.start():
@@ -141,6 +140,8 @@ class MetadataPolling(SampleMerging):
                 self._min_isr_retry = now + SIDE_READ_RETRY
                 log.info("could not read topic configs of %s: %s", self.cluster, failed.message)
 
+        # (taken last: the probe, started with the metadata read, has had the longest to answer)
+        unreachable = self.reachability.take(md.brokers)
         self.stats = stats
         with self._offsets_lock:
             inputs = (md, self._sample_gen, tuple(sorted(self.racks.items())), unreachable)
