@@ -41,6 +41,16 @@ def kafka_cluster() -> Iterator[Cluster]:
         yield cluster
 
 
+@pytest.fixture(scope="session")
+def secured_broker() -> Iterator[Any]:
+    """The one-node secured broker (tests/secured_broker.py), started once for every module that
+    needs it: each module uses names of its own and removes the quotas it sets."""
+    from tests.secured_broker import running_secured_broker
+
+    with running_secured_broker() as tls:
+        yield tls
+
+
 @pytest.fixture(autouse=True)
 def _no_broker_left_dead(request: pytest.FixtureRequest) -> Iterator[None]:
     """After each test on the cluster (but the fault tests, which kill nodes and bring them back

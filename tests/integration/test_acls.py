@@ -46,7 +46,7 @@ from console.gateway.types import Acl
 from console.models import AuditEntry
 from security_app import acls as acl_service
 from security_app.acl_rules import OPERATIONS, AclIndex
-from tests.secured_broker import SASL_PORT, USER, USER_PASSWORD, client_properties, running_secured_broker, secured_cluster, tool
+from tests.secured_broker import SASL_PORT, USER, USER_PASSWORD, client_properties, secured_cluster, tool
 from tests.support import CHROMIUM_ARGS, OUTPUT, wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.django_db]
@@ -73,16 +73,17 @@ def sasl(user: str, password: str) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def broker(redis_server: str) -> Iterator[AdminClient]:
-    with running_secured_broker():
-        admin = AdminClient(sasl(USER, USER_PASSWORD))
-        for _name, f in admin.create_topics([NewTopic(t, 1, 1) for t in TOPICS]).items():
-            f.result(60)
-        upserts: list[Any] = [UserScramCredentialUpsertion(p, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096), PASSWORD.encode())
-                   for p in PRINCIPALS]
-        for f in admin.alter_user_scram_credentials(upserts).values():
-            f.result(60)
-        yield admin
+def broker(redis_server: str, secured_broker: Any) -> Iterator[AdminClient]:
+    admin = AdminClient(sasl(USER, USER_PASSWORD))
+    present = admin.list_topics(timeout=30).topics  # (the session's broker: a module run again finds them)
+    missing = [NewTopic(t, 1, 1) for t in TOPICS if t not in present]
+    for f in (admin.create_topics(missing) if missing else {}).values():
+        f.result(60)
+    upserts: list[Any] = [UserScramCredentialUpsertion(p, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096), PASSWORD.encode())
+               for p in PRINCIPALS]
+    for f in admin.alter_user_scram_credentials(upserts).values():
+        f.result(60)
+    yield admin
 
 
 @pytest.fixture

@@ -28,7 +28,7 @@ from analytics.jobs.samples import parse_samples, read_samples
 from analytics.kafka_security import spark_options
 from analytics.models import AnalyticsRun
 from analytics.session import spark_session
-from tests.secured_broker import USER_PASSWORD, running_secured_broker, secured_cluster
+from tests.secured_broker import USER_PASSWORD, secured_cluster
 from tests.unit.test_analytics_jobs import DAY, T0, Samples, hand_example, idle_and_orphans, stalled_consumer, steady_producer
 
 pytestmark = [pytest.mark.cluster, pytest.mark.django_db]
@@ -37,23 +37,22 @@ START, END = T0 - DAY, T0 + 30 * DAY
 
 
 @pytest.fixture(scope="module")
-def samples(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[list[bytes], Path]]:
+def samples(tmp_path_factory: pytest.TempPathFactory, secured_broker: Any) -> Iterator[tuple[list[bytes], Path]]:
     """The broker, its samples topic holding the synthetic records, and the same records as a text file."""
     s = Samples()
     for build in (steady_producer, stalled_consumer, idle_and_orphans, hand_example):
         build(s)
     path = tmp_path_factory.mktemp("secured-samples") / "samples.jsonl"
     path.write_bytes(b"\n".join(value for _key, value in s.records) + b"\n")
-    with running_secured_broker():
-        config: dict[str, str | int | float | bool] = {**secured_cluster("secured").librdkafka()}
-        topic = django_settings.ANALYTICS_SAMPLES_TOPIC
-        admin = AdminClient(config)  # (kept: a collected client ends the request before its answer)
-        admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(60)
-        producer = Producer(config)
-        for key, value in s.records:
-            producer.produce(topic, key=key, value=value)
-        assert producer.flush(60) == 0, "every sample record was written to the secured cluster"
-        yield [value for _key, value in s.records], path
+    config: dict[str, str | int | float | bool] = {**secured_cluster("secured").librdkafka()}
+    topic = django_settings.ANALYTICS_SAMPLES_TOPIC
+    admin = AdminClient(config)  # (kept: a collected client ends the request before its answer)
+    admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(60)
+    producer = Producer(config)
+    for key, value in s.records:
+        producer.produce(topic, key=key, value=value)
+    assert producer.flush(60) == 0, "every sample record was written to the secured cluster"
+    yield [value for _key, value in s.records], path
 
 
 @pytest.fixture(scope="module")

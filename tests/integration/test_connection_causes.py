@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 import requests
 
-from tests.secured_broker import SASL_PORT, USER, USER_PASSWORD, client_properties, running_secured_broker, tool
+from tests.secured_broker import SASL_PORT, USER, USER_PASSWORD, client_properties, tool
 from tests.support import PASSWORD, ROOT, TEST_VAR, free_port, stack_env, unique, wait_for
 
 pytestmark = pytest.mark.cluster
@@ -38,9 +38,8 @@ REFUSED_SENTENCE = f"No broker is listening at 127.0.0.1:{CLOSED_PORT} (connecti
 
 
 @pytest.fixture(scope="module")
-def sasl_broker() -> Iterator[None]:
-    with running_secured_broker():
-        yield
+def sasl_broker(secured_broker: Any) -> None:
+    """The session's secured broker."""
 
 
 @dataclass

@@ -23,16 +23,14 @@ from tests.integration.security_oracle import (
     scram_users,
     user_properties,
 )
-from tests.secured_broker import running_secured_broker
 from tests.support import unique
 
 pytestmark = [pytest.mark.cluster, pytest.mark.django_db]
 
 
 @pytest.fixture(scope="module")
-def broker() -> Iterator[None]:
-    with running_secured_broker():
-        yield
+def broker(secured_broker: Any) -> None:
+    """The session's secured broker."""
 
 
 @pytest.fixture

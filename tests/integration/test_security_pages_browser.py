@@ -16,7 +16,7 @@ from console import gateway
 from console.snapshots import store
 from console.snapshots.model import BrokerState, Snapshot
 from tests.integration.security_oracle import console_on_the_secured_broker, scram_users
-from tests.secured_broker import SASL_SSL_PORT, running_secured_broker
+from tests.secured_broker import SASL_SSL_PORT
 from tests.support import CHROMIUM_ARGS, ROOT
 
 pytestmark = [pytest.mark.cluster, pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -28,7 +28,7 @@ PASSWORD = "pages-admin-password"
 
 
 @pytest.fixture(scope="module")
-def browser(django_db_setup: None) -> Iterator[Any]:
+def browser(django_db_setup: None, secured_broker: Any) -> Iterator[Any]:
     """Chromium for this module, started after the test database (Playwright's sync API keeps an event
     loop in this thread, where Django refuses ORM calls unless told that loop is not their caller)."""
     from playwright.sync_api import sync_playwright
@@ -36,7 +36,7 @@ def browser(django_db_setup: None) -> Iterator[Any]:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "1")
-        with running_secured_broker(), sync_playwright() as p:
+        with sync_playwright() as p:
             chromium = p.chromium.launch(executable_path=shutil.which("chromium") or "/usr/bin/chromium", headless=True,
                                          args=CHROMIUM_ARGS)
             yield chromium
