@@ -240,13 +240,15 @@ class MetadataIndex:
     def _update_topics(self, snap: Snapshot) -> None:
         seen, found = self._topics, self.found
         topics = snap.topics
-        for name, t in topics.items():
-            if seen.get(name) is not t:
-                seen[name] = t
-                for condition, matches in topic_matches(t).items():
-                    if matches is not None:
-                        found[condition].put(name, matches)
-        if len(seen) != len(topics) or seen.keys() != topics.keys():
+        get = seen.get
+        added = False
+        for name, t in [(name, t) for name, t in topics.items() if get(name) is not t]:  # (the topics this snapshot built anew)
+            added = added or name not in seen
+            seen[name] = t
+            for condition, matches in topic_matches(t).items():
+                if matches is not None:
+                    found[condition].put(name, matches)
+        if len(seen) != len(topics) or added and seen.keys() != topics.keys():
             for name in [n for n in seen if n not in topics]:
                 del seen[name]
                 for condition in TOPIC_CONDITIONS:
