@@ -55,6 +55,7 @@ GENERATION_KEY = "console:alerts-generation"  # bumped by every change of a rule
 GENERATION_EVERY = 1.0  # seconds between looks at the generation
 RULES_MAX_AGE = 30.0  # rules and silences read again at least this often (a change made around the signals)
 SWEEP_EVERY = 1.0  # seconds between looks for repeats and alerts whose silence ended
+LOAD_RETRY = 5.0  # seconds between tries to read the rules while the database refuses
 JOBS_EVERY = 2.0  # seconds between reads of the failed jobs
 # A restarted groups evaluator starts with empty lag windows (every partition OK until they fill):
 # alerts it loaded do not resolve before this long.
@@ -144,6 +145,7 @@ class Evaluator:
         self.group_index = GroupIndex()
         self.silences: list[Silence] = []
         self._loaded = False
+        self._failing = False  # the last read of the rules failed (said once, tried again every LOAD_RETRY s)
         self._generation: bytes | None = None
         self._generation_at = self._loaded_at = self._sweep_at = self._jobs_at = -math.inf
         self._jobs = Found()
@@ -195,7 +197,7 @@ class Evaluator:
     # Rules ----------------------------------------------------------------------------------------
     def _refresh(self, now: float) -> None:
         mono = time.monotonic()
-        if self._loaded and mono - self._generation_at < GENERATION_EVERY:
+        if mono - self._generation_at < (GENERATION_EVERY if self._loaded or not self._failing else LOAD_RETRY):
             return
         self._generation_at = mono
         generation = _generation()
@@ -203,9 +205,13 @@ class Evaluator:
             try:
                 self._load(now)
             except Exception:  # noqa: BLE001 - the database down: the rules held so far go on
-                log.warning("could not read the alert rules of %s", self.cluster, exc_info=True)
+                if not self._failing:
+                    log.warning("could not read the alert rules of %s", self.cluster, exc_info=True)
+                self._failing = True
                 return
-            self._generation, self._loaded_at, self._loaded = generation, mono, True
+            if self._failing:
+                log.warning("the alert rules of %s are read again", self.cluster)
+            self._generation, self._loaded_at, self._loaded, self._failing = generation, mono, True, False
 
     def _load(self, now: float) -> None:
         if self.part == "metadata" and not self._loaded:
