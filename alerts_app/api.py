@@ -82,7 +82,8 @@ class Channels(APIView):
     actions = {"GET": "alerts.view", "POST": "alert_channels.manage"}
 
     @extend_schema(responses=OpenApiTypes.OBJECT,
-                   summary="Alert channels under `channels` (a secret is never shown: `secret_set` says whether one is)")
+                   summary="Alert channels under `channels` (a secret is never shown: `secret_set` says whether one is)",
+                   operation_id="alert_channels_list")
     def get(self, request: Request) -> Response:
         return Response({"channels": [services.channel_dict(c, _full(request)) for c in services.channels()]})
 
@@ -120,13 +121,23 @@ class ChannelTest(APIView):
         return Response(services.test_channel(request.user, channel), status=202)
 
 
+class DeliveryRetry(APIView):
+    actions = {"POST": "alert_channels.manage"}
+
+    @extend_schema(request=None, responses={202: OpenApiTypes.OBJECT},
+                   summary="Send a dead letter again from its first attempt (a sent delivery is never sent twice)")
+    def post(self, request: Request, channel: str, delivery_id: int) -> Response:
+        return Response(services.retry_delivery(request.user, channel, delivery_id), status=202)
+
+
 # Rules ---------------------------------------------------------------------------------------------
 
 
 class Rules(APIView):
     actions = {"GET": "alerts.view", "POST": "alerts.manage"}
 
-    @extend_schema(responses=OpenApiTypes.OBJECT, summary="The cluster's alert rules under `rules`")
+    @extend_schema(responses=OpenApiTypes.OBJECT, summary="The cluster's alert rules under `rules`",
+                   operation_id="alert_rules_list")
     def get(self, request: Request, cluster: str) -> Response:
         gateway.cluster_config(cluster)
         return Response({"rules": [services.rule_dict(r) for r in services.rules_of(cluster)]})
@@ -207,7 +218,7 @@ class Silences(APIView):
 
     @extend_schema(responses=OpenApiTypes.OBJECT,
                    parameters=[OpenApiParameter("expired", bool, description="true: ended ones too (default false)")],
-                   summary="Silences under `silences`: active and pending ones, or all with expired=true")
+                   summary="Silences under `silences`: active and pending ones, or all with expired=true", operation_id="silences_list")
     def get(self, request: Request) -> Response:
         rows = services.silences(_silence_clusters(request), bool_param(request.query_params, "expired"))
         return Response({"silences": [services.silence_dict(s) for s in rows[:1000]]})

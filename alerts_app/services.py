@@ -129,6 +129,19 @@ def test_channel(user: Any, name: str) -> dict[str, Any]:
                 "message": f"A test message is on its way to channel '{ch.name}': its delivery is listed below."}
 
 
+def retry_delivery(user: Any, name: str, delivery_id: int) -> dict[str, Any]:
+    """A dead letter of the channel sent again from its first attempt (once its receiver is mended)."""
+    from alerts_app.delivery import requeue
+
+    with audited(user, "alert_delivery_retry", target=name, details={"delivery": delivery_id}):
+        ch = channel(name)
+        if not Delivery.objects.filter(id=delivery_id, channel=ch).exists():
+            raise Missing(f"Channel '{name}' has no delivery #{delivery_id}.")
+        row = requeue(delivery_id)
+        return {"id": row.id, "state": row.state, "attempts": row.attempts,
+                "message": f"Delivery #{row.id} is queued again to channel '{name}'."}
+
+
 def deliveries(ch: AlertChannel, state: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
     rows = Delivery.objects.filter(channel=ch).select_related("notification")
     if state:

@@ -20,6 +20,7 @@ urlpatterns: list[URLPattern] = [
     path("api/v1/alert-channels/", api.Channels.as_view()),
     path("api/v1/alert-channels/<name:channel>/", api.ChannelDetail.as_view()),
     path("api/v1/alert-channels/<name:channel>/test/", api.ChannelTest.as_view()),
+    path("api/v1/alert-channels/<name:channel>/deliveries/<int:delivery_id>/retry/", api.DeliveryRetry.as_view()),
     path(cluster_api + "alert-rules/", api.Rules.as_view()),
     path(cluster_api + "alert-rules/preview/", api.RulePreview.as_view()),
     path(cluster_api + "alert-rules/<int:rule_id>/", api.RuleDetail.as_view()),

@@ -42,6 +42,12 @@ def duration(seconds: int | None) -> str:
     return " ".join(parts[:2])
 
 
+def ago(when: Any) -> str:
+    """How long ago, as the page says it: "just now", "42 s ago", "3 min ago", "2 h 5 min ago"."""
+    seconds = int((timezone.now() - when).total_seconds())
+    return "just now" if seconds < 1 else f"{duration(seconds)} ago"
+
+
 def rule_summary(r: AlertRule) -> str:
     """What the rule watches, in one line: "group_lag above 1000 records"."""
     if r.condition == "group_status":
@@ -61,6 +67,8 @@ def _base(cluster: str, view: str, **extra: Any) -> dict[str, Any]:
 
 def active_context(cluster: str, can_manage: bool) -> dict[str, Any]:
     rows = services.active(cluster)
+    for a in rows:
+        a.ago = ago(a.since)  # type: ignore[attr-defined]
     firing = [a for a in rows if a.state == "firing"]
     return {"alerts": rows, "can_manage": can_manage, "cluster": cluster,
             "counts": {"critical": sum(1 for a in firing if a.severity == "critical"),

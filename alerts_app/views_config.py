@@ -117,6 +117,12 @@ def _channel_post(request: HttpRequest, cluster: str, current: AlertChannel | No
         outcome = services.test_channel(request.user, current.name)
         messages.success(request, outcome["message"])
         return redirect(reverse("alert_channel", args=[cluster, current.name]))
+    if op == "retry" and current is not None:
+        delivery_id = int_param(p, "delivery", minimum=1)
+        if delivery_id is None:
+            raise BadParameter("Choose the dead letter to send again.")
+        messages.success(request, services.retry_delivery(request.user, current.name, delivery_id)["message"])
+        return redirect(reverse("alert_channel", args=[cluster, current.name]))
     if op == "delete" and current is not None:
         services.delete_channel(request.user, current.name)
         messages.success(request, f"Deleted channel '{current.name}'.")
@@ -127,7 +133,7 @@ def _channel_post(request: HttpRequest, cluster: str, current: AlertChannel | No
               else services.create_channel(request.user, fields))
         messages.success(request, f"Saved channel '{ch.name}'.")
         return redirect(reverse("alert_channel", args=[cluster, ch.name]))
-    raise BadParameter("Choose what to do: op=save, op=test or op=delete.")
+    raise BadParameter("Choose what to do: op=save, op=test, op=retry or op=delete.")
 
 
 @allow(GET="alerts.view", POST="alert_channels.manage")

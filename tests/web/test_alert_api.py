@@ -116,6 +116,22 @@ def test_send_a_test_queues_one_delivery_and_is_audited(client_as: Any, hook: Al
     assert AuditEntry.objects.get(action="alert_channel_test").details["notification"] == r.json()["notification"]
 
 
+def test_an_admin_sends_a_dead_letter_again_but_never_a_sent_one(client_as: Any, hook: AlertChannel) -> None:
+    from alerts_app.models import Delivery, Notification
+
+    note = Notification.objects.create(cluster="local", kind="firing", severity="critical", title="Broker 3 left")
+    dead = Delivery.objects.create(notification=note, channel=hook, state="dead", attempts=5, last_error="HTTP 500")
+    sent = Delivery.objects.create(notification=note, channel=hook, state="sent", attempts=1)
+    path = "/api/v1/alert-channels/ops-hook/deliveries/{}/retry/"
+    assert call(client_as("operator"), "POST", path.format(dead.id)).status_code == 403
+    r = call(client_as("admin"), "POST", path.format(dead.id))
+    assert r.status_code == 202 and (r.json()["state"], r.json()["attempts"]) == ("pending", 0)
+    again = call(client_as("admin"), "POST", path.format(sent.id))
+    assert again.status_code == 409 and again.json()["detail"] == f"Delivery #{sent.id} was sent already; it is not sent again."
+    assert call(client_as("admin"), "POST", path.format(999999)).status_code == 404
+    assert AuditEntry.objects.filter(action="alert_delivery_retry", outcome="ok").count() == 1
+
+
 # Rules ---------------------------------------------------------------------------------------------
 
 

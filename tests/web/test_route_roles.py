@@ -140,6 +140,7 @@ EXPECTED: dict[str, dict[str, str]] = {
     "api/v1/alert-channels/<name:channel>/": {"GET": "alerts.view", "PATCH": "alert_channels.manage",
                                              "DELETE": "alert_channels.manage"},
     "api/v1/alert-channels/<name:channel>/test/": {"POST": "alert_channels.manage"},
+    "api/v1/alert-channels/<name:channel>/deliveries/<int:delivery_id>/retry/": {"POST": "alert_channels.manage"},
     API + "alert-rules/": {"GET": "alerts.view", "POST": "alerts.manage"},
     API + "alert-rules/preview/": {"POST": "alerts.view"},
     API + "alert-rules/<int:rule_id>/": {"GET": "alerts.view", "PATCH": "alerts.manage", "DELETE": "alerts.manage"},
@@ -196,6 +197,7 @@ SAMPLES = {
     "rule_id": "1",
     "alert_id": "1",
     "silence_id": "1",
+    "delivery_id": "1",
 }
 
 # Bodies that fail validation, so an allowed change stops before any Kafka call (default: {}).
