@@ -20,7 +20,6 @@ import time
 from collections.abc import Callable, Mapping
 from collections.abc import Set as AbstractSet
 from datetime import UTC, datetime
-from typing import Any
 
 from django.db import transaction
 
@@ -29,20 +28,18 @@ from alerts_app.conditions import (
     GROUP_CONDITIONS,
     JOB_CONDITIONS,
     METADATA_CONDITIONS,
-    WHOLE_CLUSTER,
     Found,
     GroupIndex,
     Match,
     MetadataIndex,
-    Spec,
     mapping_end_of,
     passes,
 )
 from alerts_app.evaluation import rule_matches
+from alerts_app.held import Changes, Held, RuleState, stamp
 from alerts_app.models import Alert, AlertRule, Silence
 from alerts_app.notify import notify
 from alerts_app.silences import Labels, active, silencing
-from alerts_app.targets import Target
 from console import snapshots
 from console.errors import BadParameter
 from console.snapshots import GroupState, Snapshot
@@ -76,57 +73,6 @@ def _generation() -> bytes | None:
         return value if isinstance(value, bytes) else None
     except Exception:  # noqa: BLE001 - Redis down: RULES_MAX_AGE still reads them again
         return None
-
-
-class Held:
-    """An open alert (pending or firing) as this evaluator holds it: its row and latest match."""
-
-    __slots__ = ("loaded", "match", "row", "since")
-
-    def __init__(self, row: Alert, match: Match | None, loaded: bool = False) -> None:
-        self.row = row
-        self.match = match
-        self.since = row.since.timestamp()
-        self.loaded = loaded  # read from the database when the evaluator started
-
-
-class RuleState:
-    """One enabled rule: what it matches now (by subject) and its open alerts (by key)."""
-
-    __slots__ = ("channels", "current", "fresh", "open", "pending", "rule", "spec", "stamp", "target", "whole")
-
-    def __init__(self, rule: AlertRule, channels: tuple[int, ...]) -> None:
-        self.open: dict[str, Held] = {}
-        self.pending: set[str] = set()
-        self.set(rule, channels)
-
-    def set(self, rule: AlertRule, channels: tuple[int, ...]) -> None:
-        self.rule, self.channels = rule, channels
-        self.spec = Spec(rule.condition, rule.threshold, (rule.status or "").upper())
-        self.target = Target(rule.target)
-        self.whole = rule.condition in WHOLE_CLUSTER or self.target.every
-        self.stamp = _stamp(rule)
-        self.current: dict[str, dict[str, Match]] = {}
-        self.fresh = True  # its matches looked at in full at the next evaluation
-
-
-def _stamp(rule: AlertRule) -> tuple[Any, ...]:
-    return (rule.condition, rule.target, rule.threshold, rule.status, rule.for_seconds, rule.severity, rule.name,
-            rule.repeat_seconds)
-
-
-class Changes:
-    """What one evaluation changed, written in one transaction."""
-
-    def __init__(self) -> None:
-        self.created: list[Held] = []
-        self.updated: list[Held] = []
-        self.dropped: list[Held] = []
-        self.fired: dict[int, list[Held]] = {}
-        self.resolved: dict[int, list[Held]] = {}
-
-    def __bool__(self) -> bool:
-        return bool(self.created or self.updated or self.dropped)
 
 
 class Evaluator:
@@ -237,7 +183,7 @@ class Evaluator:
                         if a.state == "pending":
                             held.pending.add(a.key)
                     self.rules[rid] = held
-                elif held.stamp != _stamp(rule):
+                elif held.stamp != stamp(rule):
                     held.set(rule, channels)
                 else:
                     held.rule, held.channels = rule, channels
