@@ -10,7 +10,7 @@ class AlertsAppConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import m2m_changed, post_delete, post_save
 
-        from alerts_app import evaluator
+        from alerts_app import evaluator, generation
         from alerts_app.models import AlertChannel, AlertRule, Silence
         from console.watcher import registry
 
@@ -19,7 +19,7 @@ class AlertsAppConfig(AppConfig):
         # Every change of a rule, a channel or a silence makes the evaluators read them again at
         # their next cycle, whichever process made it.
         def changed(sender: Any, **kwargs: Any) -> None:
-            evaluator.bump_generation()
+            generation.bump_generation()
 
         for model in (AlertRule, AlertChannel, Silence):
             post_save.connect(changed, sender=model, weak=False, dispatch_uid=f"alerts-generation-save-{model.__name__}")

@@ -9,6 +9,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
+from alerts_app.generation import bump_generation
 from alerts_app.models import AlertRule
 
 DEFAULTS: tuple[dict[str, Any], ...] = (
@@ -30,7 +31,5 @@ def ensure_defaults(cluster: str) -> int:
                                            for d in DEFAULTS])
     except IntegrityError:  # (another process made them meanwhile)
         return 0
-    from alerts_app.evaluator import bump_generation
-
     bump_generation()  # (a bulk insert sends no post_save: the groups' evaluator is told so)
     return len(DEFAULTS)

@@ -36,11 +36,11 @@ from alerts_app.conditions import (
     passes,
 )
 from alerts_app.evaluation import rule_matches
+from alerts_app.generation import read_generation
 from alerts_app.held import Changes, Held, RuleState, stamp
 from alerts_app.models import Alert, AlertRule, Silence
 from alerts_app.notify import notify
 from alerts_app.silences import Labels, active, silencing
-from console import snapshots
 from console.errors import BadParameter
 from console.snapshots import GroupState, Snapshot
 
@@ -48,7 +48,6 @@ log = logging.getLogger(__name__)
 
 THRESHOLDS = ("group_lag", "partition_lag", "time_lag")  # group conditions whose matches below every rule's threshold are not made
 PARTS: dict[str, tuple[str, ...]] = {"metadata": METADATA_CONDITIONS + JOB_CONDITIONS, "groups": GROUP_CONDITIONS}
-GENERATION_KEY = "console:alerts-generation"  # bumped by every change of a rule, channel or silence (apps.py)
 GENERATION_EVERY = 1.0  # seconds between looks at the generation
 RULES_MAX_AGE = 30.0  # rules and silences read again at least this often (a change made around the signals)
 SWEEP_EVERY = 1.0  # seconds between looks for repeats and alerts whose silence ended
@@ -57,22 +56,6 @@ JOBS_EVERY = 2.0  # seconds between reads of the failed jobs
 # A restarted groups evaluator starts with empty lag windows (every partition OK until they fill):
 # alerts it loaded do not resolve before this long.
 GROUPS_SETTLE_SECONDS = 120.0
-
-
-def bump_generation() -> None:
-    """Every evaluator reads its rules and silences again at its next cycle."""
-    try:
-        snapshots.redis_client().incr(GENERATION_KEY)
-    except Exception:  # noqa: BLE001 - Redis down: the evaluators read them again within RULES_MAX_AGE
-        log.warning("could not bump the alerts generation", exc_info=True)
-
-
-def _generation() -> bytes | None:
-    try:
-        value = snapshots.redis_client().get(GENERATION_KEY)
-        return value if isinstance(value, bytes) else None
-    except Exception:  # noqa: BLE001 - Redis down: RULES_MAX_AGE still reads them again
-        return None
 
 
 class Evaluator:
@@ -146,7 +129,7 @@ class Evaluator:
         if mono - self._generation_at < (GENERATION_EVERY if self._loaded or not self._failing else LOAD_RETRY):
             return
         self._generation_at = mono
-        generation = _generation()
+        generation = read_generation()
         if not self._loaded or generation != self._generation or mono - self._loaded_at >= RULES_MAX_AGE:
             try:
                 self._load(now)

@@ -67,7 +67,7 @@ def _topic(name: str, shrunk: bool, leader: int) -> Any:
 
 
 def _rules(n: int, topics: int, groups: int) -> None:
-    from alerts_app import evaluator
+    from alerts_app import generation
     from alerts_app.models import AlertChannel, AlertRule
 
     hook = AlertChannel.objects.create(name="bench", kind="webhook", url="http://127.0.0.1:9/")
@@ -87,7 +87,7 @@ def _rules(n: int, topics: int, groups: int) -> None:
     AlertRule.objects.bulk_create(made)
     for r in AlertRule.objects.filter(cluster="bench"):
         r.channels.add(hook)
-    evaluator.bump_generation()
+    generation.bump_generation()
 
 
 def _measure(n_rules: int, n_topics: int, n_groups: int, cycles: int) -> dict[str, Any]:
