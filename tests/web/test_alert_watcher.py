@@ -93,3 +93,18 @@ def test_the_broker_back_resolves_its_alert(watched: tuple[ClusterWatcher, Model
     assert firing("broker_down") == set()
     [resolved] = sent("broker_down", "resolved")
     assert [a["key"] for a in resolved.payload["alerts"]] == ["broker:2"]
+
+
+def test_a_sampling_pass_fires_the_rules_on_groups(watched: tuple[ClusterWatcher, Model, SimGateway],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    w, model, _ = watched
+    monkeypatch.setattr(evaluator, "GENERATION_EVERY", 0.0)
+    gid = sorted(model.groups)[1]
+    AlertRule.objects.create(cluster=CLUSTER, name="behind", condition="group_lag", threshold=40, target=gid)
+    w.sample_offsets()
+    assert firing("group_lag") == set()
+    topic, committed, members = model.groups[gid]
+    model.groups[gid] = (topic, {p: c - 50 for p, c in committed.items()}, members)  # (50 records behind on each partition)
+    w.sample_offsets()
+    assert firing("group_lag") == {f"group:{gid}"}
+    assert Alert.objects.get(rule__name="behind").value == 50 * len(committed)
