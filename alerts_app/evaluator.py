@@ -371,7 +371,7 @@ class Evaluator:
         for row in rows:
             row.last_notified_at = at
         if rows:
-            Alert.objects.filter(id__in=[row.id for row in rows]).update(last_notified_at=at)
+            Alert.objects.bulk_update(rows, ["last_notified_at", "message", "value", "details"])
 
     def _sweep(self, now: float) -> None:
         """Firing alerts due again: never sent (their silence ended, their rule got a channel) or
@@ -409,6 +409,8 @@ class Evaluator:
                 Alert.objects.filter(id=row.id).update(silenced_by=None)
             if ack and row.last_notified_at is not None:
                 continue
+            if held.match is not None:  # (sent as it is now: a lag that grew says its new value)
+                row.message, row.value, row.details = held.match.message, held.match.value, held.match.details
             by_rule.setdefault((r.rule.id, "firing" if row.last_notified_at is None else "repeat"), []).append(row)
         sent: list[Alert] = []
         for (rid, kind), rows in by_rule.items():

@@ -313,3 +313,16 @@ def test_ends_that_moved_during_a_pass_without_groups_are_looked_at_in_the_next(
     assert states(lag) == {}
     ev.groups({"payments": g}, {("orders", 0): 600}, clock.t + 2, set())  # (this pass saw no move; the last one did)
     assert states(lag) == {"group:payments": "firing"}
+
+
+def test_a_repeat_says_the_alerts_value_as_it_is_now(clock: Clock, hook: AlertChannel) -> None:
+    r = rule("group_lag", hook, threshold=10, repeat_seconds=60)
+    ev = Evaluator(CLUSTER, "groups", clock=clock)
+    g = GroupState("payments", "Stable", "consumer", "classic", "range", [], {"orders:0": 0})
+    ev.groups({"payments": g}, {("orders", 0): 100}, clock.t, None)
+    clock.t += 60
+    ev.groups({"payments": g}, {("orders", 0): 900}, clock.t, {"orders"})
+    first, repeat = notes(r)
+    assert (first.kind, first.payload["alerts"][0]["value"]) == ("firing", 100)
+    assert (repeat.kind, repeat.payload["alerts"][0]["value"]) == ("repeat", 900)
+    assert Alert.objects.get(rule=r).value == 900
