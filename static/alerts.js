@@ -1,3 +1,17 @@
+// Alert channel form: show the address fields of the chosen kind (a URL, or e-mail addresses).
+(function () {
+  "use strict";
+  var kind = document.getElementById("channel-kind");
+  if (!kind) return;
+  function show() {
+    kind.form.querySelectorAll("[data-kinds]").forEach(function (el) {
+      el.classList.toggle("hidden", el.getAttribute("data-kinds").split(" ").indexOf(kind.value) < 0);
+    });
+  }
+  kind.addEventListener("change", show);
+  show();
+})();
+
 // Alert rule form: show the threshold or status field only for conditions that use it, with its unit.
 (function () {
   "use strict";
