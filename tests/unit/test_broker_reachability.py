@@ -17,8 +17,9 @@ from console.gateway.reachability import ACCEPTED, REFUSED, TIMED_OUT, UNREACHED
 from console.gateway.types import Broker
 from console.snapshots.model import BrokerState, Snapshot
 from console.snapshots.part_cache import content_parts
+from console.watcher import reachability
 from console.watcher.diff import CRITICAL, INFO, diff
-from console.watcher.reachability import SILENT_PROBES, BrokerReachability
+from console.watcher.reachability import SILENT_PROBES, BrokerReachability, Prober
 
 from ._build import snapshot
 
@@ -166,6 +167,46 @@ def test_a_probe_that_has_not_answered_in_time_leaves_the_last_answers() -> None
     assert tracker.take(BROKERS, wait=0.01) == {1}  # not come yet: as it was
     release.set()
     assert tracker.take(BROKERS, wait=2.0) == frozenset()
+
+
+def test_a_probe_that_failed_is_no_answer_and_the_next_one_is_made(caplog: Any) -> None:
+    calls: list[int] = []
+
+    def flaky(addresses: Any) -> dict[tuple[str, int], str]:
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("a bug")
+        return dict.fromkeys(addresses, REFUSED)
+
+    prober = Prober(flaky)
+    assert prober.start([("h1", 9092)])
+    assert prober.take(2.0) is None
+    assert prober.start([("h1", 9092)])  # (not left out for ever)
+    assert prober.take(2.0) == {("h1", 9092): REFUSED}
+    assert "probing the brokers' ports failed" in caplog.text
+
+
+def test_a_prober_asks_one_probe_at_a_time_and_its_idle_thread_ends_then_starts_again(monkeypatch: Any) -> None:
+    import threading
+
+    monkeypatch.setattr(reachability, "PROBER_IDLE", 0.2)
+    release = threading.Event()
+
+    def slow(addresses: Any) -> dict[tuple[str, int], str]:
+        release.wait(10)
+        return dict.fromkeys(addresses, ACCEPTED)
+
+    prober = Prober(slow)
+    assert prober.start([("h1", 9092)])
+    assert not prober.start([("h1", 9092)])  # one out already
+    release.set()
+    assert prober.take(2.0) == {("h1", 9092): ACCEPTED}
+    thread = prober._thread
+    assert thread is not None
+    thread.join(5)
+    assert not thread.is_alive() and prober._thread is None
+    assert prober.start([("h2", 9094)])
+    assert prober.take(2.0) == {("h2", 9094): ACCEPTED}
 
 
 # The watcher's poll ---------------------------------------------------------------------------------
