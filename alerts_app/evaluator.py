@@ -52,6 +52,7 @@ GENERATION_EVERY = 1.0  # seconds between looks at the generation
 RULES_MAX_AGE = 30.0  # rules and silences read again at least this often (a change made around the signals)
 SWEEP_EVERY = 1.0  # seconds between looks for repeats and alerts whose silence ended
 LOAD_RETRY = 5.0  # seconds between tries to read the rules while the database refuses
+VALUES_EVERY = 10.0  # seconds between writes of open alerts' values that changed (the pages show them)
 JOBS_EVERY = 2.0  # seconds between reads of the failed jobs
 # A restarted groups evaluator starts with empty lag windows (every partition OK until they fill):
 # alerts it loaded do not resolve before this long.
@@ -76,7 +77,7 @@ class Evaluator:
         self._loaded = False
         self._failing = False  # the last read of the rules failed (said once, tried again every LOAD_RETRY s)
         self._generation: bytes | None = None
-        self._generation_at = self._loaded_at = self._sweep_at = self._jobs_at = -math.inf
+        self._generation_at = self._loaded_at = self._sweep_at = self._jobs_at = self._values_at = -math.inf
         self._jobs = Found()
         self._settle_until = clock() + GROUPS_SETTLE_SECONDS if part == "groups" else -math.inf
         self._deferred: set[tuple[int, str]] = set()  # loaded alerts that cleared while settling: (rule, key)
@@ -377,6 +378,9 @@ class Evaluator:
         """Firing alerts due again: never sent (their silence ended, their rule got a channel) or
         sent `repeat_seconds` ago and not acknowledged; one notification per rule and kind."""
         at = _at(now)
+        if time.monotonic() - self._values_at >= VALUES_EVERY:
+            self._values_at = time.monotonic()
+            self._write_values()
         due: list[tuple[RuleState, Held]] = []
         for r in self.rules.values():
             if not r.channels:
@@ -419,6 +423,18 @@ class Evaluator:
                 self.notifications += 1
                 sent += rows
         self._sent(sent, at)
+
+    def _write_values(self) -> None:
+        """Open alerts whose value or sentence changed since written (a lag growing), written now."""
+        moved = []
+        for r in self.rules.values():
+            for held in r.open.values():
+                row, m = held.row, held.match
+                if m is not None and row.pk is not None and (row.value != m.value or row.message != m.message):
+                    row.message, row.value, row.details = m.message, m.value, m.details
+                    moved.append(row)
+        if moved:
+            Alert.objects.bulk_update(moved, ["message", "value", "details"], batch_size=500)
 
     def _still_silenced(self, row: Alert, at: datetime, silence_id: int | None = -1) -> bool:
         sid = row.silenced_by_id if silence_id == -1 else silence_id  # type: ignore[attr-defined]

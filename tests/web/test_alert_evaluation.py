@@ -326,3 +326,14 @@ def test_a_repeat_says_the_alerts_value_as_it_is_now(clock: Clock, hook: AlertCh
     assert (first.kind, first.payload["alerts"][0]["value"]) == ("firing", 100)
     assert (repeat.kind, repeat.payload["alerts"][0]["value"]) == ("repeat", 900)
     assert Alert.objects.get(rule=r).value == 900
+
+
+def test_an_open_alerts_value_is_written_as_it_changes(clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(evaluator_module, "VALUES_EVERY", 0.0)
+    r = rule("group_lag", threshold=10)
+    ev = Evaluator(CLUSTER, "groups", clock=clock)
+    g = GroupState("payments", "Stable", "consumer", "classic", "range", [], {"orders:0": 0})
+    ev.groups({"payments": g}, {("orders", 0): 100}, clock.t, None)
+    ev.groups({"payments": g}, {("orders", 0): 300}, clock.t + 1, {"orders"})
+    a = Alert.objects.get(rule=r)
+    assert (a.value, a.message) == (300, "Consumer group 'payments' is 300 records behind.")
