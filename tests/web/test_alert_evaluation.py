@@ -337,3 +337,17 @@ def test_an_open_alerts_value_is_written_as_it_changes(clock: Clock, monkeypatch
     ev.groups({"payments": g}, {("orders", 0): 300}, clock.t + 1, {"orders"})
     a = Alert.objects.get(rule=r)
     assert (a.value, a.message) == (300, "Consumer group 'payments' is 300 records behind.")
+
+
+def test_a_restarted_groups_evaluator_resolves_nothing_it_loaded_while_its_windows_fill(clock: Clock, hook: AlertChannel) -> None:
+    r = rule("group_status", hook, status="ERR")
+    stopped = GroupState("payments", "Stable", "consumer", "classic", "range", [], {}, status="ERR", lag_keys=["orders:0"],
+                         lag_status=["STOP"])
+    Evaluator(CLUSTER, "groups", clock=clock).groups({"payments": stopped}, {}, clock.t)
+    assert states(r) == {"group:payments": "firing"}
+    again = Evaluator(CLUSTER, "groups", clock=clock)  # (a restart: its lag windows empty, every partition OK at first)
+    fresh = GroupState("payments", "Stable", "consumer", "classic", "range", [], {}, status="OK", lag_keys=["orders:0"], lag_status=["OK"])
+    again.groups({"payments": fresh}, {}, clock.t + 60)
+    assert states(r) == {"group:payments": "firing"}
+    again.groups({"payments": fresh}, {}, clock.t + 121)
+    assert states(r) == {"group:payments": "resolved"} and len(notes(r, "resolved")) == 1
