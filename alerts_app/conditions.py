@@ -354,9 +354,13 @@ def group_matches(g: GroupState, end_of: EndOf, wanted: set[str], ends: Sequence
     return out
 
 
+def _evaluated_anew(mark: tuple[str | None, float | None, Sequence[str]] | None, g: GroupState) -> bool:
+    return mark is None or mark[2] is not g.lag_status or mark[0] != g.status or mark[1] != g.time_lag
+
+
 class GroupIndex:
     """The group conditions of one cluster across its samples. A group's status and time lag are
-    kept while its state is the same object; its lag follows the end offsets too, so when a rule
+    kept while its state and its evaluation are the same; its lag follows the end offsets too, so when a rule
     asks for lag the groups reading a topic whose ends moved are looked at again."""
 
     def __init__(self) -> None:
@@ -364,6 +368,8 @@ class GroupIndex:
         self._groups: dict[str, GroupState] = {}
         self._ends: dict[str, tuple[int | None, ...]] = {}  # the end offsets each group's lag was found at
         self._readers: dict[str, set[str]] = {}  # topic -> the groups that commit on it
+        # Each group's evaluation as last looked at (the partition statuses held, not their id, which may be reused).
+        self._marks: dict[str, tuple[str | None, float | None, Sequence[str]]] = {}
         self._wanted: set[str] = set()
         self._floors: dict[str, float] = {}
 
@@ -377,13 +383,18 @@ class GroupIndex:
         floors = dict(floors or {})
         if wanted != self._wanted or floors != self._floors:  # (a condition or threshold asked for anew: every group looked at once)
             self._wanted, self._floors, self._groups, self._ends, self._readers = wanted, floors, {}, {}, {}
+            self._marks = {}
         for c in wanted:
             found[c].begin()
         lag = wanted & {"group_lag", "partition_lag"}
         seen, seen_ends, readers = self._groups, self._ends, self._readers
         get = seen.get
-        new = [(gid, g) for gid, g in groups.items() if get(gid) is not g]
-        for gid, g in new:  # (a new state: every condition)
+        marks = self._marks
+        # A new state, or the same one evaluated again in place (consumers_app sets a carried
+        # group's status, time lag and partition statuses on the object it keeps): every condition.
+        new = [(gid, g) for gid, g in groups.items() if get(gid) is not g or _evaluated_anew(marks.get(gid), g)]
+        for gid, g in new:
+            marks[gid] = (g.status, g.time_lag, g.lag_status)
             old = seen.get(gid)
             if old is not None:
                 for topic in _topics_of(old):
@@ -414,6 +425,7 @@ class GroupIndex:
                 for topic in _topics_of(seen.pop(gid)):
                     readers.get(topic, set()).discard(gid)
                 seen_ends.pop(gid, None)
+                self._marks.pop(gid, None)
                 for f in found.values():
                     f.put(gid, None)
         return {c: found[c] for c in wanted}

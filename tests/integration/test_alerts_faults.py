@@ -194,9 +194,6 @@ def test_a_killed_broker_fires_once_per_rule_within_5_s_of_its_snapshot_and_reso
              what="the API listing the alerts resolved")
 
 
-@pytest.mark.xfail(strict=True, reason="alerts_app.conditions.GroupIndex looks again at a group only when its GroupState is "
-                   "another object, but the sampler sets status and lag status on the state it carries over (a group "
-                   "that stopped committing keeps its object): group_status and time_lag never fire for it")
 def test_a_group_that_stops_consuming_fires_once_by_webhook_and_mail(stack: Stack) -> None:
     topic = new_topic(stack, "h5-group-topic")
     group = unique("h5-group")

@@ -163,6 +163,19 @@ def test_group_index_looks_again_only_at_groups_that_changed() -> None:
     assert gone.changed == {"g1"} and not gone.by_subject
 
 
+def test_group_index_looks_again_at_a_group_evaluated_anew_in_place() -> None:
+    """consumers_app keeps a group's state object across samples and sets its evaluation on it."""
+    index = GroupIndex()
+    snap = healthy()
+    g = snap.groups["g1"]
+    assert not index.update({"g1": g}, snapshot_end_of(snap), ["group_status"])["group_status"].by_subject
+    g.status, g.lag_keys, g.lag_status = "ERR", ["orders:0"], ["STOP"]
+    stopped = index.update({"g1": g}, snapshot_end_of(snap), ["group_status"])["group_status"]
+    assert stopped.changed == {"g1"} and [m.key for m in stopped.matches()] == ["group:g1"]
+    g.status, g.lag_status = "OK", ["OK"]
+    assert not index.update({"g1": g}, snapshot_end_of(snap), ["group_status"])["group_status"].by_subject
+
+
 def test_targets_by_name_glob_every_and_regex() -> None:
     assert Target("orders").matches("orders") and not Target("orders").matches("orders-eu")
     assert Target("orders-*").matches("orders-eu") and not Target("orders-*").matches("payments")
