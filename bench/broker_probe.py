@@ -132,7 +132,19 @@ def _real_cycles(cycles: int) -> dict[str, Any]:
         if not real:
             gw.probe_brokers = lambda addresses: dict.fromkeys(addresses, "accepted")  # type: ignore[method-assign]
         watchers[real] = ClusterWatcher(f"bench-probe-{real}", "bench", gw=gw, remote=False, events_thread=True)
-    taken: dict[bool, tuple[list[float], list[float]]] = {False: ([], []), True: ([], [])}
+    taken: dict[bool, tuple[list[float], list[float], list[float], list[float]]] = {r: ([], [], [], []) for r in (False, True)}
+    waited: dict[bool, list[float]] = {False: [], True: []}
+    for real, watcher in watchers.items():
+        take = watcher.reachability.take
+
+        def timed_take(brokers: Any, wait: float = 0.05, take: Any = take, real: bool = real) -> frozenset[int]:
+            started = time.perf_counter()
+            try:
+                return take(brokers, wait)  # type: ignore[no-any-return]
+            finally:
+                waited[real].append(time.perf_counter() - started)
+
+        watcher.reachability.take = timed_take  # type: ignore[method-assign]
     for i in range(cycles + 3):  # (in turn: a machine's load moves both alike)
         for real, watcher in watchers.items():
             w, c = time.perf_counter(), time.thread_time()
@@ -140,13 +152,18 @@ def _real_cycles(cycles: int) -> dict[str, Any]:
             if i >= 3:
                 taken[real][1].append(time.thread_time() - c)
                 taken[real][0].append(time.perf_counter() - w)
+                taken[real][2].append(watcher.stats.metadata_seconds)
+                taken[real][3].append(waited[real][-1])
             time.sleep(0.2)
     result: dict[str, Any] = {}
     for real, watcher in watchers.items():
         watcher.close()
         which = "probed" if real else "unprobed"
-        result[f"cluster_cycle_{which}_wall_p50_ms"] = round(statistics.median(taken[real][0]) * 1000, 3)
-        result[f"cluster_cycle_{which}_cpu_p50_ms"] = round(statistics.median(taken[real][1]) * 1000, 3)
+        walls, cpus, metadata, waits = taken[real]
+        result[f"cluster_cycle_{which}_wall_p50_ms"] = round(statistics.median(walls) * 1000, 3)
+        result[f"cluster_cycle_{which}_cpu_p50_ms"] = round(statistics.median(cpus) * 1000, 3)
+        result[f"cluster_cycle_{which}_metadata_p50_ms"] = round(statistics.median(metadata) * 1000, 3)
+        result[f"cluster_cycle_{which}_probe_wait_p50_ms"] = round(statistics.median(waits) * 1000, 3)
     return result
 
 
