@@ -36,8 +36,9 @@ def test_the_apps_register_their_parts_when_django_starts():
 def test_the_apps_register_every_live_view():
     from console import live
 
-    assert set(live.FRAGMENTS) == {"overview", "layout", "at_risk", "topics", "topic", "groups", "group"}
-    expected = set(live.FRAGMENTS) | {"events", "status", "reassignment", "reassignments", "analytics", "reports"}
+    assert set(live.FRAGMENTS) == {"overview", "layout", "at_risk", "topics", "topic", "groups", "group", "alerts"}
+    expected = set(live.FRAGMENTS) | {"events", "status", "reassignment", "reassignments", "analytics", "reports",
+                                      "alerts_history", "alert_rules", "alert_silences", "alert_channels"}
     assert expected == live.VIEWS
     assert set(live.ON_MESSAGE) == {"reassignment.progress", "analytics.progress"}
     assert live.events_view() is not None
