@@ -29,6 +29,7 @@ from console.snapshots import changes
 from console.snapshots.encoding import Commits, GroupPartitions
 from console.snapshots.model import GroupState, MemberState
 from console.watcher import registry
+from console.watcher.alert_handoff import GroupAlertsApart
 from console.watcher.columns import ABSENT, OffsetColumns
 from console.watcher.partition_names import PartitionNames
 from console.watcher.pass_offsets import PassOffsets, topic_runs
@@ -96,14 +97,17 @@ def _same_commits(getter: Callable[[Mapping[TopicPartition, int]], Any] | None, 
 
 
 class Sampler:
-    def __init__(self, cluster: str, gateway: ClusterGateway, incremental: bool, emit: EmitEvents) -> None:
+    def __init__(self, cluster: str, gateway: ClusterGateway, incremental: bool, emit: EmitEvents, alerts_apart: bool = False) -> None:
+        """`alerts_apart`: the group alert rules run in a thread of their own (alert_handoff.py), as a
+        sampling process runs them; else in the pass, as a watcher driven pass by pass expects."""
         self.cluster = cluster
         self.gateway = gateway
         self.incremental = incremental
         self.emit = emit
         self.writer = registry.sample_writer(cluster, gateway)
         self.evaluator = registry.group_evaluator(cluster, incremental, emit)
-        self.alerts = registry.alert_evaluator(cluster, "groups")
+        alerts = registry.alert_evaluator(cluster, "groups")
+        self.alerts: registry.AlertEvaluator | GroupAlertsApart = GroupAlertsApart(cluster, alerts) if alerts_apart else alerts
         self.requests = 0  # calls made to Kafka (offsets, groups, sizes, configs)
         self.group_stats: dict[str, float | int] = {}
         self.times: deque[float] = deque(maxlen=100)  # seconds per pass

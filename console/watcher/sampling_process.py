@@ -334,7 +334,7 @@ def child_main(cluster: str, incremental: bool, factory: GatewayFactory | None, 
         except Exception:  # noqa: BLE001 - an event that cannot be saved must not stop the sampling
             log.exception("saving events of %s failed", cluster)
 
-    sampler = Sampler(cluster, gw, incremental, emit)
+    sampler = Sampler(cluster, gw, incremental, emit, alerts_apart=True)
     # A long pass says it goes on, so that only a process stuck in one call is taken for hung.
     every = min(ALIVE_EVERY_MAX, settings.WATCHER_SAMPLER_STALL_SECONDS / 4)
     said = [time.monotonic()]
