@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import tempfile
 import time
+
+from bench.in_process import django_with_test_databases
 
 
 def main() -> None:
@@ -23,21 +23,8 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--topics", type=int, default=10_000)
     args = parser.parse_args()
-    os.environ.setdefault("TEST_VAR_DIR", tempfile.mkdtemp(prefix="access-bench-"))
-    os.environ["DJANGO_SETTINGS_MODULE"] = "tests.settings"
-    import django
-
-    django.setup()
-    from django.test.runner import DiscoverRunner
-    from django.test.utils import setup_test_environment
-
-    setup_test_environment()
-    runner = DiscoverRunner(verbosity=0)
-    old = runner.setup_databases()
-    try:
+    with django_with_test_databases("access-bench-"):
         print(json.dumps(_measure(args.bindings, args.requests, args.topics)))
-    finally:
-        runner.teardown_databases(old)
 
 
 def _measure(n_bindings: int, requests: int, n_topics: int) -> dict[str, float | int]:

@@ -17,10 +17,11 @@ import os
 import random
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from typing import Any
+
+from bench.in_process import django_with_test_databases
 
 
 def make_acls(n: int, seed: int = 7) -> list[Any]:
@@ -61,26 +62,13 @@ def main() -> None:
     parser.add_argument("--acls", type=int, default=100_000)
     parser.add_argument("--requests", type=int, default=60)
     args = parser.parse_args()
-    os.environ.setdefault("TEST_VAR_DIR", tempfile.mkdtemp(prefix="acl-bench-"))
     os.environ.setdefault("TEST_SASL_BROKER_HEAP", "1g")  # a hundred thousand ACLs outgrow the tests' 256 MB
-    os.environ["DJANGO_SETTINGS_MODULE"] = "tests.settings"
-    import django
+    with django_with_test_databases("acl-bench-"):
+        from tests.secured_broker import running_secured_broker  # (they read TEST_VAR_DIR, set just now)
+        from tests.support import running_redis
 
-    django.setup()
-    from django.test.runner import DiscoverRunner
-    from django.test.utils import setup_test_environment
-
-    from tests.secured_broker import running_secured_broker
-    from tests.support import running_redis
-
-    setup_test_environment()
-    runner = DiscoverRunner(verbosity=0)
-    old = runner.setup_databases()
-    try:
         with running_redis(), running_secured_broker():
             print(json.dumps(_measure(args.acls, args.requests)))
-    finally:
-        runner.teardown_databases(old)
 
 
 def _measure(n: int, requests: int) -> dict[str, Any]:

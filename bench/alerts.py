@@ -22,10 +22,11 @@ import json
 import os
 import random
 import statistics
-import tempfile
 import time
 from collections import Counter
 from typing import Any
+
+from bench.in_process import django_with_test_databases
 
 
 def main() -> None:
@@ -35,24 +36,11 @@ def main() -> None:
     parser.add_argument("--groups", type=int, default=2000)
     parser.add_argument("--cycles", type=int, default=300)
     args = parser.parse_args()
-    os.environ.setdefault("TEST_VAR_DIR", tempfile.mkdtemp(prefix="alerts-bench-"))
-    os.environ["DJANGO_SETTINGS_MODULE"] = "tests.settings"
-    import django
+    with django_with_test_databases("alerts-bench-"):
+        from tests.support import running_redis  # (it reads TEST_VAR_DIR, set just now)
 
-    django.setup()
-    from django.test.runner import DiscoverRunner
-    from django.test.utils import setup_test_environment
-
-    from tests.support import running_redis
-
-    setup_test_environment()
-    runner = DiscoverRunner(verbosity=0)
-    old = runner.setup_databases()
-    try:
         with running_redis():
             print(json.dumps(_measure(args.rules, args.topics, args.groups, args.cycles)))
-    finally:
-        runner.teardown_databases(old)
 
 
 def _topic(name: str, shrunk: bool, leader: int) -> Any:
