@@ -164,5 +164,6 @@ def test_regex_list_search_gives_up_on_a_catastrophic_pattern_with_a_bad_paramet
     started = time.monotonic()
     with pytest.raises(BadParameter) as raised:
         search(rows, "name", "(a|aa)+$", True)
-    assert time.monotonic() - started < 5
+    # (without the limit this search runs for days; under a loaded machine's full suite the 1 s limit took 5.4 s)
+    assert time.monotonic() - started < 30
     assert "'q'" in raised.value.message and "took longer than 1 s" in raised.value.message
