@@ -39,6 +39,7 @@ ACTIONS: dict[str, tuple[str, str]] = {
     "topic.delete": ("admin", "topic"),
     "messages.read": ("viewer", "topic"),
     "messages.produce": ("operator", "topic"),
+    "topic.schemas": ("operator", "topic"),  # upload and remove the schemas records are decoded with (topics_app/schemas.py)
     "group.view": ("viewer", "group"),
     "group.reset_offsets": ("operator", "group"),
     "group.delete": ("operator", "group"),
@@ -70,6 +71,7 @@ WORDS: dict[str, str] = {
     "console.view": "use", "cluster.view": "see", "topic.view": "see", "topic.create": "create",
     "topic.edit_config": "edit the configs of", "topic.add_partitions": "add partitions to", "topic.purge": "purge",
     "topic.delete": "delete", "messages.read": "read the messages of", "messages.produce": "produce to",
+    "topic.schemas": "change the schemas of",
     "group.view": "see", "group.reset_offsets": "reset the offsets of", "group.delete": "delete",
     "reassignments.view": "see the reassignments of", "partitions.reassign": "reassign the partitions of",
     "leaders.elect": "elect the leaders of", "leaders.elect_unclean": "run an unclean election on",
