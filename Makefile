@@ -133,6 +133,7 @@ bench: setup test-deps
 	$(PY) -m bench.run
 
 stop:
+	-$(PY) manage.py connectworker down
 	-$(if $(filter-out 0,$(SECURE)),DEVCLUSTER_SECURE=1) $(PY) manage.py devcluster down
 
 clean: stop

@@ -9,6 +9,7 @@ from pathlib import Path
 import plotly
 
 from console import devcluster_secure
+from console.connect_config import load_connect_clusters
 from console.database import database_settings
 from console.env import env_bool, env_choice, env_float, env_int, env_list, env_str
 from console.gateway.config import load_clusters
@@ -80,6 +81,7 @@ INSTALLED_APPS = [
     "analytics",
     "security_app",
     "alerts_app",
+    "connect_app",
 ]
 
 MIDDLEWARE = [
@@ -256,6 +258,15 @@ KAFKA_LIB_DIR = Path(env_str("KAFKA_LIB_DIR", str(BASE_DIR / "kafka" / "lib")))
 KAFKA_CLUSTERS = load_clusters(
     DEVCLUSTER_BASE_PORT, devcluster_secure.console_connection(DEVCLUSTER_DIR) if DEVCLUSTER_SECURE else None)
 KAFKA_REQUEST_TIMEOUT = env_float("KAFKA_REQUEST_TIMEOUT", 5.0, minimum=0.5)
+# Kafka Connect: each cluster's Connect clusters (console/connect_config.py: KAFKA_CLUSTERS_FILE's "connect"
+# lists, or KAFKA_CONNECT_URL); the local cluster's is the local worker (`manage.py connectworker`).
+DEVCLUSTER_CONNECT_PORT = env_int("DEVCLUSTER_CONNECT_PORT", 8083, minimum=1024)
+DEVCLUSTER_CONNECT_DIR = Path(env_str("DEVCLUSTER_CONNECT_DIR", str(VAR_DIR / "connect")))
+KAFKA_CONNECT = load_connect_clusters(KAFKA_CLUSTERS, f"http://127.0.0.1:{DEVCLUSTER_CONNECT_PORT}")
+# Seconds one call to a Connect worker's REST API may take; the watcher reads each Connect cluster
+# every CONNECT_POLL_INTERVAL seconds, so a state change reaches open pages within about that.
+CONNECT_REQUEST_TIMEOUT = env_float("CONNECT_REQUEST_TIMEOUT", 5.0, minimum=0.5)
+CONNECT_POLL_INTERVAL = env_float("CONNECT_POLL_INTERVAL", 1.0, minimum=0.2)
 # Seconds one HTTP message scan may read before it answers with what it found and where to resume.
 MESSAGES_SCAN_TIME_BUDGET = env_float("MESSAGES_SCAN_TIME_BUDGET", 10.0, minimum=0.5)
 

@@ -42,6 +42,16 @@ def kafka_cluster() -> Iterator[Cluster]:
 
 
 @pytest.fixture(scope="session")
+def connect_worker(kafka_cluster: Cluster) -> Iterator[str]:
+    """The URL of a Kafka Connect worker on the test cluster (tests/connect_worker.py), started once for
+    every module that needs it: each test uses connector names of its own."""
+    from tests.connect_worker import running_connect_worker
+
+    with running_connect_worker() as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
 def secured_broker() -> Iterator[Any]:
     """The one-node secured broker (tests/secured_broker.py), started once for every module that
     needs it: each module uses names of its own and removes the quotas it sets."""

@@ -14,6 +14,8 @@ os.environ.update(
     REDIS_URL=f"redis://127.0.0.1:{os.environ.get('TEST_REDIS_PORT') or 6391}/0",
     DEVCLUSTER_BASE_PORT=os.environ.get("TEST_KAFKA_BASE_PORT") or "29092",
     DEVCLUSTER_DIR=str(TEST_VAR / "cluster"),
+    # The tests' Connect worker (tests/connect_worker.py), 80 above the Kafka ports unless given.
+    DEVCLUSTER_CONNECT_PORT=os.environ.get("TEST_CONNECT_PORT") or str(int(os.environ.get("TEST_KAFKA_BASE_PORT") or 29092) + 80),
     CONSOLE_SECRET_KEY="test-only-secret-key-that-is-long-enough-for-django-0123456789",
 )
 for name in [n for n in os.environ if n.startswith("KAFKA_") or n in {"DATABASE_URL", "CELERY_BROKER_URL"}]:

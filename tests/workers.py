@@ -33,7 +33,8 @@ def apply(environ: MutableMapping[str, str] = os.environ) -> None:
         from pathlib import Path
 
         environ["TEST_VAR_DIR"] = str(Path(__file__).resolve().parent.parent / "var" / f"test-{worker}")
-    for derived in ("TEST_POSTGRES_PORT", "TEST_SMTP_PORT", "TEST_LDAP_PORT", "TEST_OIDC_PORT", "TEST_SASL_PORT"):
+    for derived in ("TEST_POSTGRES_PORT", "TEST_SMTP_PORT", "TEST_LDAP_PORT", "TEST_OIDC_PORT", "TEST_SASL_PORT",
+                    "TEST_CONNECT_PORT"):
         # A port the run fixed for itself moves with the worker's Redis port; unset ones follow it anyway.
         if environ.get(derived):
             environ[derived] = str(int(environ[derived]) + 1 + number)

@@ -71,8 +71,9 @@ class ClusterConfig:
 def _validate(raw: object, where: str) -> ClusterConfig:
     if not isinstance(raw, dict):
         raise SettingError(f"{where}: each cluster must be a JSON object with name and bootstrap_servers, not {raw!r}")
-    # A key given as null means "not set", never the string "None".
-    raw = {k: v for k, v in raw.items() if v is not None}
+    # A key given as null means "not set", never the string "None". A cluster's Connect clusters are
+    # read by console/connect_config.py: they are not part of the Kafka connection.
+    raw = {k: v for k, v in raw.items() if v is not None and k != "connect"}
     known = set(ClusterConfig.__dataclass_fields__)
     unknown = set(raw) - known
     if unknown:

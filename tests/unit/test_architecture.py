@@ -15,7 +15,7 @@ import grimp
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("console", "brokers_app", "topics_app", "consumers_app", "analytics", "security_app", "alerts_app")
+PACKAGES = ("console", "brokers_app", "topics_app", "consumers_app", "analytics", "security_app", "alerts_app", "connect_app")
 APPS = PACKAGES[1:]
 BIN = Path(sys.executable).parent
 MAX_LINES = 500

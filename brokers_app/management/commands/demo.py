@@ -17,6 +17,9 @@ sample, WATCHER_OFFSETS_INTERVAL, and judges a partition once its 10-entry windo
   partitions are STOP. It stays that way for as long as the watcher runs. Restarted, the demo does it
   again from the group's committed offsets, so the group becomes ERR, then STOP, again.
 - demo-queue is a share group (KIP-932) on demo.orders.
+
+On the local cluster a line a second is also appended to the file the local Connect worker's demo
+source connector reads (console/devcluster_connect.py), which its sink connector writes back out.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
 from console import gateway, snapshots
+from console.devcluster_connect import demo_source_path
 from console.gateway.errors import GatewayError
 from console.gateway.traffic import GroupConsumer, MessageProducer, ShareGroupConsumer
 from consumers_app.lagstatus import DEFAULT_WINDOW
@@ -81,6 +85,8 @@ class Command(BaseCommand):
             threading.Thread(target=self._share, args=(gw, "demo-queue", ["demo.orders"], stop), daemon=True),
             threading.Thread(target=self._stopped_group, args=(gw, name, stop), daemon=True),
         ]
+        if any(c.name == name and c.local for c in gateway.cluster_configs()):
+            threads.append(threading.Thread(target=self._connect_lines, args=(stop,), daemon=True))
         for t in threads:
             t.start()
         self.stdout.write(f"demo traffic running on cluster {name}")
@@ -101,6 +107,16 @@ class Command(BaseCommand):
             except GatewayError as exc:
                 self.stderr.write(f"waiting for the cluster: {exc.message}")
                 stop.wait(3)
+
+    def _connect_lines(self, stop: threading.Event) -> None:
+        """A line a second for the Connect demo pipeline's file source (read once the worker is up)."""
+        path = demo_source_path(settings.DEVCLUSTER_CONNECT_DIR)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        n = 0
+        while not stop.wait(1.0):
+            with path.open("a") as f:
+                f.write(f"demo line {n} at {time.strftime('%H:%M:%S')}\n")
+            n += 1
 
     def _produce(self, gw: Any, rate: float, stop: threading.Event) -> None:
         producer = MessageProducer(gw)
