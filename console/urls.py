@@ -13,7 +13,7 @@ from console.converters import FreeNameConverter
 from consumers_app import api as consumers_api
 from consumers_app import views as consumers_views
 from topics_app import api as topics_api
-from topics_app import masking_api
+from topics_app import masking_api, schema_api, schema_views
 from topics_app import views as topics_views
 
 
@@ -66,6 +66,9 @@ urlpatterns = [
     path("clusters/<str:cluster>/topics/<str:topic>/messages/produce/", topics_views.message_produce, name="message_produce"),
     path("clusters/<str:cluster>/topics/<str:topic>/messages/republish/", topics_views.message_republish,
          name="message_republish"),
+    path("clusters/<str:cluster>/topics/<str:topic>/schemas/", schema_views.schema_upload, name="topic_schema_upload"),
+    path("clusters/<str:cluster>/topics/<str:topic>/schemas/<int:schema_id>/delete/", schema_views.schema_delete,
+         name="topic_schema_delete"),
     path("", include("security_app.urls")),
     path("", include("alerts_app.urls")),
     path("api/schema/", SchemaView.as_view(), name="schema"),
@@ -101,6 +104,8 @@ urlpatterns = [
     path(api + "<str:cluster>/topics/<str:topic>/partitions/", topics_api.PartitionList.as_view()),
     path(api + "<str:cluster>/topics/<str:topic>/messages/", topics_api.TopicMessages.as_view()),
     path(api + "<str:cluster>/topics/<str:topic>/messages/republish/", topics_api.RepublishMessage.as_view()),
+    path(api + "<str:cluster>/topics/<str:topic>/schemas/", schema_api.TopicSchemas.as_view()),
+    path(api + "<str:cluster>/topics/<str:topic>/schemas/<int:schema_id>/", schema_api.TopicSchemaDetail.as_view()),
 ]
 
 handler404 = "console.error_responses.not_found"

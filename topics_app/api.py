@@ -111,10 +111,18 @@ class ProduceBody(Body):
                                    help_text="null: partition by key.")
     encoding = serializers.ChoiceField(choices=sorted(browse.ENCODINGS), required=False, default="text",
                                        error_messages={"invalid_choice": f"must be one of {', '.join(sorted(browse.ENCODINGS))}."})
+    value_schema = StrictIntegerField(required=False, allow_null=True, default=None, min_value=1,
+                                      help_text="An uploaded value schema's id: the value (JSON) is encoded with it.")
+    value_schema_id = StrictIntegerField(required=False, allow_null=True, default=None, min_value=0, max_value=INT32_MAX,
+                                         help_text="With value_schema: frame the value in Confluent's wire format with this id.")
+    key_schema = StrictIntegerField(required=False, allow_null=True, default=None, min_value=1,
+                                    help_text="An uploaded key schema's id: the key (JSON text) is encoded with it.")
+    key_schema_id = StrictIntegerField(required=False, allow_null=True, default=None, min_value=0, max_value=INT32_MAX,
+                                       help_text="With key_schema: frame the key in Confluent's wire format with this id.")
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         value = attrs.get("value")
-        if value is not None and not isinstance(value, str):
+        if value is not None and not isinstance(value, str) and attrs.get("value_schema") is None:
             if attrs.get("encoding") != "json":
                 raise serializers.ValidationError({"value": ["must be a string (or null for a tombstone)."]})
             attrs["value"] = json.dumps(value)
@@ -284,15 +292,14 @@ class TopicMessages(APIView):
         })
 
     @extend_schema(request=ProduceBody, responses={201: OpenApiResponse(OpenApiTypes.OBJECT, description="Where it went")},
-                   summary="Produce one message: value, key, headers {name: value}, partition, encoding text|json|base64|hex")
+                   summary="Produce one message: value, key, headers {name: value}, partition, encoding text|json|base64|hex; "
+                           "or value_schema / key_schema to encode JSON with an uploaded schema")
     def post(self, request: Request, cluster: str, topic: str) -> Response:
         d = validated(ProduceBody, request)
         reads.topic(latest(cluster), topic)
-        produced = services.produce_message(
-            request.user, cluster, topic, browse.encode(d["value"], d["encoding"], "value"),
-            d["key"].encode() if d["key"] is not None else None, [(k, v.encode()) for k, v in d["headers"].items()],
-            d["partition"],
-        )
+        value, key = browse.produced_parts(cluster, topic, d)
+        produced = services.produce_message(request.user, cluster, topic, value, key,
+                                            [(k, v.encode()) for k, v in d["headers"].items()], d["partition"])
         return Response(asdict(produced), status=201)
 
 

@@ -25,10 +25,12 @@ from console.gateway.messages.scan import scan
 from console.gateway.messages.scan_spec import ScanProgress, ScanSpec
 from console.gateway.messages.tail import tail
 from console.params import choice_param, int_param, timestamp_ms
+from topics_app import schemas
 from topics_app.decoding import DECODINGS, Decoded, decode
 from topics_app.masking import MARK, Masker, masked_parts
 from topics_app.masking_policies import masker_for
 from topics_app.message_filters import FilterSpec, build_matcher, build_raw_matcher
+from topics_app.schemas import PartNote, TopicDecoder, decoder_for, notes
 
 STARTS = {"newest", "oldest", "offset", "timestamp"}
 TARGETS = {"value", "key", "headers", "any"}
@@ -43,25 +45,35 @@ class BrowseRequest:
     decode_key: str
     decode_value: str
     masker: Masker | None = None  # what the reading user may not see (topics_app/masking.py)
+    decoder: TopicDecoder | None = None  # the topic's uploaded schemas (topics_app/schemas.py)
+
+    def seen(self, r: Record) -> Record:
+        """The record as the user sees it: decoded by its schema, then masked (masking reads the decoded JSON)."""
+        if self.decoder is not None:
+            r = self.decoder.apply(r)
+        return r if self.masker is None else self.masker.apply(r)
 
     @property
     def matcher(self) -> Callable[[Record], bool] | None:
         # Filters look at the record as the user sees it: a search for a masked value must not
         # tell, by what it finds, what the value is.
-        matches, masker = build_matcher(self.filters), self.masker
-        if matches is None or masker is None:
+        matches = build_matcher(self.filters)
+        if matches is None or (self.masker is None and self.decoder is None):
             return matches
-        return lambda r: matches(masker.apply(r))
+        return lambda r: matches(self.seen(r))
 
     @property
     def raw_matcher(self) -> Callable[[bytes | None, bytes | None], bool] | None:
         if self.masker is not None and self.masker.touches_payload:
             return None  # a pre-filter on the clear bytes would answer for them
+        if self.decoder is not None:
+            return None  # filters look at the decoded JSON, which the encoded bytes need not contain
         return build_raw_matcher(self.filters)
 
     def masked(self, records: list[Record]) -> list[Record]:
-        masker = self.masker
-        return records if masker is None else [masker.apply(r) for r in records]
+        if self.masker is None and self.decoder is None:
+            return records
+        return [self.seen(r) for r in records]
 
 
 def _partitions(raw: str) -> tuple[int, ...] | None:
@@ -88,7 +100,8 @@ def _positions(raw: str) -> tuple[tuple[int, int], ...] | None:
     return pairs
 
 
-def parse_request(topic: str, params: Mapping[str, str], *, masker: Masker | None) -> BrowseRequest:
+def parse_request(topic: str, params: Mapping[str, str], *, masker: Masker | None,
+                  decoder: TopicDecoder | None = None) -> BrowseRequest:
     """`masker`: masking_policies.masker_for(user, cluster, topic), asked of every caller so none forgets it."""
     start = choice_param(params, "start", STARTS) or "newest"
     limit = int_param(params, "limit", 50, minimum=1, maximum=MAX_PAGE) or 50
@@ -131,14 +144,31 @@ def parse_request(topic: str, params: Mapping[str, str], *, masker: Masker | Non
         decode_key=choice_param(params, "decode_key", set(DECODINGS)) or "auto",
         decode_value=choice_param(params, "decode_value", set(DECODINGS)) or "auto",
         masker=masker,
+        decoder=decoder,
     )
+
+
+def shown(data: bytes | None, as_: str, note: PartNote | None) -> Decoded:
+    """A key or value for display; one read by its schema is JSON text named by the schema's format."""
+    if note is None or data is None:
+        return decode(data, as_)
+    if note.error is not None:
+        return Decoded(format="hex", text=data.hex(" "), error=note.error)
+    if as_ not in ("auto", "json"):
+        return decode(data, as_)  # (of the decoded JSON text, as asked)
+    d = decode(data, "json")
+    return Decoded(format=note.format, text=d.text, json=d.json, error=d.error)
 
 
 def row(r: Record, decode_key: str = "auto", decode_value: str = "auto") -> dict[str, Any]:
     masked = masked_parts(r)
-    key = _MASKED if "key" in masked else decode(r.key, decode_key)
-    value = _MASKED if "value" in masked else decode(r.value, decode_value)
-    return {
+    key_note, value_note = notes(r)
+    key = _MASKED if "key" in masked else shown(r.key, decode_key, key_note)
+    value = _MASKED if "value" in masked else shown(r.value, decode_value, value_note)
+    schemas = {} if key_note is None and value_note is None else {
+        "key_schema": key_note.as_json() if key_note else None, "value_schema": value_note.as_json() if value_note else None,
+        "key_note": key.error}
+    return {**schemas,
         "partition": r.partition,
         "offset": r.offset,
         "timestamp_ms": r.timestamp_ms,
@@ -189,7 +219,7 @@ def run_tail(cluster: str, req: BrowseRequest, on_records: Callable[[list[Record
 
 def request_for(user: Any, cluster: str, topic: str, params: Mapping[str, str]) -> BrowseRequest:
     """A read as `user` may make it: masked where a policy says so."""
-    return parse_request(topic, params, masker=masker_for(user, cluster, topic))
+    return parse_request(topic, params, masker=masker_for(user, cluster, topic), decoder=decoder_for(cluster, topic))
 
 
 def open_read(user: Any, cluster: str, topic: str, params: Mapping[str, str], how: str,
@@ -281,3 +311,19 @@ def parse_headers(text: str) -> list[tuple[str, bytes]]:
             raise BadParameter(f"Header line {number} must look like name=value.")
         headers.append((key.strip(), value.encode()))
     return headers
+
+
+def produced_parts(cluster: str, topic: str, d: dict[str, Any]) -> tuple[bytes | None, bytes | None]:
+    """(value, key) of a produce request: encoded with the uploaded schemas it names, else as its encoding says."""
+    value, key = d.get("value"), d.get("key")
+    value_bytes: bytes | None
+    key_bytes: bytes | None
+    if d.get("value_schema") is not None and value is not None:
+        value_bytes = schemas.encode_with(cluster, topic, "value", d["value_schema"], value, d.get("value_schema_id"))
+    else:
+        value_bytes = encode(value, d.get("encoding") or "text", "value")
+    if d.get("key_schema") is not None and key is not None:
+        key_bytes = schemas.encode_with(cluster, topic, "key", d["key_schema"], key, d.get("key_schema_id"))
+    else:
+        key_bytes = key.encode() if key is not None else None
+    return value_bytes, key_bytes

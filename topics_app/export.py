@@ -11,6 +11,7 @@ from console.gateway.messages.records import Record
 from console.inert import csv_writer
 from topics_app.decoding import CONTROL_CHARS, b64, decode, json_text, utf8
 from topics_app.masking import MARK, masked_parts
+from topics_app.schemas import PartNote, notes
 
 CSV_COLUMNS = ("topic", "partition", "offset", "timestamp", "timestamp_type", "key", "key_format", "value", "value_format",
                "headers")
@@ -26,10 +27,17 @@ def _iso(ms: int) -> str | None:
         return None
 
 
-def export_field(data: bytes | None, decode_as: str) -> tuple[Any, str]:
-    """(value, format) of a key or value in an export: parsed JSON, text, or base64 for binary."""
+def export_field(data: bytes | None, decode_as: str, note: PartNote | None = None) -> tuple[Any, str]:
+    """(value, format) of a key or value in an export: parsed JSON, text, or base64 for binary.
+
+    One read by its schema is its JSON under the schema's format; one its schema could not read is hex."""
     if data is None:
         return None, "null"
+    if note is not None:
+        if note.error is not None:
+            return data.hex(), "hex"
+        if decode_as in ("auto", "json"):
+            return decode(data, "json").json, note.format
     shown = decode(data, decode_as)
     if shown.format in ("json", "msgpack"):
         return shown.json, shown.format
@@ -57,9 +65,12 @@ def _export_headers(headers: tuple[tuple[str, bytes | None], ...], masked: tuple
 
 def _row(r: Record, decode_as: str) -> dict[str, Any]:
     masked = masked_parts(r)  # parts masking replaced: the mark is all there is
-    key, key_format = (MARK, "masked") if "key" in masked else export_field(r.key, decode_as)
-    value, value_format = (MARK, "masked") if "value" in masked else export_field(r.value, decode_as)
-    return {
+    key_note, value_note = notes(r)
+    key, key_format = (MARK, "masked") if "key" in masked else export_field(r.key, decode_as, key_note)
+    value, value_format = (MARK, "masked") if "value" in masked else export_field(r.value, decode_as, value_note)
+    schemas = {} if key_note is None and value_note is None else {
+        "key_schema": key_note.as_json() if key_note else None, "value_schema": value_note.as_json() if value_note else None}
+    return {**schemas,
         "topic": r.topic,
         "partition": r.partition,
         "offset": r.offset,

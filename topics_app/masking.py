@@ -9,6 +9,7 @@ JSON), a masked key, value or header becomes MARK and the record says which part
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections.abc import Iterable, Mapping
@@ -286,6 +287,8 @@ class Masker:
             headers = tuple(changed)
         if not masked:
             return r
+        if isinstance(r, MaskedRecord):  # a record decoded by its schema (topics_app/schemas.py) keeps what it says of that
+            return dataclasses.replace(r, key=key, value=value, headers=headers, masked=tuple(dict.fromkeys((*r.masked, *masked))))
         return MaskedRecord(r.topic, r.partition, r.offset, r.timestamp_ms, r.timestamp_type, key, value, headers,
                             r.key_size, r.value_size, tuple(dict.fromkeys(masked)))
 

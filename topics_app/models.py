@@ -60,3 +60,29 @@ class MaskingGeneration(models.Model):
     number its compiled policies were built at, one indexed read per request, and recompiles on a change."""
 
     value = models.BigIntegerField(default=0)
+
+
+class TopicSchema(models.Model):
+    """A schema an operator uploaded for one part (key or value) of one topic's records (topics_app/schemas.py).
+
+    Records framed in Confluent's wire format are decoded with the schema their id is mapped to here;
+    unframed records with the part's newest schema."""
+
+    cluster = models.CharField(max_length=64)
+    topic = models.CharField(max_length=249)
+    part = models.CharField(max_length=5, choices=[("key", "key"), ("value", "value")])
+    format = models.CharField(max_length=12, choices=[("avro", "Avro"), ("protobuf", "Protobuf"), ("json_schema", "JSON Schema")])
+    name = models.CharField(max_length=200, help_text="The uploaded file's name.")
+    text = models.TextField(help_text="The schema as uploaded.")
+    message_type = models.CharField(max_length=500, blank=True, help_text="Protobuf: the full name of the message type.")
+    compiled = models.BinaryField(blank=True, default=b"", help_text="Protobuf: the file compiled to a FileDescriptorSet.")
+    schema_ids = models.JSONField(default=list, blank=True, help_text="Confluent schema ids mapped to this schema.")
+    uploaded_by = models.CharField(max_length=150, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["cluster", "topic", "part", "-updated_at", "-id"]
+        indexes = [models.Index(fields=["cluster", "topic"])]
+
+    def __str__(self) -> str:
+        return f"{self.cluster}/{self.topic} {self.part}: {self.name}"

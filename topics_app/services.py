@@ -27,9 +27,9 @@ from console.gateway.messages.scan import scan
 from console.gateway.messages.scan_spec import ScanSpec
 from console.gateway.types import ConfigValue
 from console.snapshots import Snapshot, TopicState
-from topics_app import data_loss, masking
+from topics_app import data_loss, masking, schema_formats, schema_wire, schemas
 from topics_app.masking_policies import masker_for
-from topics_app.models import MaskingPolicy
+from topics_app.models import MaskingPolicy, TopicSchema
 from topics_app.reads import topic
 from topics_app.validation import check_counts, check_topic_name
 
@@ -289,6 +289,58 @@ def republish(user: Any, cluster: str, topic: str, partition: int, offset: int, 
     audit(user, "republish", cluster=cluster, target=target,
           details={"from_topic": topic, "from_partition": partition, "from_offset": offset, "offset": produced.offset})
     return produced
+
+
+# Schemas records are decoded and encoded with (operator) ---------------------------------------------
+
+
+def _schema_ids(value: Any) -> list[int]:
+    if value is None or value == "":
+        return []
+    items = value.replace(",", " ").split() if isinstance(value, str) else value
+    if not isinstance(items, list):
+        raise BadParameter("'schema_ids' must be a list of Confluent schema ids, such as [7, 12].")
+    ids: list[int] = []
+    for item in items:
+        try:
+            number = int(item) if not isinstance(item, (bool, float)) else -1
+        except (TypeError, ValueError):
+            number = -1
+        if not 0 <= number <= schema_wire.MAX_SCHEMA_ID:
+            raise BadParameter(f"'schema_ids': '{str(item)[:20]}' is not a schema id (a whole number from 0 to {schema_wire.MAX_SCHEMA_ID}).")
+        ids.append(number)
+    return sorted(set(ids))
+
+
+def upload_schema(user: Any, cluster: str, topic_name: str, part: str, fmt: str, name: str, text: str,
+                  message_type: str = "", schema_ids: Any = None) -> TopicSchema:
+    """Check the schema (a bad one is a sentence naming its problem), store it, audit it."""
+    require(user, "topic.schemas", cluster, topic_name)
+    if part not in schemas.PARTS:
+        raise BadParameter(f"'part' must be key or value, not '{str(part)[:20]}'.")
+    name = (name or "").strip()[:200] or part + {"avro": ".avsc", "protobuf": ".proto"}.get(fmt, ".json")
+    ids = _schema_ids(schema_ids)
+    codec, compiled = schema_formats.check(fmt, text, name, message_type or "")
+    taken = {i: r for r in schemas.rows_of(cluster, topic_name) if r.part == part for i in r.schema_ids or ()}
+    clash = sorted(i for i in ids if i in taken)
+    if clash:
+        raise BadParameter(f"Schema id {clash[0]} is already mapped to '{taken[clash[0]].name}' for this topic's {part}; "
+                           "remove that schema first.")
+    row = TopicSchema.objects.create(cluster=cluster, topic=topic_name, part=part, format=fmt, name=name, text=text,
+                                     message_type=codec.message_type, compiled=compiled, schema_ids=ids,
+                                     uploaded_by=getattr(user, "username", "") or "")
+    audit(user, "upload_schema", cluster=cluster, target=topic_name,
+          details={"id": row.pk, "part": part, "format": fmt, "name": name, "message_type": codec.message_type,
+                   "schema_ids": ids})
+    return row
+
+
+def delete_schema(user: Any, cluster: str, topic_name: str, pk: int) -> None:
+    require(user, "topic.schemas", cluster, topic_name)
+    row = schemas.schema_row(cluster, topic_name, pk)
+    details = {"id": pk, "part": row.part, "format": row.format, "name": row.name, "schema_ids": row.schema_ids}
+    row.delete()
+    audit(user, "delete_schema", cluster=cluster, target=topic_name, details=details)
 
 
 # Masking policies (admin) ---------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from console.gateway.errors import GatewayError
 from console.params import bool_param, int_param
 from console.snapshots import Live, require_snapshot
 from security_app.acls import section
-from topics_app import browse, reads, services
+from topics_app import browse, reads, schema_views, services
 from topics_app.decoding import DECODINGS
 from topics_app.validation import parse_configs
 
@@ -133,7 +133,8 @@ def topic_detail(request: HttpRequest, cluster: str, topic: str) -> HttpResponse
                                                      "acl_section": section(request.user, cluster, "TOPIC", topic),
                                                      "config_error": config_error, "analytics_history": history,
                                                      "can_change": may(request.user, "topic.edit_config", cluster, topic),
-                                                     "can_delete": may(request.user, "topic.delete", cluster, topic)})
+                                                     "can_delete": may(request.user, "topic.delete", cluster, topic),
+                                                     **schema_views.section_context(request.user, cluster, topic)})
 
 
 # Changes: each form previews (Kafka's dry-run verdict) before it applies -------------------------------
@@ -242,6 +243,9 @@ def messages_page(request: HttpRequest, cluster: str, topic: str) -> HttpRespons
     t = reads.topic(live.snapshot, topic) if live.snapshot else None
     context: dict[str, Any] = {"live": live, "view": "status", "topic_name": topic, "topic": t, "form": request.GET,
                                "decodings": DECODINGS, "can_produce": may(request.user, "messages.produce", cluster, topic)}
+    if context["can_produce"]:
+        context["produce_schemas"] = schema_views.section_context(request.user, cluster, topic)["schemas"]
+        context["schema_parts"] = ("value", "key")
     status = 200
     if request.GET.get("run") == "1":
         try:
@@ -269,9 +273,10 @@ def message_rows(rows: list[dict[str, Any]]) -> str:
 def message_produce(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
     p = request.POST
     try:
-        encoding = p.get("encoding", "text")
-        value = browse.encode(p.get("value", ""), encoding, "value") if p.get("null_value") != "1" else None
-        key = browse.encode(p.get("key"), "text", "key") if p.get("key") else None
+        value, key = browse.produced_parts(cluster, topic, {
+            "value": p.get("value", "") if p.get("null_value") != "1" else None, "key": p.get("key") or None,
+            "encoding": p.get("encoding", "text"),
+            **{name: int_param(p, name, minimum=0) for name in ("value_schema", "value_schema_id", "key_schema", "key_schema_id")}})
         partition = int_param(p, "partition", minimum=0)
         produced = services.produce_message(request.user, cluster, topic, value, key, browse.parse_headers(p.get("headers", "")),
                                           partition)
