@@ -32,7 +32,8 @@ class SchemaBody(Body):
 class TopicSchemas(APIView):
     actions = {"GET": "topic.view", "POST": "topic.schemas"}
 
-    @extend_schema(responses=OpenApiTypes.OBJECT, summary="The schemas uploaded for a topic's keys and values")
+    @extend_schema(responses=OpenApiTypes.OBJECT, summary="The schemas uploaded for a topic's keys and values",
+                   operation_id="api_v1_clusters_topics_schemas_list")
     def get(self, request: Request, cluster: str, topic: str) -> Response:
         return Response({"schemas": [schemas.as_json(r) for r in schemas.rows_of(cluster, topic)]})
 
@@ -49,7 +50,7 @@ class TopicSchemas(APIView):
 class TopicSchemaDetail(APIView):
     actions = {"GET": "topic.view", "DELETE": "topic.schemas"}
 
-    @extend_schema(responses=OpenApiTypes.OBJECT, summary="One uploaded schema")
+    @extend_schema(responses=OpenApiTypes.OBJECT, summary="One uploaded schema", operation_id="api_v1_clusters_topics_schema_retrieve")
     def get(self, request: Request, cluster: str, topic: str, schema_id: int) -> Response:
         return Response(schemas.as_json(schemas.schema_row(cluster, topic, schema_id)))
 
