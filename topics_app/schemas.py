@@ -121,7 +121,7 @@ class PartDecoder:
             if schema_id is not None:
                 reason = (f"Confluent wire format with schema id {schema_id}, which is mapped to no schema uploaded for "
                           f"this part (mapped: {', '.join(map(str, sorted(self.by_id))) or 'none'})")
-                return data, PartNote(s.format, s.name, s.pk, schema_id, s.codec.message_type, reason)
+                return data, PartNote(s.format, s.name, s.pk, schema_id, "", reason)
             if data[:1] == b"\x00" and len(data) < schema_wire.HEADER:
                 reason = f"starts with Confluent's magic byte but is {len(data)} bytes, shorter than its 5-byte header"
                 return data, PartNote(s.format, s.name, s.pk, None, s.codec.message_type, reason)

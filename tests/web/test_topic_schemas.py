@@ -192,3 +192,15 @@ def test_a_bad_upload_on_the_page_shows_its_sentence(db: None, kafka: Any, clien
     response = operator.post("/clusters/local/topics/orders/schemas/", {"part": "value", "format": "avro", "text": "{"},
                              follow=True)
     assert "The Avro schema is not JSON" in response.content.decode() and not TopicSchema.objects.exists()
+
+
+def test_the_produce_form_encodes_with_the_chosen_schema(db: None, kafka: Any, client_as: Any) -> None:
+    pk = upload(client_as("operator")).json()["id"]
+    operator = client_as("operator")
+    assert f'<option value="{pk}">order.avsc</option>' in operator.get("/clusters/local/topics/orders/messages/").content.decode()
+    response = operator.post("/clusters/local/topics/orders/messages/produce/", {
+        "value": json.dumps(ORDER), "encoding": "text", "value_schema": str(pk), "value_schema_id": "42"}, follow=True)
+    assert "Produced to partition 0" in response.content.decode() and kafka == [(FRAMED, None)]
+    response = operator.post("/clusters/local/topics/orders/messages/produce/", {
+        "value": json.dumps({**ORDER, "customer": {}}), "value_schema": str(pk)}, follow=True)
+    assert "field &#x27;Order.customer.Customer.email&#x27; is null" in response.content.decode() and len(kafka) == 1
