@@ -122,15 +122,22 @@ def _avro_in(value: Any, schema: Any, named: dict[str, Any]) -> Any:
     return value
 
 
+# fastavro's pure-Python reader: it counts against Python's recursion limit, where the compiled one
+# would overflow the thread's stack on a record nested 100,000 deep (a schema that refers to itself).
+_avro_py_reader: Any = importlib.import_module("fastavro._read_py")
+
+
 @dataclass
 class AvroCodec(Codec):
     parsed: Any = None
     named: dict[str, Any] = field(default_factory=dict)
+    recursive: bool = False
 
     def decode(self, data: bytes, indexes: tuple[int, ...] | None = None) -> Any:
         buffer = io.BytesIO(data)
+        reader = _avro_py_reader.schemaless_reader if self.recursive else fastavro.schemaless_reader
         try:
-            value = fastavro.schemaless_reader(buffer, self.parsed, None)
+            value = reader(buffer, self.parsed, None)
         except Exception as exc:  # noqa: BLE001 - any byte string may reach the reader; each failure is a reason to show
             raise Mismatch(f"not Avro of this schema ({_clip(str(exc) or type(exc).__name__, 150)})") from None
         left = len(data) - buffer.tell()
@@ -168,7 +175,72 @@ def _avro(text: str) -> AvroCodec:
         if type(exc).__name__ == "UnknownType":
             reason = f"unknown type '{reason}'"
         raise BadParameter(f"The Avro schema is not valid: {_clip(reason, 200)}.") from None
-    return AvroCodec("avro", parsed=parsed, named=named)
+    where = _unbounded_array(parsed, named, "$", set())
+    if where:
+        # Each item of such an array takes no bytes, so a record of a few bytes could announce an
+        # array of 2^62 of them and hold the reading thread for good.
+        raise BadParameter(f"The Avro schema has an array whose items take no bytes (at {where}); records of it cannot be "
+                           "read safely.")
+    return AvroCodec("avro", parsed=parsed, named=named, recursive=_recursive(parsed, named, ()))
+
+
+def _recursive(schema: Any, named: dict[str, Any], inside: tuple[str, ...]) -> bool:
+    """Whether a named type refers to itself, so records of it can nest without a bound."""
+    if isinstance(schema, list):
+        return any(_recursive(b, named, inside) for b in schema)
+    if isinstance(schema, str):
+        if schema in inside:
+            return True
+        return schema in named and _recursive(named[schema], named, (*inside, schema))
+    if not isinstance(schema, dict):
+        return False
+    name = schema.get("name")
+    if isinstance(name, str) and schema.get("type") in {"record", "error"}:
+        inside = (*inside, name)
+    return any(_recursive(schema.get(k), named, inside) for k in ("items", "values")) or any(
+        _recursive(f["type"], named, inside) for f in schema.get("fields", []))
+
+
+def _zero_width(schema: Any, named: dict[str, Any], seen: set[str]) -> bool:
+    """Whether a value of `schema` can take no bytes at all (null, fixed of size 0, records of only such fields)."""
+    if isinstance(schema, str):
+        if schema == "null":
+            return True
+        if schema in seen or schema not in named:
+            return False
+        return _zero_width(named[schema], named, seen | {schema})
+    if isinstance(schema, dict):
+        kind = schema.get("type")
+        if kind == "fixed":
+            return schema.get("size") == 0
+        if kind == "record":
+            return all(_zero_width(f["type"], named, seen | {schema.get("name", "")}) for f in schema.get("fields", []))
+        return kind == "null" or (isinstance(kind, str) and kind not in {"array", "map", "enum", "record"} and
+                                  _zero_width(kind, named, seen))
+    return False  # a union reads its branch index first
+
+
+def _unbounded_array(schema: Any, named: dict[str, Any], path: str, seen: set[str]) -> str | None:
+    if isinstance(schema, list):
+        return next((w for b in schema if (w := _unbounded_array(b, named, path, seen))), None)
+    if isinstance(schema, str):
+        if schema in seen or schema not in named:
+            return None
+        return _unbounded_array(named[schema], named, path, seen | {schema})
+    if not isinstance(schema, dict):
+        return None
+    kind = schema.get("type")
+    if kind == "array":
+        if _zero_width(schema.get("items"), named, set()):
+            return path
+        return _unbounded_array(schema.get("items"), named, path + "[*]", seen)
+    if kind == "map":
+        return _unbounded_array(schema.get("values"), named, path + ".*", seen)
+    if kind == "record":
+        inner = seen | {schema.get("name", "")}
+        return next((w for f in schema.get("fields", []) if (w := _unbounded_array(f["type"], named, f"{path}.{f['name']}", inner))),
+                    None)
+    return None
 
 
 # JSON Schema -----------------------------------------------------------------------------------------

@@ -104,6 +104,8 @@ class PartDecoder:
             return json_text(value).encode("utf-8"), note
         except (Mismatch, schema_wire.WireError) as exc:
             raise Mismatch(str(exc)) from None
+        except RecursionError:
+            raise Mismatch("nested too deeply to show") from None
 
     def decode(self, data: bytes) -> tuple[bytes, PartNote]:
         """(JSON text, note); on a mismatch the original bytes and a note with the reason."""

@@ -103,7 +103,9 @@ def raw_newest(stack: Stack, topic: str) -> bytes:
         consumer.assign([TopicPartition(topic, 0, high - 1)])
         message = consumer.poll(10)
         assert message is not None and message.error() is None
-        return bytes(message.value())
+        value = message.value()
+        assert value is not None
+        return bytes(value)
     finally:
         consumer.close()
 

@@ -234,3 +234,42 @@ def test_a_key_read_by_its_schema_and_a_value_that_fails_both_show_in_the_row() 
     shown = browse.row(seen)
     assert (shown["key"], shown["key_format"]) == ('"k-1"', "json_schema")
     assert shown["value_format"] == "hex" and shown["value"] == "ff 00" and shown["value_note"].startswith("not Avro")
+
+
+@pytest.mark.parametrize("items", ["null", {"type": "record", "name": "E", "fields": [{"name": "n", "type": "null"}]},
+                                   {"type": "fixed", "name": "F", "size": 0}])
+def test_an_avro_array_of_items_that_take_no_bytes_is_refused_at_upload(items: object) -> None:
+    schema = {"type": "record", "name": "R", "fields": [{"name": "xs", "type": {"type": "array", "items": items}}]}
+    with pytest.raises(BadParameter, match=r"an array whose items take no bytes \(at \$\.xs\)"):
+        schema_formats.check("avro", json.dumps(schema))
+
+
+def test_recursive_avro_schemas_are_accepted_and_nested_records_decode() -> None:
+    node = {"type": "record", "name": "Node", "fields": [{"name": "v", "type": "int"},
+                                                         {"name": "next", "type": ["null", "Node"], "default": None}]}
+    part = decoder("avro", json.dumps(node))
+    data, _ = part.newest.codec.encode({"v": 1, "next": {"v": 2, "next": None}}, "value")
+    assert json.loads(part.decode(data)[0]) == {"v": 1, "next": {"v": 2, "next": None}}
+
+
+def test_a_deeply_nested_record_is_hex_with_a_reason_not_an_error() -> None:
+    node = {"type": "record", "name": "Node", "fields": [{"name": "next", "type": ["null", "Node"], "default": None}]}
+    deep = b"\x02" * 100_000 + b"\x00"  # 100,000 nested nodes
+    data, note = decoder("avro", json.dumps(node)).decode(deep)
+    assert data == deep and note.error is not None
+
+
+def test_a_deeply_nested_protobuf_message_is_hex_with_a_reason_not_an_error() -> None:
+    part = decoder("protobuf", 'syntax = "proto3"; message N { N next = 1; }')
+    nested = b""
+    for _ in range(2000):  # 2,000 levels: field 1, its length as a varint, the level below
+        size = len(nested)
+        varint = bytearray()
+        while True:
+            varint.append((size & 0x7F) | (0x80 if size > 0x7F else 0))
+            size >>= 7
+            if not size:
+                break
+        nested = b"\x0a" + bytes(varint) + nested
+    data, note = part.decode(nested)
+    assert data == nested and note.error is not None and note.error.startswith("not a Protobuf N")
