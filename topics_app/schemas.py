@@ -11,6 +11,7 @@ process counts from the next request on.
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -22,6 +23,8 @@ from topics_app.decoding import json_text
 from topics_app.masking import MaskedRecord
 from topics_app.models import TopicSchema
 from topics_app.schema_formats import FORMAT_NAMES, Codec, Mismatch, load
+
+log = logging.getLogger(__name__)
 
 PARTS = ("key", "value")
 MAX_CACHED = 500
@@ -106,6 +109,9 @@ class PartDecoder:
             raise Mismatch(str(exc)) from None
         except RecursionError:
             raise Mismatch("nested too deeply to show") from None
+        except Exception as exc:  # noqa: BLE001 - record bytes come from anyone: a library's surprise is a reason, never a 500
+            log.warning("schema %s could not read a record: %r", s.name, exc)
+            raise Mismatch(f"could not be read with {s.name} ({type(exc).__name__})") from None
 
     def decode(self, data: bytes) -> tuple[bytes, PartNote]:
         """(JSON text, note); on a mismatch the original bytes and a note with the reason."""
