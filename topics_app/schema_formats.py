@@ -398,6 +398,13 @@ def check(fmt: str, text: str, name: str = "schema", message_type: str = "") -> 
         raise BadParameter("The schema file is empty.")
     if len(text) > MAX_SCHEMA_CHARS:
         raise BadParameter(f"The schema file is longer than {MAX_SCHEMA_CHARS:,} characters.")
+    for given in (text, name, message_type):
+        try:
+            given.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate escape from JSON: no file holds it, no database stores it
+            raise BadParameter("The schema, its name and message type must be valid Unicode text.") from None
+        if "\x00" in given:
+            raise BadParameter("The schema, its name and message type cannot hold NUL characters.")
     if fmt == "avro":
         return _avro(text), b""
     if fmt == "json_schema":

@@ -204,3 +204,9 @@ def test_the_produce_form_encodes_with_the_chosen_schema(db: None, kafka: Any, c
     response = operator.post("/clusters/local/topics/orders/messages/produce/", {
         "value": json.dumps({**ORDER, "customer": {}}), "value_schema": str(pk)}, follow=True)
     assert "field &#x27;Order.customer.Customer.email&#x27; is null" in response.content.decode() and len(kafka) == 1
+
+
+@pytest.mark.parametrize("fields", [{"text": '{"type": "string", "doc": "\ud800"}'}, {"name": "a\x00.avsc"}])
+def test_text_no_database_can_store_is_a_400(db: None, kafka: Any, client_as: Any, fields: dict[str, Any]) -> None:
+    response = upload(client_as("operator"), **fields)
+    assert response.status_code == 400 and not TopicSchema.objects.exists()
