@@ -7,6 +7,7 @@ is rebalancing (try again shortly) and its 5xx that the worker failed, not that 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 from urllib.parse import quote
 
@@ -83,7 +84,7 @@ class ConnectClient:
             data = None
         if answer.status_code >= 400:
             message = data.get("message") if isinstance(data, dict) else None
-            text = message or answer.text.strip()[:300] or answer.reason
+            text = (message or answer.text.strip() or answer.reason)[:600]
             if answer.status_code == 409:
                 text = f"{text} (the Connect workers are rebalancing: try again in a few seconds)"
             raise ConnectRefused(f"{where} refused the request: {text}", _status_for(answer.status_code), answer.status_code)
@@ -176,5 +177,6 @@ def parse_expanded(name: str, entry: dict[str, Any]) -> ConnectorView:
     status = dict(entry.get("status") or {"name": name})
     status.setdefault("name", name)
     status.setdefault("type", info.get("type", ""))
-    return ConnectorView(name=name, type=str(info.get("type") or status.get("type") or ""),
-                         config=dict(info.get("config") or {}), state=parse_status(status))
+    config = dict(info.get("config") or {})
+    state = replace(parse_status(status), plugin=str(config.get("connector.class", "")))
+    return ConnectorView(name=name, type=str(info.get("type") or status.get("type") or ""), config=config, state=state)

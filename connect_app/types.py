@@ -24,6 +24,7 @@ class ConnectorState:
     worker_id: str = ""
     trace: str = ""
     tasks: tuple[TaskState, ...] = ()
+    plugin: str = ""  # connector.class, where the answer carried the config
 
     @property
     def failed_tasks(self) -> int:
@@ -42,3 +43,29 @@ class ConnectorView:
     @property
     def plugin(self) -> str:
         return self.config.get("connector.class", "")
+
+
+@dataclass(frozen=True)
+class ConnectClusterState:
+    """One Connect cluster as the watcher last read it: its connectors, or why it could not be read
+    (then the connectors of the last good read, shown as such)."""
+
+    cluster: str  # the Kafka cluster it belongs to
+    name: str
+    url: str
+    reachable: bool
+    error: str = ""
+    checked_at: float | None = None  # the last attempt (epoch seconds)
+    read_at: float | None = None  # the last good read
+    version: str = ""
+    connectors: tuple[ConnectorState, ...] = ()
+
+    def counts(self) -> dict[str, int]:
+        found = {state: 0 for state in STATES}
+        for c in self.connectors:
+            found[c.state] = found.get(c.state, 0) + 1
+        return found
+
+    @property
+    def failed_tasks(self) -> int:
+        return sum(c.failed_tasks for c in self.connectors)

@@ -65,6 +65,10 @@ ACTIONS: dict[str, tuple[str, str]] = {
     "alerts.view": ("viewer", "cluster_wide"),
     "alerts.manage": ("operator", "cluster_wide"),
     "alert_channels.manage": ("admin", "global"),
+    # Kafka Connect (connect_app): connectors name topics of the whole cluster and carry its clients'
+    # configs, so cluster-wide.
+    "connect.view": ("viewer", "cluster_wide"),
+    "connect.manage": ("operator", "cluster_wide"),
 }
 # What each action does, as a refusal says it ("You may not <words> topic 'x'.").
 WORDS: dict[str, str] = {
@@ -81,6 +85,7 @@ WORDS: dict[str, str] = {
     "users.manage": "change the SCRAM users of", "quotas.view": "see the quotas of", "quotas.manage": "change the quotas of",
     "alerts.view": "see the alerts of", "alerts.manage": "change the alert rules, silences and acknowledgements of",
     "alert_channels.manage": "change the alert channels of",
+    "connect.view": "see the Kafka Connect connectors of", "connect.manage": "change the Kafka Connect connectors of",
 }
 ROLE_ACTIONS: dict[str, frozenset[str]] = {
     role: frozenset(a for a, (least, _) in ACTIONS.items() if ROLES.index(least) <= ROLES.index(role)) for role in ROLES

@@ -25,7 +25,7 @@ def console_context(request: HttpRequest) -> dict[str, Any]:
     }
 
 
-TABS = ("overview", "topics", "groups", "layout", "at_risk", "events", "reassignments", "analytics", "acls", "alerts")
+TABS = ("overview", "topics", "groups", "layout", "at_risk", "events", "reassignments", "analytics", "acls", "alerts", "connectors")
 
 
 @functools.lru_cache(maxsize=256)

@@ -71,6 +71,7 @@ urlpatterns = [
          name="topic_schema_delete"),
     path("", include("security_app.urls")),
     path("", include("alerts_app.urls")),
+    path("", include("connect_app.urls")),
     path("api/schema/", SchemaView.as_view(), name="schema"),
     path("api/v1/audit/", api_audit.AuditList.as_view()),
     path("api/v1/masking-policies/", masking_api.MaskingPolicies.as_view()),

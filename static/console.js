@@ -48,6 +48,8 @@
     if (bar.dataset.topic) params.set("topic", bar.dataset.topic);
     if (bar.dataset.group) params.set("group", bar.dataset.group);
     if (bar.dataset.job) params.set("job", bar.dataset.job);
+    // A page's own live parameters (a connector's page: its Connect cluster and name), as a query string.
+    if (bar.dataset.params) new URLSearchParams(bar.dataset.params).forEach(function (v, k) { params.set(k, v); });
     var ws = new WebSocket(proto + location.host + "/ws/clusters/" + encodeURIComponent(bar.dataset.cluster) + "/live/?" + params.toString());
     ws.onopen = function () {
       socketUp = true; delay = 1000;

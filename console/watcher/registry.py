@@ -6,13 +6,16 @@
   lag, lag history, rebalances, from each offsets sample;
 - analytics: what is written for the Spark jobs at each sample (`register_samples`);
 - alerts_app: the evaluation of alert rules (`register_alert_evaluation`): after each metadata cycle
-  (in the events thread) and after each sampling pass that read the groups.
+  (in the events thread) and after each sampling pass that read the groups;
+- connect_app: loops that watch what sits beside a cluster (`register_side_watch`): its Kafka
+  Connect clusters, each in a thread of its own while this watcher holds the cluster's lease.
 
 A part nobody registered is a no-op (a test settings module without that app, say).
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
@@ -81,6 +84,8 @@ class AlertEvaluator(Protocol):
 
 
 AlertEvaluatorFactory = Callable[[str, str], AlertEvaluator]  # (cluster, part)
+# (cluster, stop, active): runs until `stop` is set, working only while `active` is (the lease is held).
+SideWatch = Callable[[str, threading.Event, threading.Event], None]
 GroupEvaluatorFactory = Callable[[str, bool, EmitEvents], GroupEvaluator]  # (cluster, incremental, emit)
 SampleWriterFactory = Callable[[str, Any], SampleWriter]  # (cluster, gateway)
 
@@ -124,6 +129,7 @@ _events: EventStore = _NoEvents()
 _group_evaluation: GroupEvaluatorFactory = lambda cluster, incremental, emit: _NoEvaluation()  # noqa: E731
 _samples: SampleWriterFactory = lambda cluster, gw: _NoSamples()  # noqa: E731
 _alerts: AlertEvaluatorFactory = lambda cluster, part: _NoAlerts()  # noqa: E731
+_side_watches: dict[str, SideWatch] = {}
 
 
 def register_events(store: EventStore) -> None:
@@ -144,6 +150,15 @@ def register_samples(factory: SampleWriterFactory) -> None:
 def register_alert_evaluation(factory: AlertEvaluatorFactory) -> None:
     global _alerts
     _alerts = factory
+
+
+def register_side_watch(name: str, loop: SideWatch) -> None:
+    """A loop the watcher runs per cluster in a thread named after it (registering a name again replaces it)."""
+    _side_watches[name] = loop
+
+
+def side_watches() -> dict[str, SideWatch]:
+    return dict(_side_watches)
 
 
 def events() -> EventStore:

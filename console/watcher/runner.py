@@ -15,6 +15,7 @@ from django.conf import settings
 
 from console import gateway
 from console.snapshots import changes, store
+from console.watcher import registry
 from console.watcher.loop import ClusterWatcher
 from console.watcher.memory import settle_gc, tune_gc
 
@@ -71,6 +72,8 @@ def run_cluster(cluster: str, stop: threading.Event, lease_ttl: float = 10.0) ->
     active = tuned = False
     sampling = threading.Event()
     threading.Thread(target=run_offsets, args=(watcher, stop, sampling), name=f"offsets-{cluster}", daemon=True).start()
+    for name, side in registry.side_watches().items():  # (what the apps watch beside the cluster: Kafka Connect)
+        threading.Thread(target=side, args=(cluster, stop, sampling), name=f"{name}-{cluster}", daemon=True).start()
     while not stop.is_set():
         started = time.monotonic()
         try:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from tests.support import ROOT
 
-APPS = ("brokers_app", "consumers_app", "topics_app", "analytics")
+APPS = ("brokers_app", "consumers_app", "topics_app", "analytics", "connect_app")
 
 
 def test_console_imports_no_app_but_from_its_url_and_websocket_routes():
@@ -25,12 +25,14 @@ def test_console_imports_no_app_but_from_its_url_and_websocket_routes():
 def test_the_apps_register_their_parts_when_django_starts():
     from analytics.sampling import SampleWriter
     from brokers_app.watching import EventTable
+    from connect_app import state
     from console.watcher import registry
     from consumers_app.group_evaluation import GroupEvaluation
 
     assert isinstance(registry.events(), EventTable)
     assert isinstance(registry.group_evaluator("c", True, lambda rows: None), GroupEvaluation)
     assert isinstance(registry.sample_writer("c", object()), SampleWriter)
+    assert registry.side_watches() == {"connect": state.watch}
 
 
 def test_the_apps_register_every_live_view():
@@ -38,7 +40,8 @@ def test_the_apps_register_every_live_view():
 
     assert set(live.FRAGMENTS) == {"overview", "layout", "at_risk", "topics", "topic", "groups", "group", "alerts"}
     expected = set(live.FRAGMENTS) | {"events", "status", "reassignment", "reassignments", "analytics", "reports",
-                                      "alerts_history", "alert_rules", "alert_silences", "alert_channels"}
+                                      "alerts_history", "alert_rules", "alert_silences", "alert_channels",
+                                      "connectors", "connect_plugins", "connector_form", "connector_delete"}
     assert expected == live.VIEWS
-    assert set(live.ON_MESSAGE) == {"reassignment.progress", "analytics.progress"}
+    assert set(live.ON_MESSAGE) == {"reassignment.progress", "analytics.progress", "connect.update"}
     assert live.events_view() is not None

@@ -152,6 +152,16 @@ EXPECTED: dict[str, dict[str, str]] = {
     API + "alerts/<int:alert_id>/acknowledge/": {"POST": "alerts.manage"},
     "api/v1/silences/": {"GET": "alerts.view", "POST": "alerts.manage"},
     "api/v1/silences/<int:silence_id>/": {"GET": "alerts.view", "DELETE": "alerts.manage"},
+    C + "connect/": {"GET": "connect.view"},
+    C + "connect/plugins/": {"GET": "connect.view"},
+    C + "connect/new/": {"GET": "connect.manage", "POST": "connect.manage"},
+    C + "connect/<str:connect>/<name:connector>/": {"GET": "connect.view", "POST": "connect.manage"},
+    C + "connect/<str:connect>/<name:connector>/edit/": {"GET": "connect.manage", "POST": "connect.manage"},
+    C + "connect/<str:connect>/<name:connector>/delete/": {"GET": "connect.manage", "POST": "connect.manage"},
+    API + "connectors/": {"GET": "connect.view", "POST": "connect.manage"},
+    API + "connectors/<name:connector>/": {"GET": "connect.view", "PUT": "connect.manage", "POST": "connect.manage",
+                                           "DELETE": "connect.manage"},
+    API + "connect-plugins/": {"GET": "connect.view"},
 }
 
 # Django's admin site (user and token admin): each of its views asks for is_staff, which only
@@ -203,6 +213,8 @@ SAMPLES = {
     "alert_id": "1",
     "silence_id": "1",
     "delivery_id": "1",
+    "connect": "local",
+    "connector": "sink/orders",
 }
 
 # Bodies that fail validation, so an allowed change stops before any Kafka call (default: {}).
@@ -220,6 +232,11 @@ BODIES: dict[tuple[str, str], dict[str, Any]] = {
     (API + "analytics/runs/", "POST"): {"start_ms": "yesterday"},
     (API + "report-schedules/", "PATCH"): {"every_minutes": 0},
     (C + "topics/<str:topic>/purge/", "POST"): {"offsets": "0=not-an-offset"},
+    (C + "connect/<str:connect>/<name:connector>/", "POST"): {"action": "sideways"},
+    (C + "connect/<str:connect>/<name:connector>/delete/", "POST"): {"confirm": "not-its-name"},
+    (API + "connectors/", "POST"): {"name": "x", "config": "not-an-object"},
+    (API + "connectors/<name:connector>/", "PUT"): {"config": "not-an-object"},
+    (API + "connectors/<name:connector>/", "POST"): {"action": "sideways"},
 }
 
 # Changes allowed to reach the (refusing) gateway, and why: each stops there with a 503.
