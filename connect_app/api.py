@@ -63,7 +63,7 @@ class ConnectorActionBody(Body):
                               help_text="restart: this task only")
 
 
-class OutcomeSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class ConnectorOutcomeSerializer(serializers.Serializer):  # type: ignore[type-arg]
     message = serializers.CharField()
     connect = serializers.CharField()
 
@@ -81,7 +81,7 @@ class ConnectorList(APIView):
         rows = [connector_dict(c, s.name) for s in found for c in s.connectors if wanted is None or c.state == wanted]
         return Response({"connect_clusters": [connect_dict(s) for s in found], "connectors": rows})
 
-    @extend_schema(request=ConnectorCreateBody, responses={201: OutcomeSerializer}, parameters=[CONNECT],
+    @extend_schema(request=ConnectorCreateBody, responses={201: ConnectorOutcomeSerializer}, parameters=[CONNECT],
                    summary="Create a connector; Connect's validation errors come back per key under `errors`")
     def post(self, request: Request, cluster: str) -> Response:
         d = validated(ConnectorCreateBody, request)
@@ -104,7 +104,7 @@ class ConnectorDetail(APIView):
                          "config": {e.key: e.value for e in d.config}, "secrets": [e.key for e in d.config if e.secret],
                          "references": [e.key for e in d.config if e.reference]})
 
-    @extend_schema(request=ConnectorConfigBody, responses=OutcomeSerializer, parameters=[CONNECT],
+    @extend_schema(request=ConnectorConfigBody, responses=ConnectorOutcomeSerializer, parameters=[CONNECT],
                    summary="Replace the connector's config, after Connect's validation (errors per key under `errors`)")
     def put(self, request: Request, cluster: str, connector: str) -> Response:
         d = validated(ConnectorConfigBody, request)
@@ -114,7 +114,7 @@ class ConnectorDetail(APIView):
             return invalid(exc)
         return Response({"message": result.message, **result.details})
 
-    @extend_schema(request=ConnectorActionBody, responses={202: OutcomeSerializer}, parameters=[CONNECT],
+    @extend_schema(request=ConnectorActionBody, responses={202: ConnectorOutcomeSerializer}, parameters=[CONNECT],
                    summary="pause, resume, stop, or restart (the connector; with include_tasks its tasks, with only_failed "
                            "only the failed ones; or one task); Connect carries it out within a few seconds")
     def post(self, request: Request, cluster: str, connector: str) -> Response:
@@ -124,7 +124,7 @@ class ConnectorDetail(APIView):
                               d["only_failed"], d["task"])
         return Response({"message": result.message, **result.details}, status=202)
 
-    @extend_schema(responses=OutcomeSerializer, parameters=[CONNECT], summary="Delete the connector")
+    @extend_schema(responses=ConnectorOutcomeSerializer, parameters=[CONNECT], summary="Delete the connector")
     def delete(self, request: Request, cluster: str, connector: str) -> Response:
         result = services.delete(request.user, cluster, _connect(request), connector, None)
         return Response({"message": result.message, **result.details})

@@ -24,6 +24,12 @@ from console.auth import allow
 from console.errors import BadParameter, ConsoleError
 
 FIELD = "cfg:"  # the prefix of a field's input name
+# Connect's own groups of the settings every connector takes (ConnectorConfig, SourceConnectorConfig,
+# SinkConnectorConfig); the plugin's settings are in no group or groups of its own. Of the common
+# ones, those nearly every connector sets stay in view.
+COMMON_GROUPS = ("Common", "Transforms", "Predicates", "Error Handling", "Topic Creation", "Exactly Once Support",
+                 "offsets.topic")
+SHOWN_COMMON = {"tasks.max", "topics", "topics.regex"}
 
 
 def parse_extra(text: str) -> dict[str, str]:
@@ -53,8 +59,8 @@ def posted_config(post: Mapping[str, str], plugin: str) -> dict[str, str]:
     return config
 
 
-def _fields(cluster: str, connect: str, name: str, config: dict[str, str], plugin: str,
-            password: frozenset[str], own: set[str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str, int]:
+def _fields(cluster: str, connect: str, name: str, config: dict[str, str],
+            password: frozenset[str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str, int]:
     """Connect's fields for this config (the plugin's, the common ones), the keys it does not list, and its error count."""
     result = services.validate(cluster, connect, name or "unnamed", config)
     listed = {f["name"] for f in result.fields}
@@ -67,7 +73,8 @@ def _fields(cluster: str, connect: str, name: str, config: dict[str, str], plugi
         secret = masking.is_secret(f["name"], password) or f["type"] == "PASSWORD"
         shown = {**f, "input": value, "secret": secret, "reference": masking.is_reference(value),
                  "default_text": "" if f["default"] is None else str(f["default"])}
-        (plugin_fields if f["name"] in own else common).append(shown)
+        folded = str(f["group"]).startswith(COMMON_GROUPS) and f["name"] not in SHOWN_COMMON
+        (common if folded else plugin_fields).append(shown)
     extra = "\n".join(f"{k}={v}" for k, v in config.items() if k not in listed)
     return plugin_fields, common, extra, result.error_count
 
@@ -76,12 +83,10 @@ def _form(request: HttpRequest, cluster: str, connect: str, name: str, plugin: s
           editing: bool, error: str | None = None, show_errors: bool = False, status: int = 200) -> HttpResponse:
     context = page_base(request, cluster, "connector_form")
     target = services.connect_config(cluster, connect)
-    definitions = services.plugin_definitions(target, plugin)
-    own = {str(d.get("name")) for d in definitions}
-    password = frozenset(str(d.get("name")) for d in definitions if str(d.get("type", "")).upper() == "PASSWORD")
+    password = services.password_keys(target, plugin)
     shown = {k: (masking.MASK if masking.is_secret(k, password) and v and not masking.is_reference(v) else v)
              for k, v in config.items()}
-    plugin_fields, common, extra, errors = _fields(cluster, target.name, name, config, plugin, password, own)
+    plugin_fields, common, extra, errors = _fields(cluster, target.name, name, config, password)
     for f in plugin_fields + common:
         f["input"] = shown.get(f["name"], "")
         if not show_errors:
