@@ -11,18 +11,20 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils.http import RFC3986_SUBDELIMS
 
 from connect_app import services
 from connect_app.types import STATES, ConnectClusterState
 from console import error_responses, snapshots
 from console.auth import allow, may, visible
+from console.converters import encode_name
 from console.errors import BadParameter, ConsoleError
 from console.params import bool_param, choice_param, int_param
 
@@ -47,7 +49,11 @@ def list_context(cluster: str, params: Mapping[str, str], can_manage: bool) -> d
     now = time.time()
     shown = []
     for s in services.overview(cluster, params.get("connect") or None):
-        rows = [c for c in s.connectors if (wanted is None or c.state == wanted) and (not query or query in c.name.lower())]
+        # Each row's link from one reversed path: reversing it per row took a fifth of a 500-row page.
+        base = reverse("connector", args=[cluster, s.name, "-"])[:-2]
+        rows = [{"c": c, "href": base + quote(encode_name(c.name), safe=RFC3986_SUBDELIMS + "~:@") + "/",
+                 "plugin": c.plugin.removeprefix("org.apache.kafka.connect.")}
+                for c in s.connectors if (wanted is None or c.state == wanted) and (not query or query in c.name.lower())]
         shown.append({**_shown_state(s, now), "rows": rows})
     return {"cluster": cluster, "connects": shown, "wanted": wanted, "q": params.get("q", ""), "states": STATES,
             "can_manage": can_manage}

@@ -99,6 +99,12 @@ class ConnectWorker:
         return "".join(f"{k}={v}\n" for k, v in lines.items())
 
     # Processes --------------------------------------------------------------------------------
+    def _recorded_pid(self) -> int | None:
+        try:
+            return int((self.root / "pid").read_text().strip())
+        except (OSError, ValueError):
+            return None
+
     def pid(self) -> int | None:
         try:
             pid = int((self.root / "pid").read_text().strip())
@@ -140,10 +146,12 @@ class ConnectWorker:
 
     def wait_ready(self, timeout: float = 90) -> None:
         deadline = time.monotonic() + timeout
+        started = self._recorded_pid()
         while time.monotonic() < deadline:
             if self.ready():
                 return
-            if self.pid() is None:
+            # The process itself, not its command line: the Java launcher may exec itself again as it starts.
+            if started is None or not _alive(started):
                 raise DevClusterError(f"the Connect worker exited; see {self.log_path}")
             time.sleep(0.5)
         raise DevClusterError(f"the Connect worker did not answer at {self.url} within {timeout:.0f} s; see {self.log_path}")
@@ -204,6 +212,15 @@ class ConnectWorker:
 def demo_source_path(root: Path) -> Path:
     """The file the demo source connector reads (`manage.py demo` appends lines to it)."""
     return root / "demo-source.txt"
+
+
+def _alive(pid: int) -> bool:
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)  # reap it if it is our child
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
+    except (OSError, IndexError):
+        return False
 
 
 def _wait_gone(pid: int, timeout: float) -> bool:
