@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import time
+from functools import partial
 from typing import Any
 
 import pytest
@@ -103,7 +104,7 @@ def test_every_connector_and_task_state_equals_connects_own(stack: Stack, connec
     names = requests.get(connect_worker + "/connectors", timeout=5).json()
     assert {source, sink} <= set(names)
     for name in names:
-        wait_for(lambda n=name: same_as_connect(stack, connect_worker, n), 10, what=f"the console to show {name} as Connect does")
+        wait_for(partial(same_as_connect, stack, connect_worker, name), 10, what=f"the console to show {name} as Connect does")
     listed = stack.get(LIST).json()
     assert listed["connect_clusters"][0]["reachable"] is True
     row = next(c for c in listed["connectors"] if c["name"] == sink)
@@ -153,7 +154,7 @@ def test_pause_resume_stop_and_restart_are_carried_out(stack: Stack, connect_wor
     for action, state in (("pause", "PAUSED"), ("resume", "RUNNING"), ("stop", "STOPPED"), ("resume", "RUNNING")):
         done = operator.post(detail, json={"action": action}, timeout=20)
         assert done.status_code == 202, done.text
-        wait_for(lambda s=state: same_as_connect(stack, connect_worker, source, s), 15, what=f"{source} {state} after {action}")
+        wait_for(partial(same_as_connect, stack, connect_worker, source, state), 15, what=f"{source} {state} after {action}")
     before = connect_status(connect_worker, source)
     done = operator.post(detail, json={"action": "restart", "include_tasks": True}, timeout=20)
     assert done.status_code == 202 and done.json()["message"] == f"Restarted connector '{source}' and its tasks.", done.text

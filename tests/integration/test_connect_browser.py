@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import OUTPUT, PASSWORD, Stack, unique, wait_for
-from tests.integration.test_connect import LIST, SINK, SOURCE, STRINGS, file_pipeline
+from tests.integration.test_connect import LIST, SINK, SOURCE, STRINGS, connect_status, file_pipeline
 from tests.support import TEST_VAR
 
 pytestmark = [pytest.mark.cluster, pytest.mark.browser]
@@ -59,10 +59,10 @@ def test_connectors_list_and_detail_follow_connect_live_in_light_and_dark(stack:
             # A change made elsewhere reaches the open page without a reload, within 2 s of Connect reporting it.
             marker = page.evaluate("(() => { window.__notReloaded = true; return true; })()")
             _act(stack, source, "pause")
-            reported = wait_for(lambda: time.monotonic() if stack.get(LIST + source + "/").json()["state"] == "PAUSED" else None,
-                                15, interval=0.1, what="Connect to report the pause")
+            reported = wait_for(lambda: time.monotonic() if connect_status(connect_worker, source)["connector"]["state"] == "PAUSED"
+                                else None, 15, interval=0.05, what="Connect to report the pause")
             page.wait_for_selector(f"{row}[data-state='PAUSED']", timeout=15_000)
-            assert time.monotonic() - reported <= 2.5
+            assert time.monotonic() - reported <= 2.0
             assert marker and page.evaluate("window.__notReloaded === true")
             _act(stack, source, "resume")
             page.wait_for_selector(f"{row}[data-state='RUNNING']", timeout=15_000)
