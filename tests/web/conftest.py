@@ -26,6 +26,18 @@ from console.snapshots.model import (
 )
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _no_waits_for_what_never_comes() -> Iterator[None]:
+    """The web layer runs no watcher and no broker: a Kafka call can only time out and a change's
+    read-your-writes wait can only run out, so both are short here (5 s each per test otherwise)."""
+    from django.conf import settings
+
+    kept = settings.KAFKA_REQUEST_TIMEOUT, settings.READ_YOUR_WRITES_WAIT
+    settings.KAFKA_REQUEST_TIMEOUT, settings.READ_YOUR_WRITES_WAIT = 1.0, 0.5
+    yield
+    settings.KAFKA_REQUEST_TIMEOUT, settings.READ_YOUR_WRITES_WAIT = kept
+
+
 def sample_snapshot(version: int = 1) -> Snapshot:
     parts = [
         PartitionState(0, 1, [1, 2, 3], [1, 2, 3], [], 0, 10),
