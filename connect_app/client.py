@@ -147,6 +147,20 @@ class ConnectClient:
     def delete(self, name: str) -> None:
         self.request("DELETE", f"/connectors/{_q(name)}")
 
+    # Offsets (KIP-875): Connect allows changing them only while the connector is STOPPED -------------
+    def offsets(self, name: str) -> list[dict[str, Any]]:
+        """GET /connectors/{name}/offsets: [{partition: {...}, offset: {...}}] (a sink's: kafka_topic,
+        kafka_partition -> kafka_offset; a source's: whatever its plugin keeps)."""
+        return list((self.request("GET", f"/connectors/{_q(name)}/offsets") or {}).get("offsets") or [])
+
+    def alter_offsets(self, name: str, offsets: list[dict[str, Any]]) -> str:
+        """PATCH: set these partitions' offsets (an offset of None removes the partition's); Connect's message."""
+        return str((self.request("PATCH", f"/connectors/{_q(name)}/offsets", body={"offsets": offsets}) or {}).get("message", ""))
+
+    def reset_offsets(self, name: str) -> str:
+        """DELETE: forget every offset of the connector; Connect's message."""
+        return str((self.request("DELETE", f"/connectors/{_q(name)}/offsets") or {}).get("message", ""))
+
 
 def _reason(exc: Exception) -> str:
     """The innermost cause's words (urllib3 wraps 'Connection refused' several times)."""
