@@ -3,7 +3,8 @@
 Nodes 1-3 are combined broker+controller nodes (the quorum voters); nodes 4 and up are
 broker-only nodes that join as quorum observers. Node N listens on base_port + 2(N-1) for
 clients and the next port for the controller protocol, has rack r1..r3, and keeps its data,
-logs and pid file under <root>/node<N>/. In secure mode (console/devcluster_secure.py) the client
+logs and pid file under <root>/node<N>/. A small cluster (voters=1: the MirrorMaker 2 target "backup") has
+one combined node, and its internal topics one replica each. In secure mode (console/devcluster_secure.py) the client
 ports take SASL_SSL instead of PLAINTEXT; a root remembers its mode and is never started in the other.
 """
 
@@ -42,8 +43,9 @@ class NodeStatus:
 
 class DevCluster:
     def __init__(self, root: Path, base_port: int, heap: str = "512m", log_level: str = "WARN",
-                 secure: bool = False, client_config: Path | None = None) -> None:
+                 secure: bool = False, client_config: Path | None = None, voters: int = len(VOTERS)) -> None:
         self.root = root
+        self.voters = tuple(range(1, voters + 1))
         self.base_port = base_port
         self.heap = heap
         self.log_level = log_level
@@ -62,10 +64,10 @@ class DevCluster:
 
     def nodes(self) -> list[int]:
         found = {int(p.name[4:]) for p in self.root.glob("node*") if p.name[4:].isdigit()}
-        return sorted(found | set(VOTERS))
+        return sorted(found | set(self.voters))
 
     def bootstrap_servers(self, nodes: list[int] | None = None) -> str:
-        return ",".join(f"127.0.0.1:{self.broker_port(n)}" for n in (nodes or list(VOTERS)))
+        return ",".join(f"127.0.0.1:{self.broker_port(n)}" for n in (nodes or list(self.voters)))
 
     def cluster_id(self) -> str:
         path = self.root / "cluster_id"
@@ -76,8 +78,9 @@ class DevCluster:
         return path.read_text().strip()
 
     def properties(self, node: int) -> str:
-        voters = ",".join(f"{v}@127.0.0.1:{self.controller_port(v)}" for v in VOTERS)
-        combined = node in VOTERS
+        voters = ",".join(f"{v}@127.0.0.1:{self.controller_port(v)}" for v in self.voters)
+        combined = node in self.voters
+        replicas, min_isr = str(min(3, len(self.voters))), str(min(2, len(self.voters)))
         listeners = f"PLAINTEXT://127.0.0.1:{self.broker_port(node)}"
         if combined:
             listeners += f",CONTROLLER://127.0.0.1:{self.controller_port(node)}"
@@ -94,13 +97,13 @@ class DevCluster:
             "log.dirs": str(self.node_dir(node) / "data"),
             "auto.create.topics.enable": "false",
             "num.partitions": "1",
-            "default.replication.factor": "3",
-            "offsets.topic.replication.factor": "3",
+            "default.replication.factor": replicas,
+            "offsets.topic.replication.factor": replicas,
             "offsets.topic.num.partitions": "10",
-            "transaction.state.log.replication.factor": "3",
-            "transaction.state.log.min.isr": "2",
-            "share.coordinator.state.topic.replication.factor": "3",
-            "share.coordinator.state.topic.min.isr": "2",
+            "transaction.state.log.replication.factor": replicas,
+            "transaction.state.log.min.isr": min_isr,
+            "share.coordinator.state.topic.replication.factor": replicas,
+            "share.coordinator.state.topic.min.isr": min_isr,
             "group.initial.rebalance.delay.ms": "0",
             # Sized for a 2-core machine running several nodes.
             "num.network.threads": "2",
@@ -146,7 +149,7 @@ class DevCluster:
     def prepare_secure(self, node: int | None = None) -> None:
         """Secure mode's files: passwords, the CA and a node's key pair, the tools' client config."""
         devcluster_secure.secrets(self.root)
-        for n in [node] if node is not None else list(VOTERS):
+        for n in [node] if node is not None else list(self.voters):
             devcluster_secure.make_tls(self.root, n)
         if self.client_config is not None:
             devcluster_secure.write_client_properties(self.root, self.client_config)
@@ -180,8 +183,8 @@ class DevCluster:
                     pid=pid,
                     running=pid is not None,
                     broker_port=self.broker_port(node),
-                    controller_port=self.controller_port(node) if node in VOTERS else None,
-                    roles="broker,controller" if node in VOTERS else "broker",
+                    controller_port=self.controller_port(node) if node in self.voters else None,
+                    roles="broker,controller" if node in self.voters else "broker",
                 )
             )
         return result

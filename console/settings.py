@@ -12,7 +12,7 @@ from console import devcluster_secure
 from console.connect_config import load_connect_clusters
 from console.database import database_settings
 from console.env import env_bool, env_choice, env_float, env_int, env_list, env_str
-from console.gateway.config import load_clusters
+from console.gateway.config import ClusterConfig, load_clusters
 from console.private import private_dir, write_private
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -258,6 +258,13 @@ KAFKA_LIB_DIR = Path(env_str("KAFKA_LIB_DIR", str(BASE_DIR / "kafka" / "lib")))
 KAFKA_CLUSTERS = load_clusters(
     DEVCLUSTER_BASE_PORT, devcluster_secure.console_connection(DEVCLUSTER_DIR) if DEVCLUSTER_SECURE else None)
 KAFKA_REQUEST_TIMEOUT = env_float("KAFKA_REQUEST_TIMEOUT", 5.0, minimum=0.5)
+# The one-node cluster "backup" (`manage.py devcluster up --backup`), MirrorMaker 2's target in `make run`'s
+# demo, 200 ports above the local cluster's; DEVCLUSTER_BACKUP=1 (make run) shows it beside the local cluster.
+DEVCLUSTER_BACKUP_PORT = env_int("DEVCLUSTER_BACKUP_PORT", DEVCLUSTER_BASE_PORT + 200, minimum=1024)
+DEVCLUSTER_BACKUP_DIR = Path(env_str("DEVCLUSTER_BACKUP_DIR", str(VAR_DIR / "backup")))
+DEVCLUSTER_BACKUP = env_bool("DEVCLUSTER_BACKUP", False)
+if DEVCLUSTER_BACKUP and all(c.local for c in KAFKA_CLUSTERS):
+    KAFKA_CLUSTERS += (ClusterConfig(name="backup", bootstrap_servers=f"127.0.0.1:{DEVCLUSTER_BACKUP_PORT}"),)
 # Kafka Connect: each cluster's Connect clusters (console/connect_config.py: KAFKA_CLUSTERS_FILE's "connect"
 # lists, or KAFKA_CONNECT_URL); the local cluster's is the local worker (`manage.py connectworker`).
 DEVCLUSTER_CONNECT_PORT = env_int("DEVCLUSTER_CONNECT_PORT", 8083, minimum=1024)

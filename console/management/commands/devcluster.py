@@ -1,4 +1,5 @@
-"""`manage.py devcluster up|down|status|kill N|start N|add`: the local KRaft cluster."""
+"""`manage.py devcluster up|down|status|kill N|start N|add`: the local KRaft cluster; with --backup the
+one-node cluster "backup" (DEVCLUSTER_BACKUP_DIR, DEVCLUSTER_BACKUP_PORT) that MirrorMaker 2 replicates to."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from console import devcluster_secure, gateway
-from console.devcluster import VOTERS, DevCluster, DevClusterError
+from console.devcluster import DevCluster, DevClusterError
 from console.gateway.errors import GatewayError
 
 
@@ -23,12 +24,19 @@ class Command(BaseCommand):
         parser.add_argument("node", nargs="?", type=int, help="node id, for kill and start")
         parser.add_argument("--foreground", action="store_true", help="with up: stay running, stop the nodes on exit")
         parser.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for brokers to register")
-        parser.add_argument("--heap", default="512m", help="maximum Java heap of each node")
+        parser.add_argument("--heap", default="", help="maximum Java heap of each node (default 512m, --backup 256m)")
+        parser.add_argument("--backup", action="store_true",
+                            help="the one-node cluster 'backup', MirrorMaker 2's target, instead of the local cluster")
 
     def handle(self, *args: Any, **opts: Any) -> None:
-        cluster = DevCluster(settings.DEVCLUSTER_DIR, settings.DEVCLUSTER_BASE_PORT, heap=opts["heap"],
-                             log_level=settings.DEVCLUSTER_LOG_LEVEL, secure=settings.DEVCLUSTER_SECURE,
-                             client_config=settings.DEVCLUSTER_CLIENT_CONFIG)
+        if opts["backup"]:
+            # Plaintext always: it is a replication target for demos and tests, not a security example.
+            cluster = DevCluster(settings.DEVCLUSTER_BACKUP_DIR, settings.DEVCLUSTER_BACKUP_PORT, heap=opts["heap"] or "256m",
+                                 log_level=settings.DEVCLUSTER_LOG_LEVEL, voters=1)
+        else:
+            cluster = DevCluster(settings.DEVCLUSTER_DIR, settings.DEVCLUSTER_BASE_PORT, heap=opts["heap"] or "512m",
+                                 log_level=settings.DEVCLUSTER_LOG_LEVEL, secure=settings.DEVCLUSTER_SECURE,
+                                 client_config=settings.DEVCLUSTER_CLIENT_CONFIG)
         action = opts["action"]
         node = opts["node"]
         try:
@@ -48,7 +56,7 @@ class Command(BaseCommand):
                     self._stay(cluster)
             elif action == "down":
                 cluster.down()
-                self.stdout.write("local cluster stopped")
+                self.stdout.write(("backup" if opts["backup"] else "local") + " cluster stopped")
             elif action == "status":
                 for st in cluster.status():
                     state = f"running (pid {st.pid})" if st.running else "stopped"
@@ -69,7 +77,7 @@ class Command(BaseCommand):
 
     def _wait(self, cluster: DevCluster, nodes: list[int], timeout: float) -> None:
         """Wait until every given node is a registered, unfenced broker."""
-        probe = gateway.for_bootstrap(cluster.bootstrap_servers(sorted(set(VOTERS) | set(nodes))), timeout=3.0,
+        probe = gateway.for_bootstrap(cluster.bootstrap_servers(sorted(set(cluster.voters) | set(nodes))), timeout=3.0,
                                       **(devcluster_secure.console_connection(cluster.root) if cluster.secure else {}))
         deadline = time.monotonic() + timeout
         live: set[int] = set()
@@ -100,5 +108,5 @@ class Command(BaseCommand):
         signal.signal(signal.SIGINT, stop)
         while not stopping:
             time.sleep(0.5)
-        self.stdout.write("stopping the local cluster")
+        self.stdout.write("stopping the cluster")
         cluster.down()
