@@ -70,7 +70,7 @@ run: migrate
 	@echo "console: http://127.0.0.1:$(PORT)  (user admin, password in var/admin_password)"
 	@$(if $(filter-out 0,$(SECURE)),echo "secure cluster: Kafka's tools take --command-config var/secure/client.properties")
 	@PATH="$(CURDIR)/$(VENV)/bin:$$PATH" CONSOLE_PORT=$(PORT) REDIS_PORT=$(REDIS_PORT) \
-	  $(if $(filter-out 0,$(SECURE)),DEVCLUSTER_SECURE=1) \
+	  $(if $(filter-out 0,$(SECURE)),DEVCLUSTER_SECURE=1) DEVCLUSTER_BACKUP=1 \
 	  REDIS_URL=$${REDIS_URL:-redis://127.0.0.1:$(REDIS_PORT)/0} \
 	  $(VENV)/bin/honcho start $(if $(KAFKA_BOOTSTRAP_SERVERS)$(KAFKA_CLUSTERS_FILE),redis web watcher worker analytics beat,)
 
@@ -134,6 +134,7 @@ bench: setup test-deps
 
 stop:
 	-$(PY) manage.py connectworker down
+	-$(PY) manage.py devcluster down --backup
 	-$(if $(filter-out 0,$(SECURE)),DEVCLUSTER_SECURE=1) $(PY) manage.py devcluster down
 
 clean: stop
