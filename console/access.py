@@ -69,6 +69,8 @@ ACTIONS: dict[str, tuple[str, str]] = {
     # configs, so cluster-wide.
     "connect.view": ("viewer", "cluster_wide"),
     "connect.manage": ("operator", "cluster_wide"),
+    # MirrorMaker 2 flows (connect_app/mirror.py): every replicated topic's lag and groups' offsets, so cluster-wide.
+    "replication.view": ("viewer", "cluster_wide"),
 }
 # What each action does, as a refusal says it ("You may not <words> topic 'x'.").
 WORDS: dict[str, str] = {
@@ -86,6 +88,7 @@ WORDS: dict[str, str] = {
     "alerts.view": "see the alerts of", "alerts.manage": "change the alert rules, silences and acknowledgements of",
     "alert_channels.manage": "change the alert channels of",
     "connect.view": "see the Kafka Connect connectors of", "connect.manage": "change the Kafka Connect connectors of",
+    "replication.view": "see the MirrorMaker 2 replication of",
 }
 ROLE_ACTIONS: dict[str, frozenset[str]] = {
     role: frozenset(a for a, (least, _) in ACTIONS.items() if ROLES.index(least) <= ROLES.index(role)) for role in ROLES
