@@ -2,7 +2,7 @@
 
 from django.urls import URLPattern, path
 
-from connect_app import api, views, views_forms
+from connect_app import api, api_offsets, views, views_forms
 
 page = "clusters/<str:cluster>/connect/"
 one = page + "<str:connect>/<name:connector>/"
@@ -18,4 +18,6 @@ urlpatterns: list[URLPattern] = [
     path(api_root + "connectors/", api.ConnectorList.as_view()),
     path(api_root + "connectors/<name:connector>/", api.ConnectorDetail.as_view()),
     path(api_root + "connect-plugins/", api.PluginList.as_view()),
+    path(api_root + "connectors/<name:connector>/offsets/", api_offsets.ConnectorOffsets.as_view()),
+    path(api_root + "connectors/<name:connector>/restart-policy/", api_offsets.ConnectorRestartPolicy.as_view()),
 ]

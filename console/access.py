@@ -69,6 +69,7 @@ ACTIONS: dict[str, tuple[str, str]] = {
     # configs, so cluster-wide.
     "connect.view": ("viewer", "cluster_wide"),
     "connect.manage": ("operator", "cluster_wide"),
+    "connect.offsets": ("operator", "cluster_wide"),  # reset or alter a stopped connector's offsets (KIP-875)
     # MirrorMaker 2 flows (connect_app/mirror.py): every replicated topic's lag and groups' offsets, so cluster-wide.
     "replication.view": ("viewer", "cluster_wide"),
 }
@@ -88,6 +89,7 @@ WORDS: dict[str, str] = {
     "alerts.view": "see the alerts of", "alerts.manage": "change the alert rules, silences and acknowledgements of",
     "alert_channels.manage": "change the alert channels of",
     "connect.view": "see the Kafka Connect connectors of", "connect.manage": "change the Kafka Connect connectors of",
+    "connect.offsets": "change the Kafka Connect connector offsets of",
     "replication.view": "see the MirrorMaker 2 replication of",
 }
 ROLE_ACTIONS: dict[str, frozenset[str]] = {
