@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from alerts_app.conditions import (
+    CONNECT_CONDITIONS,
     GROUP_CONDITIONS,
     JOB_CONDITIONS,
     METADATA_CONDITIONS,
@@ -67,6 +68,12 @@ def found_now(snap: snapshots.Snapshot, condition: str, now: float) -> Found | N
 
         found = Found()
         found.put_all(job_matches(snap.cluster, now))
+        return found
+    if condition in CONNECT_CONDITIONS:
+        from alerts_app.connect_tasks import task_matches
+
+        found = Found()
+        found.put_all(task_matches(snap.cluster))
         return found
     return None
 

@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from django.db import transaction
 
 from alerts_app.conditions import (
+    CONNECT_CONDITIONS,
     EVENT_CONDITIONS,
     GROUP_CONDITIONS,
     JOB_CONDITIONS,
@@ -47,7 +48,7 @@ from console.snapshots import GroupState, Snapshot
 log = logging.getLogger(__name__)
 
 THRESHOLDS = ("group_lag", "partition_lag", "time_lag")  # group conditions whose matches below every rule's threshold are not made
-PARTS: dict[str, tuple[str, ...]] = {"metadata": METADATA_CONDITIONS + JOB_CONDITIONS, "groups": GROUP_CONDITIONS}
+PARTS: dict[str, tuple[str, ...]] = {"metadata": METADATA_CONDITIONS + JOB_CONDITIONS + CONNECT_CONDITIONS, "groups": GROUP_CONDITIONS}
 GENERATION_EVERY = 1.0  # seconds between looks at the generation
 RULES_MAX_AGE = 30.0  # rules and silences read again at least this often (a change made around the signals)
 SWEEP_EVERY = 1.0  # seconds between looks for repeats and alerts whose silence ended
@@ -79,6 +80,7 @@ class Evaluator:
         self._generation: bytes | None = None
         self._generation_at = self._loaded_at = self._sweep_at = self._jobs_at = self._values_at = -math.inf
         self._jobs = Found()
+        self._connect, self._connect_at = Found(), -math.inf
         self._settle_until = clock() + GROUPS_SETTLE_SECONDS if part == "groups" else -math.inf
         self._deferred: set[tuple[int, str]] = set()  # loaded alerts that cleared while settling: (rule, key)
         self._moved: set[str] | None = set()  # topics whose ends moved while the groups were not read (None: not known)
@@ -102,6 +104,12 @@ class Evaluator:
             self._jobs.begin().put_all(job_matches(self.cluster, now))
             self._jobs_at = time.monotonic()
             found["job_failed"] = self._jobs
+        if "connect_task_failing" in self.by_condition and time.monotonic() - self._connect_at >= JOBS_EVERY:
+            from alerts_app.connect_tasks import task_matches
+
+            self._connect.begin().put_all(task_matches(self.cluster))
+            self._connect_at = time.monotonic()
+            found["connect_task_failing"] = self._connect
         self._evaluate(found, now)
         self.seconds = time.perf_counter() - started
 

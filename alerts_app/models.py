@@ -21,6 +21,7 @@ CONDITIONS = (
     "quorum_lag",  # a KRaft quorum follower more than `threshold` records behind the leader
     "produce_rate_zero",  # a topic with no records produced for `for_seconds`
     "job_failed",  # a reassignment or an analytics run failed
+    "connect_task_failing",  # a Kafka Connect task FAILED that no auto-restart policy restarts (none, or it gave up)
 )
 SEVERITIES = ("info", "warning", "critical")
 CHANNEL_KINDS = ("webhook", "email", "slack", "teams", "alertmanager")

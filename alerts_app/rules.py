@@ -20,6 +20,7 @@ TARGETS: dict[str, str] = {
     "under_replicated": "topic", "under_min_isr": "topic", "offline": "topic", "produce_rate_zero": "topic",
     "broker_down": "broker", "quorum_lag": "broker",
     "no_controller": "cluster", "controller_moved": "cluster", "job_failed": "job",
+    "connect_task_failing": "connector",
 }
 # Conditions that compare with `threshold`, and what it counts.
 THRESHOLDS: dict[str, str] = {"group_lag": "records", "partition_lag": "records", "time_lag": "seconds",
@@ -38,6 +39,7 @@ DESCRIPTIONS: dict[str, str] = {
     "quorum_lag": "a KRaft quorum follower is more than the threshold (records) behind the leader",
     "produce_rate_zero": "a topic received no records for the rule's duration",
     "job_failed": "a reassignment or an analytics run failed",
+    "connect_task_failing": "a Kafka Connect task failed and no auto-restart policy restarts it (none, or it gave up)",
 }
 MATCHER_FIELDS = ("rule", "condition", "key", "severity", "target")
 MAX_SECONDS = 366 * 24 * 3600  # a duration longer than a year is a typo
