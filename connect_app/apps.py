@@ -19,3 +19,4 @@ class ConnectAppConfig(AppConfig):
                                  action="connect.view")
         for view in ("connect_plugins", "connector_form", "connector_delete"):
             live.register_view(view, action="connect.view")  # (the status bar's cluster state, live)
+        live.register_view("replication", action="replication.view")

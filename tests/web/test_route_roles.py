@@ -162,6 +162,8 @@ EXPECTED: dict[str, dict[str, str]] = {
     API + "connectors/<name:connector>/": {"GET": "connect.view", "PUT": "connect.manage", "POST": "connect.manage",
                                            "DELETE": "connect.manage"},
     API + "connect-plugins/": {"GET": "connect.view"},
+    C + "replication/": {"GET": "replication.view"},
+    API + "replication/": {"GET": "replication.view"},
 }
 
 # Django's admin site (user and token admin): each of its views asks for is_staff, which only
