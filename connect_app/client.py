@@ -39,10 +39,9 @@ class ConnectRefused(ConnectError):
 
 
 def _status_for(connect_status: int) -> int:
-    """The console's answer for Connect's: the caller's mistakes stay 4xx; a failing worker is a bad gateway."""
-    if connect_status in (400, 404, 409, 422):
-        return 400 if connect_status == 422 else connect_status
-    return 502
+    """The console's answer for Connect's: the caller's mistakes stay 4xx; a rebalancing group (409: try
+    again shortly) is unavailable for now; a failing worker is a bad gateway."""
+    return {400: 400, 404: 404, 409: 503, 422: 400}.get(connect_status, 502)
 
 
 def _q(part: str) -> str:
