@@ -126,6 +126,7 @@ def _check_sink(where: str, partition: dict[str, Any], offset: dict[str, Any] | 
 
 
 def preview_alter(cluster: str, connect: str | None, name: str, offsets: Any) -> Plan:
+    check_offsets(offsets, "")  # (its shape, before Connect is asked; a sink's keys once its type is known)
     current = read(cluster, connect, name)
     wanted = check_offsets(offsets, current.type)
     now = {_key(o["partition"]): o["offset"] for o in current.offsets}

@@ -20,7 +20,7 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.http import RFC3986_SUBDELIMS
 
-from connect_app import services
+from connect_app import offsets_card, services
 from connect_app.types import STATES, ConnectClusterState
 from console import error_responses, snapshots
 from console.auth import allow, may, visible
@@ -123,9 +123,16 @@ def connector_page(request: HttpRequest, cluster: str, connect: str, connector: 
             raise
         except ConsoleError as exc:
             error, status = error_responses.form_error(exc)
+    return render_detail(request, cluster, connect, connector, {"error": error}, status)
+
+
+def render_detail(request: HttpRequest, cluster: str, connect: str, connector: str, extra: Mapping[str, Any],
+                  status: int = 200) -> HttpResponse:
+    """The detail page; `extra`: what a form posted to it left to show (an error, an offsets preview)."""
     context = page_base(request, cluster, VIEW, {"connect": connect, "connector": connector})
     context.update(detail_live_context(cluster, connect, connector, context["can_manage"]))
-    context.update({"error": error, "page": "detail"})
+    context.update({"error": None, "page": "detail", **extra})
+    context.update({**offsets_card.card_context(request, cluster, connect, connector, context["can_manage"]), **extra})
     try:
         detail = services.detail(cluster, connector, connect)
         context.update({"detail": detail, "config": detail.config})

@@ -29,6 +29,7 @@ class ConnectDouble:
     validation_errors: dict[str, list[str]] = field(default_factory=dict)  # key -> messages validate reports
     requests: list[tuple[str, str, Any]] = field(default_factory=list)  # (method, path, body)
     expanded_body: bytes | None = None  # a recorded answer to replay for the expanded list (the bench)
+    offsets: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # name -> [{partition, offset}] (KIP-875)
 
     def add(self, name: str, plugin: str = SINK, state: str = "RUNNING", tasks: list[str] | None = None,
             config: dict[str, str] | None = None, trace: str = "") -> None:
@@ -79,7 +80,23 @@ class ConnectDouble:
         if method == "DELETE" and not rest:
             del self.connectors[name]
             return 204, None
+        if rest == ["offsets"]:
+            return self._offsets(method, name, body)
         return 405, {"error_code": 405, "message": "HTTP 405 Method Not Allowed"}
+
+    def _offsets(self, method: str, name: str, body: Any) -> tuple[int, Any]:
+        """KIP-875 as Connect answers it: changes only while the connector is STOPPED."""
+        held = self.offsets.setdefault(name, [])
+        if method == "GET":
+            return 200, {"offsets": held}
+        if self.connectors[name]["status"]["connector"]["state"] != "STOPPED":
+            return 400, {"error_code": 400, "message": "Connectors must be in the STOPPED state before their offsets can be modified."}
+        if method == "DELETE":
+            held.clear()
+            return 200, {"message": "The offsets for this connector have been reset successfully"}
+        for o in body["offsets"]:
+            held[:] = [h for h in held if h["partition"] != o["partition"]] + ([o] if o["offset"] is not None else [])
+        return 200, {"message": "The offsets for this connector have been altered successfully"}
 
     def _plugins(self, method: str, rest: list[str], body: Any) -> tuple[int, Any]:
         if not rest:
@@ -120,7 +137,7 @@ def running_double(double: ConnectDouble | None = None) -> Iterator[ConnectDoubl
             self.end_headers()
             self.wfile.write(data)
 
-        do_GET = do_PUT = do_POST = do_DELETE = _serve
+        do_GET = do_PUT = do_POST = do_DELETE = do_PATCH = _serve
 
         def log_message(self, *args: Any) -> None:
             return None

@@ -158,10 +158,14 @@ EXPECTED: dict[str, dict[str, str]] = {
     C + "connect/<str:connect>/<name:connector>/": {"GET": "connect.view", "POST": "connect.manage"},
     C + "connect/<str:connect>/<name:connector>/edit/": {"GET": "connect.manage", "POST": "connect.manage"},
     C + "connect/<str:connect>/<name:connector>/delete/": {"GET": "connect.manage", "POST": "connect.manage"},
+    C + "connect/<str:connect>/<name:connector>/offsets/": {"POST": "connect.offsets"},
+    C + "connect/<str:connect>/<name:connector>/restart-policy/": {"POST": "connect.manage"},
     API + "connectors/": {"GET": "connect.view", "POST": "connect.manage"},
     API + "connectors/<name:connector>/": {"GET": "connect.view", "PUT": "connect.manage", "POST": "connect.manage",
                                            "DELETE": "connect.manage"},
     API + "connect-plugins/": {"GET": "connect.view"},
+    API + "connectors/<name:connector>/offsets/": {"GET": "connect.view", "PATCH": "connect.offsets", "DELETE": "connect.offsets"},
+    API + "connectors/<name:connector>/restart-policy/": {"GET": "connect.view", "PUT": "connect.manage"},
     C + "replication/": {"GET": "replication.view"},
     API + "replication/": {"GET": "replication.view"},
 }
@@ -239,6 +243,11 @@ BODIES: dict[tuple[str, str], dict[str, Any]] = {
     (API + "connectors/", "POST"): {"name": "x", "config": "not-an-object"},
     (API + "connectors/<name:connector>/", "PUT"): {"config": "not-an-object"},
     (API + "connectors/<name:connector>/", "POST"): {"action": "sideways"},
+    (C + "connect/<str:connect>/<name:connector>/offsets/", "POST"): {"op": "sideways"},
+    (C + "connect/<str:connect>/<name:connector>/restart-policy/", "POST"): {"max_restarts": "-1"},
+    (API + "connectors/<name:connector>/offsets/", "PATCH"): {"offsets": "not-a-list"},
+    (API + "connectors/<name:connector>/offsets/", "DELETE"): {"confirm": "not-its-name"},
+    (API + "connectors/<name:connector>/restart-policy/", "PUT"): {"max_restarts": -1},
 }
 
 # Changes allowed to reach the (refusing) gateway, and why: each stops there with a 503.
