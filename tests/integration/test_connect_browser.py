@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import OUTPUT, PASSWORD, Stack, unique, wait_for
+from tests.connect_worker import kill_worker, start_worker
 from tests.integration.test_connect import LIST, SINK, SOURCE, STRINGS, connect_status, file_pipeline
 from tests.support import TEST_VAR
 
@@ -105,4 +106,26 @@ def test_a_viewer_sees_connectors_without_the_buttons_that_change_them(stack: St
     page.wait_for_selector(".connector-state", timeout=15_000)
     assert page.locator(".connector-actions").count() == 0
     assert page.locator("text=Restart task").count() == 0
+    page.context.close()
+
+
+def test_an_open_page_says_when_the_worker_goes_and_comes_back(stack: Stack, connect_worker: str, browser: Any) -> None:
+    _, source, _ = file_pipeline(stack, "gone")
+    page = _login(browser, stack, "operator", "light")
+    page.goto(f"{stack.base_url}/clusters/local/connect/")
+    page.wait_for_selector(f"tr[data-connector='{source}'][data-state='RUNNING']", timeout=15_000)
+    page.evaluate("window.__notReloaded = true")
+    kill_worker()
+    try:
+        killed = time.monotonic()
+        page.wait_for_selector(".connect-error", timeout=10_000)
+        assert time.monotonic() - killed <= 5
+        assert "is unreachable (connection refused)" in page.locator(".connect-error").inner_text()
+        assert page.locator(".connect-reach").inner_text() == "unreachable"
+        assert page.locator(f"tr[data-connector='{source}']").count() == 1  # the last known list stays
+        page.screenshot(path=str(OUTPUT / "connect-unreachable-light.png"), full_page=True)
+    finally:
+        start_worker()
+    page.wait_for_selector(".connect-reach:text('answering')", timeout=30_000)
+    assert page.locator(".connect-error").count() == 0 and page.evaluate("window.__notReloaded === true")
     page.context.close()

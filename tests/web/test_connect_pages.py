@@ -194,3 +194,23 @@ def test_a_cluster_without_connect_says_so(client_as: Any, redis_server: str) ->
         assert answer.status_code == 404
         assert answer.json()["detail"].startswith("Cluster 'local' has no Kafka Connect cluster configured")
         assert "has no Kafka Connect cluster configured" in viewer.get("/clusters/local/connect/").content.decode()
+
+
+def test_the_edit_form_shows_secrets_masked_and_keeps_them_when_left_as_shown(client_as: Any, double: ConnectDouble) -> None:
+    double.add("db-sink", config={"connection.password": "hunter2", "topics": "orders", "file": "/tmp/out"})
+    operator = client_as("operator")
+    form = operator.get("/clusters/local/connect/local/db-sink/edit/")
+    shown = form.content.decode()
+    assert form.status_code == 200 and "hunter2" not in shown
+    assert f'name="cfg:connection.password" value="{masking.MASK}" type="password"' in shown
+    saved = operator.post("/clusters/local/connect/local/db-sink/edit/",
+                          {"connect": "local", "plugin": SINK, "name": "db-sink", "cfg:connection.password": masking.MASK,
+                           "cfg:topics": "orders,refunds", "cfg:file": "/tmp/out", "extra": "producer.override.linger.ms=5"})
+    assert saved.status_code == 302, saved.content.decode()[:500]
+    config = double.connectors["db-sink"]["config"]
+    assert config["connection.password"] == "hunter2" and config["topics"] == "orders,refunds"
+    assert config["producer.override.linger.ms"] == "5"
+    bad = operator.post("/clusters/local/connect/local/db-sink/edit/",
+                        {"connect": "local", "plugin": SINK, "name": "db-sink", "extra": "no equals sign here"})
+    assert bad.status_code == 400 and "Line 1 of the other settings is not key=value" in bad.content.decode()
+    assert "hunter2" not in bad.content.decode()
