@@ -91,7 +91,7 @@ def test_preview_then_alter_and_reset_a_stopped_sink(client_as: Any, double: Con
     double.add("orders-sink", state="STOPPED", tasks=[])
     double.offsets["orders-sink"] = [SINK_OFFSET]
     operator, path = client_as("operator"), API + "orders-sink/offsets/"
-    new = [{"partition": {"kafka_topic": "orders", "kafka_partition": 0}, "offset": {"kafka_offset": 3}},
+    new: list[dict[str, Any]] = [{"partition": {"kafka_topic": "orders", "kafka_partition": 0}, "offset": {"kafka_offset": 3}},
            {"partition": {"kafka_topic": "orders", "kafka_partition": 1}, "offset": {"kafka_offset": 0}}]
     preview = _send(operator, "patch", path, {"offsets": new, "dry_run": True}).json()
     assert preview["changes"] == [
