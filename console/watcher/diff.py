@@ -39,6 +39,8 @@ KINDS = {
     "analytics": "Analytics samples",
     "watcher": "Watcher restarted",
     "alerts": "Alert channel failing or delivering again",
+    "connect_task_restarted": "Connect task auto-restarted",  # (connect_app/restarts.py)
+    "connect_task_gave_up": "Connect task auto-restart gave up",
 }
 
 
