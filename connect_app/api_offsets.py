@@ -38,18 +38,18 @@ class OffsetsField(serializers.Field):  # type: ignore[type-arg]
         return value
 
 
-class AlterBody(Body):
+class ConnectorOffsetsAlterBody(Body):
     offsets = OffsetsField(help_text="the partitions to change: [{partition, offset}] as GET shows them")
     dry_run = StrictBooleanField(required=False, default=False, help_text="only preview the change")
 
 
-class ResetBody(Body):
+class ConnectorOffsetsResetBody(Body):
     confirm = StrictCharField(required=False, allow_blank=True, default="", max_length=1000,
                               help_text="the connector's name typed again: required to reset (not to preview)")
     dry_run = StrictBooleanField(required=False, default=False, help_text="only preview the reset")
 
 
-class PolicyBody(Body):
+class ConnectorRestartPolicyBody(Body):
     enabled = serializers.JSONField(required=False, help_text="restart failed tasks (true) or not")
     max_restarts = serializers.JSONField(required=False, help_text="restarts within the window before giving up (1 or more)")
     window_seconds = serializers.JSONField(required=False, help_text="the window restarts are counted in (seconds)")
@@ -74,27 +74,27 @@ class ConnectorOffsets(APIView):
         return Response({"connector": found.name, "connect": found.connect, "type": found.type, "state": found.state,
                          "offsets": found.offsets})
 
-    @extend_schema(request=AlterBody, parameters=[CONNECT, DRY_RUN],
+    @extend_schema(request=ConnectorOffsetsAlterBody, parameters=[CONNECT, DRY_RUN],
                    responses={200: OpenApiResponse(OpenApiTypes.OBJECT, description="{dry_run, changes: [{partition, current, "
                                                                                      "new, change}], blocked, message}"),
                               409: OpenApiResponse(description="the connector is not STOPPED")},
                    summary="Alter some partitions' offsets of a STOPPED connector (a sink's: its consumer group's); dry_run "
                            "(body or ?dry_run=true) previews each partition's current and new offset")
     def patch(self, request: Request, cluster: str, connector: str) -> Response:
-        d = validated(AlterBody, request)
+        d = validated(ConnectorOffsetsAlterBody, request)
         dry_run = d["dry_run"] or bool_param(request.query_params, "dry_run")
         if dry_run:
             return Response(_plan(services_offsets.preview_alter(cluster, _connect(request), connector, d["offsets"]), True))
         outcome, plan = services_offsets.alter(request.user, cluster, _connect(request), connector, d["offsets"])
         return Response(_plan(plan, False, outcome.message))
 
-    @extend_schema(request=ResetBody, parameters=[CONNECT, DRY_RUN, CONFIRM],
+    @extend_schema(request=ConnectorOffsetsResetBody, parameters=[CONNECT, DRY_RUN, CONFIRM],
                    responses={200: OpenApiResponse(OpenApiTypes.OBJECT, description="{dry_run, changes, blocked, message}"),
                               409: OpenApiResponse(description="the connector is not STOPPED")},
                    summary="Reset every offset of a STOPPED connector (its name typed again as confirm); dry_run previews "
                            "the offsets that would be forgotten")
     def delete(self, request: Request, cluster: str, connector: str) -> Response:
-        d = validated(ResetBody, request)
+        d = validated(ConnectorOffsetsResetBody, request)
         dry_run = d["dry_run"] or bool_param(request.query_params, "dry_run")
         if dry_run:
             return Response(_plan(services_offsets.preview_reset(cluster, _connect(request), connector), True))
@@ -113,9 +113,9 @@ class ConnectorRestartPolicy(APIView):
     def get(self, request: Request, cluster: str, connector: str) -> Response:
         return Response(services_restarts.read(cluster, _connect(request), connector).as_dict())
 
-    @extend_schema(request=PolicyBody, responses=OpenApiTypes.OBJECT, parameters=[CONNECT],
+    @extend_schema(request=ConnectorRestartPolicyBody, responses=OpenApiTypes.OBJECT, parameters=[CONNECT],
                    summary="Set the connector's auto-restart policy (fields left out: the defaults); its tasks' counts start afresh")
     def put(self, request: Request, cluster: str, connector: str) -> Response:
-        d = validated(PolicyBody, request)
+        d = validated(ConnectorRestartPolicyBody, request)
         outcome, view = services_restarts.save(request.user, cluster, _connect(request), connector, d)
         return Response({"message": outcome.message, **view.as_dict()})
