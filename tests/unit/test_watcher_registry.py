@@ -25,14 +25,14 @@ def test_console_imports_no_app_but_from_its_url_and_websocket_routes():
 def test_the_apps_register_their_parts_when_django_starts():
     from analytics.sampling import SampleWriter
     from brokers_app.watching import EventTable
-    from connect_app import state
+    from connect_app import restarts, state
     from console.watcher import registry
     from consumers_app.group_evaluation import GroupEvaluation
 
     assert isinstance(registry.events(), EventTable)
     assert isinstance(registry.group_evaluator("c", True, lambda rows: None), GroupEvaluation)
     assert isinstance(registry.sample_writer("c", object()), SampleWriter)
-    assert registry.side_watches() == {"connect": state.watch}
+    assert registry.side_watches() == {"connect": state.watch, "connect_restarts": restarts.watch}
 
 
 def test_the_apps_register_every_live_view():
