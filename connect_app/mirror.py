@@ -1,7 +1,7 @@
 """MirrorMaker 2 flows: found in the MM2 connectors of a Kafka cluster's Connect clusters, measured on
 both clusters through the gateway.
 
-A flow is one (source alias, target alias) pair of a Connect cluster; its MirrorSourceConnector's
+A flow is one (source alias, target alias) pair of a Connect cluster with a MirrorSourceConnector, whose
 config names both clusters' bootstrap servers, the topics it replicates (`topics`, `topics.exclude`)
 and the replication policy (remote topic `<source><separator><topic>`, or the same name with
 IdentityReplicationPolicy). Each alias is matched to a configured console cluster by a shared
@@ -182,7 +182,8 @@ def flows(cluster: str) -> tuple[list[Flow], list[str]]:
             entry = found.setdefault((connect.name, source, target), {"connectors": {}, "configs": {}})
             entry["connectors"][kind] = (view.name, view.state.state)
             entry["configs"][kind] = view.config
-    return [_flow(key, entry) for key, entry in sorted(found.items())], errors
+    # A pair with heartbeats only is no flow: its heartbeats feed the reverse flow's (see devcluster_mirror.py).
+    return [_flow(key, entry) for key, entry in sorted(found.items()) if "source" in entry["connectors"]], errors
 
 
 def _flow(key: tuple[str, str, str], entry: dict[str, Any]) -> Flow:
@@ -245,7 +246,7 @@ def measure(flow: Flow, groups: list[str] | None = None) -> FlowReport:
 
 def _partitions(gw: ClusterGateway, report: FlowReport, which: str) -> dict[str, list[int]] | None:
     try:
-        return {t.name: sorted(p.id for p in t.partitions) for t in gw.metadata().topics if not t.error}
+        return {t.name: sorted(p.partition for p in t.partitions) for t in gw.metadata().topics if not t.error}
     except ConsoleError as exc:
         report.errors.append(f"The {which} cluster did not answer: {exc}")
         return None

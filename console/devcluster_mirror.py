@@ -47,8 +47,16 @@ def mirror_configs(source: str, source_bootstrap: str, target: str, target_boots
         "Heartbeat": {"emit.heartbeats.interval.seconds": seconds},
     }
     names = connector_names(source, target)
-    return {names[kind]: {"connector.class": f"{PACKAGE}Mirror{kind}Connector", **common, **extra}
-            for kind, extra in specific.items()}
+    configs = {names[kind]: {"connector.class": f"{PACKAGE}Mirror{kind}Connector", **common, **extra}
+               for kind, extra in specific.items()}
+    # Heartbeats emitted in the source too (as dedicated MM2 does for the reverse pair even when that flow is
+    # off), so the source connector replicates them as `<source>.heartbeats`: their age is the flow's lag in time.
+    upstream = {**common, "source.cluster.alias": target, "target.cluster.alias": source,
+                "source.cluster.bootstrap.servers": target_bootstrap, "target.cluster.bootstrap.servers": source_bootstrap,
+                "producer.override.bootstrap.servers": source_bootstrap}
+    configs[connector_names(target, source)["Heartbeat"]] = {
+        "connector.class": f"{PACKAGE}MirrorHeartbeatConnector", **upstream, **specific["Heartbeat"]}
+    return configs
 
 
 def install_mirror(connect_url: str, configs: dict[str, dict[str, str]]) -> None:

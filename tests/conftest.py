@@ -52,6 +52,16 @@ def connect_worker(kafka_cluster: Cluster) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
+def backup_cluster() -> Iterator[str]:
+    """The bootstrap servers of the one-node cluster "backup" (tests/backup_cluster.py), MirrorMaker 2's
+    target, started once for every module that needs it."""
+    from tests.backup_cluster import running_backup_cluster
+
+    with running_backup_cluster() as bootstrap:
+        yield bootstrap
+
+
+@pytest.fixture(scope="session")
 def secured_broker() -> Iterator[Any]:
     """The one-node secured broker (tests/secured_broker.py), started once for every module that
     needs it: each module uses names of its own and removes the quotas it sets."""
