@@ -16,6 +16,7 @@ import kafka.errors as kp_errors
 from kafka.admin import KafkaAdminClient
 
 from console.gateway import protocol
+from console.gateway.classic_describe import describe_classic
 from console.gateway.connections import Connections
 from console.gateway.errors import ClusterUnavailable, InvalidRequest, NotFound
 from console.gateway.translate import error_code_name, translate_error
@@ -135,7 +136,7 @@ class GroupAdmin(Connections):
                 dict[str, Any], dict[str, Any], dict[str, int | None]]]:
             def run(admin: KafkaAdminClient) -> tuple[dict[str, Any], dict[str, Any], dict[str, int | None]]:
                 classic = [gid for gid in ids if kind_of[gid] == "classic"]
-                described = admin.describe_groups(classic) if classic else {}
+                described = describe_classic(admin, classic, protocol_of) if classic else {}
                 modern: dict[str, Any] = {}
                 if protocol.available():
                     for kind in ("consumer", "share"):
@@ -151,6 +152,7 @@ class GroupAdmin(Connections):
         kinds = {g["group_id"]: g for g in listed}
         del listed
         kind_of = {gid: g.get("group_type") or "classic" for gid, g in kinds.items()}
+        protocol_of = {gid: g.get("protocol_type") or "" for gid, g in kinds.items()}
         ordered = sorted(kinds)
         for start in range(0, len(ordered), DESCRIBE_CHUNK):
             chunk = ordered[start:start + DESCRIBE_CHUNK]
@@ -178,7 +180,7 @@ class GroupAdmin(Connections):
         def run() -> tuple[str, int, str]:
             def describe(admin: KafkaAdminClient) -> tuple[str, int, str] | str:
                 """The group's state, or the error of a coordinator that could not say (moving, loading)."""
-                d = admin.describe_groups([group_id]).get(group_id) or {}
+                d = describe_classic(admin, [group_id], {}).get(group_id) or {}
                 error = str(d.get("error") or "")
                 if _coordinator_error(error):
                     return error
