@@ -183,8 +183,9 @@ def test_the_replication_page_in_light_and_dark(stack: Stack, mirror: Mirror, br
         page.wait_for_load_state()
         page.goto(stack.base_url + "/clusters/local/replication/", timeout=60_000)
         flow = page.locator(f"section.mirror-flow[data-flow='{FLOW}']")
-        assert flow.locator(f"tr[data-topic='{mirror.topic}'] td.mono").first.inner_text() == mirror.topic
-        assert mirror.remote in flow.locator(f"tr[data-topic='{mirror.topic}']").inner_text()
+        row = flow.locator(f"table.mirror-topics tr[data-topic='{mirror.topic}']")
+        assert row.locator("td.mono").first.inner_text() == mirror.topic and mirror.remote in row.inner_text()
+        assert flow.locator(f"table.mirror-groups tr[data-topic='{mirror.topic}']").count() >= 1
         assert "Replication" in page.locator("nav.subtabs a.active").inner_text()
         page.screenshot(path=str(OUTPUT / f"replication-{scheme}.png"), full_page=True)
         context.close()
