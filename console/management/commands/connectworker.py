@@ -80,7 +80,7 @@ class Command(BaseCommand):
                     break
                 except GatewayError:
                     if time.monotonic() > deadline:
-                        raise CommandError(f"the backup cluster did not answer at {backup}: start it with 'devcluster up --backup'")
+                        raise CommandError(f"the backup cluster did not answer at {backup}: start it with 'devcluster up --backup'") from None
                     time.sleep(1.0)
         finally:
             probe.close()
