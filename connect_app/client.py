@@ -167,9 +167,11 @@ def _reason(exc: Exception) -> str:
     while inner.__context__ is not None and inner.__context__ is not inner:
         inner = inner.__context__
     text = str(inner) or type(inner).__name__
-    for marker in ("Connection refused", "Name or service not known", "timed out", "No route to host"):
+    for marker in ("Connection refused", "Name or service not known", "timed out", "No route to host", "Connection reset"):
         if marker in str(exc) or marker in text:
             return marker.lower()
+    if "RemoteDisconnected" in str(exc) or "Connection aborted" in str(exc):
+        return "it closed the connection"
     return text[:200]
 
 

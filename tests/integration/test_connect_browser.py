@@ -11,10 +11,11 @@ import pytest
 
 from tests.conftest import OUTPUT, PASSWORD, Stack, unique, wait_for
 from tests.connect_worker import kill_worker, start_worker
-from tests.integration.test_connect import LIST, SINK, SOURCE, STRINGS, connect_status, file_pipeline
+from tests.integration.test_connect import LIST, SINK, SOURCE, STRINGS, _no_connector_left, connect_status, file_pipeline
 from tests.support import TEST_VAR
 
 pytestmark = [pytest.mark.cluster, pytest.mark.browser]
+__all__ = ["_no_connector_left"]  # (its module-scoped cleanup, for this module too)
 
 
 def _login(browser: Any, stack: Stack, user: str, scheme: str) -> Any:
@@ -120,7 +121,7 @@ def test_an_open_page_says_when_the_worker_goes_and_comes_back(stack: Stack, con
         killed = time.monotonic()
         page.wait_for_selector(".connect-error", timeout=10_000)
         assert time.monotonic() - killed <= 5
-        assert "is unreachable (connection refused)" in page.locator(".connect-error").inner_text()
+        page.wait_for_selector(".connect-error:has-text('is unreachable (connection refused)')", timeout=5_000)
         assert page.locator(".connect-reach").inner_text() == "unreachable"
         assert page.locator(f"tr[data-connector='{source}']").count() == 1  # the last known list stays
         page.screenshot(path=str(OUTPUT / "connect-unreachable-light.png"), full_page=True)
