@@ -70,6 +70,8 @@ ACTIONS: dict[str, tuple[str, str]] = {
     "connect.view": ("viewer", "cluster_wide"),
     "connect.manage": ("operator", "cluster_wide"),
     "connect.offsets": ("operator", "cluster_wide"),  # reset or alter a stopped connector's offsets (KIP-875)
+    "transactions.view": ("viewer", "cluster_wide"),  # transactional ids and the producers of every partition
+    "transactions.abort": ("admin", "cluster_wide"),  # write abort markers for a hanging transaction
     # MirrorMaker 2 flows (connect_app/mirror.py): every replicated topic's lag and groups' offsets, so cluster-wide.
     "replication.view": ("viewer", "cluster_wide"),
 }
@@ -90,6 +92,7 @@ WORDS: dict[str, str] = {
     "alert_channels.manage": "change the alert channels of",
     "connect.view": "see the Kafka Connect connectors of", "connect.manage": "change the Kafka Connect connectors of",
     "connect.offsets": "change the Kafka Connect connector offsets of",
+    "transactions.view": "see the transactions of", "transactions.abort": "abort the transactions of",
     "replication.view": "see the MirrorMaker 2 replication of",
 }
 ROLE_ACTIONS: dict[str, frozenset[str]] = {

@@ -82,6 +82,7 @@ INSTALLED_APPS = [
     "security_app",
     "alerts_app",
     "connect_app",
+    "transactions_app",
 ]
 
 MIDDLEWARE = [
@@ -274,6 +275,9 @@ KAFKA_CONNECT = load_connect_clusters(KAFKA_CLUSTERS, f"http://127.0.0.1:{DEVCLU
 # every CONNECT_POLL_INTERVAL seconds, so a state change reaches open pages within about that.
 CONNECT_REQUEST_TIMEOUT = env_float("CONNECT_REQUEST_TIMEOUT", 5.0, minimum=0.5)
 CONNECT_POLL_INTERVAL = env_float("CONNECT_POLL_INTERVAL", 1.0, minimum=0.2)
+# A transaction that holds a partition's last stable offset longer than this, with records behind it,
+# hangs (transactions_app): read_committed consumers of that partition are stopped meanwhile.
+TRANSACTION_HANGING_SECONDS = env_float("TRANSACTION_HANGING_SECONDS", 120.0, minimum=1.0)
 # Seconds one HTTP message scan may read before it answers with what it found and where to resume.
 MESSAGES_SCAN_TIME_BUDGET = env_float("MESSAGES_SCAN_TIME_BUDGET", 10.0, minimum=0.5)
 

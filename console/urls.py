@@ -72,6 +72,7 @@ urlpatterns = [
     path("", include("security_app.urls")),
     path("", include("alerts_app.urls")),
     path("", include("connect_app.urls")),
+    path("", include("transactions_app.urls")),
     path("api/schema/", SchemaView.as_view(), name="schema"),
     path("api/v1/audit/", api_audit.AuditList.as_view()),
     path("api/v1/masking-policies/", masking_api.MaskingPolicies.as_view()),

@@ -129,6 +129,9 @@ EXPECTED: dict[str, dict[str, str]] = {
     API + "acls/check/": {"POST": "acls.view"},
     C + "security/users/": {"GET": "users.view", "POST": "users.manage"},
     API + "users/": {"GET": "users.view", "POST": "users.manage"},
+    C + "transactions/": {"GET": "transactions.view", "POST": "transactions.abort"},
+    API + "transactions/": {"GET": "transactions.view"},
+    API + "transactions/<name:transactional_id>/abort/": {"POST": "transactions.abort"},
     API + "users/<name:user>/": {"DELETE": "users.manage"},
     C + "security/quotas/": {"GET": "quotas.view", "POST": "quotas.manage"},
     API + "quotas/": {"GET": "quotas.view", "POST": "quotas.manage", "DELETE": "quotas.manage"},
@@ -221,6 +224,7 @@ SAMPLES = {
     "delivery_id": "1",
     "connect": "local",
     "connector": "sink/orders",
+    "transactional_id": "txn/orders",
 }
 
 # Bodies that fail validation, so an allowed change stops before any Kafka call (default: {}).
