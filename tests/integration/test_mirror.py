@@ -173,6 +173,17 @@ def test_a_groups_translated_offset_equals_mm2s_checkpoint(stack: Stack, mirror:
 
 @pytest.mark.browser
 def test_the_replication_page_in_light_and_dark(stack: Stack, mirror: Mirror, browser: Any) -> None:
+    source = mirror.names["source"]
+    assert requests.put(f"{mirror.connect}/connectors/{source}/pause", timeout=10).status_code == 202
+    wait_for(lambda: connector_state(mirror.connect, source) == ("PAUSED", ["PAUSED"]), 30, what="the source connector paused")
+    produce(mirror.topic, [f"while-paused-{i}" for i in range(12)])  # a lagging topic on the screenshots
+    try:
+        _screenshots(stack, mirror, browser)
+    finally:
+        requests.put(f"{mirror.connect}/connectors/{source}/resume", timeout=10)
+
+
+def _screenshots(stack: Stack, mirror: Mirror, browser: Any) -> None:
     for scheme in ("light", "dark"):
         context = browser.new_context(viewport={"width": 1360, "height": 900}, color_scheme=scheme)
         page = context.new_page()
@@ -186,6 +197,8 @@ def test_the_replication_page_in_light_and_dark(stack: Stack, mirror: Mirror, br
         row = flow.locator(f"table.mirror-topics tr[data-topic='{mirror.topic}']")
         assert row.locator("td.mono").first.inner_text() == mirror.topic and mirror.remote in row.inner_text()
         assert flow.locator(f"table.mirror-groups tr[data-topic='{mirror.topic}']").count() >= 1
+        assert row.get_attribute("data-records") == "12" and "row-lagging" in (row.get_attribute("class") or "")
+        flow.locator("tr.mirror-parts summary").first.click()  # the lagging topic's partitions
         assert "Replication" in page.locator("nav.subtabs a.active").inner_text()
         page.screenshot(path=str(OUTPUT / f"replication-{scheme}.png"), full_page=True)
         context.close()
