@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from confluent_kafka import IsolationLevel
 from confluent_kafka import TopicPartition as RdTopicPartition
 from confluent_kafka.admin import OffsetSpec
-from kafka.admin import KafkaAdminClient
-from kafka.admin._transactions import AbortTransactionSpec
+from kafka.admin import AbortTransactionSpec, KafkaAdminClient
 from kafka.structs import TopicPartition as KpTopicPartition
 
 from console.gateway.connections import Connections
