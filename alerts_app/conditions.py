@@ -26,6 +26,7 @@ METADATA_CONDITIONS = TOPIC_CONDITIONS + CLUSTER_CONDITIONS
 GROUP_CONDITIONS = ("group_status", "group_lag", "partition_lag", "time_lag")
 JOB_CONDITIONS = ("job_failed",)
 CONNECT_CONDITIONS = ("connect_task_failing",)  # read from the Connect reads and restart policies (alerts_app/connect_tasks.py)
+TRANSACTION_CONDITIONS = ("transaction_hanging",)  # read from the watcher's last transactions listing (alerts_app/transactions.py)
 # Read from an unreachable cluster's snapshot too: they follow what the watcher says of the brokers.
 FOLLOW_WATCHER = frozenset({"broker_down", "no_controller"})
 # Conditions that are events, not states: they hold for this long after they happened, fire

@@ -12,6 +12,7 @@ from alerts_app.conditions import (
     GROUP_CONDITIONS,
     JOB_CONDITIONS,
     METADATA_CONDITIONS,
+    TRANSACTION_CONDITIONS,
     WHOLE_CLUSTER,
     Found,
     GroupIndex,
@@ -74,6 +75,12 @@ def found_now(snap: snapshots.Snapshot, condition: str, now: float) -> Found | N
 
         found = Found()
         found.put_all(task_matches(snap.cluster))
+        return found
+    if condition in TRANSACTION_CONDITIONS:
+        from alerts_app.transactions import transaction_matches
+
+        found = Found()
+        found.put_all(transaction_matches(snap.cluster))
         return found
     return None
 

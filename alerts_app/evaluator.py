@@ -29,6 +29,7 @@ from alerts_app.conditions import (
     GROUP_CONDITIONS,
     JOB_CONDITIONS,
     METADATA_CONDITIONS,
+    TRANSACTION_CONDITIONS,
     Found,
     GroupIndex,
     Match,
@@ -48,7 +49,7 @@ from console.snapshots import GroupState, Snapshot
 log = logging.getLogger(__name__)
 
 THRESHOLDS = ("group_lag", "partition_lag", "time_lag")  # group conditions whose matches below every rule's threshold are not made
-PARTS: dict[str, tuple[str, ...]] = {"metadata": METADATA_CONDITIONS + JOB_CONDITIONS + CONNECT_CONDITIONS, "groups": GROUP_CONDITIONS}
+PARTS: dict[str, tuple[str, ...]] = {"metadata": METADATA_CONDITIONS + JOB_CONDITIONS + CONNECT_CONDITIONS + TRANSACTION_CONDITIONS, "groups": GROUP_CONDITIONS}
 GENERATION_EVERY = 1.0  # seconds between looks at the generation
 RULES_MAX_AGE = 30.0  # rules and silences read again at least this often (a change made around the signals)
 SWEEP_EVERY = 1.0  # seconds between looks for repeats and alerts whose silence ended
@@ -81,6 +82,7 @@ class Evaluator:
         self._generation_at = self._loaded_at = self._sweep_at = self._jobs_at = self._values_at = -math.inf
         self._jobs = Found()
         self._connect, self._connect_at = Found(), -math.inf
+        self._transactions, self._transactions_at = Found(), -math.inf
         self._settle_until = clock() + GROUPS_SETTLE_SECONDS if part == "groups" else -math.inf
         self._deferred: set[tuple[int, str]] = set()  # loaded alerts that cleared while settling: (rule, key)
         self._moved: set[str] | None = set()  # topics whose ends moved while the groups were not read (None: not known)
@@ -110,6 +112,12 @@ class Evaluator:
             self._connect.begin().put_all(task_matches(self.cluster))
             self._connect_at = time.monotonic()
             found["connect_task_failing"] = self._connect
+        if "transaction_hanging" in self.by_condition and time.monotonic() - self._transactions_at >= JOBS_EVERY:
+            from alerts_app.transactions import transaction_matches
+
+            self._transactions.begin().put_all(transaction_matches(self.cluster))
+            self._transactions_at = time.monotonic()
+            found["transaction_hanging"] = self._transactions
         self._evaluate(found, now)
         self.seconds = time.perf_counter() - started
 

@@ -22,6 +22,7 @@ CONDITIONS = (
     "produce_rate_zero",  # a topic with no records produced for `for_seconds`
     "job_failed",  # a reassignment or an analytics run failed
     "connect_task_failing",  # a Kafka Connect task FAILED that no auto-restart policy restarts (none, or it gave up)
+    "transaction_hanging",  # a transaction holds a partition's last stable offset (transactions_app)
 )
 SEVERITIES = ("info", "warning", "critical")
 CHANNEL_KINDS = ("webhook", "email", "slack", "teams", "alertmanager")

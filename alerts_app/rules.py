@@ -20,7 +20,7 @@ TARGETS: dict[str, str] = {
     "under_replicated": "topic", "under_min_isr": "topic", "offline": "topic", "produce_rate_zero": "topic",
     "broker_down": "broker", "quorum_lag": "broker",
     "no_controller": "cluster", "controller_moved": "cluster", "job_failed": "job",
-    "connect_task_failing": "connector",
+    "connect_task_failing": "connector", "transaction_hanging": "topic",
 }
 # Conditions that compare with `threshold`, and what it counts.
 THRESHOLDS: dict[str, str] = {"group_lag": "records", "partition_lag": "records", "time_lag": "seconds",
@@ -40,6 +40,7 @@ DESCRIPTIONS: dict[str, str] = {
     "produce_rate_zero": "a topic received no records for the rule's duration",
     "job_failed": "a reassignment or an analytics run failed",
     "connect_task_failing": "a Kafka Connect task failed and no auto-restart policy restarts it (none, or it gave up)",
+    "transaction_hanging": "a hanging transaction holds a partition's last stable offset, stopping read_committed consumers",
 }
 MATCHER_FIELDS = ("rule", "condition", "key", "severity", "target")
 MAX_SECONDS = 366 * 24 * 3600  # a duration longer than a year is a typo

@@ -278,6 +278,8 @@ CONNECT_POLL_INTERVAL = env_float("CONNECT_POLL_INTERVAL", 1.0, minimum=0.2)
 # A transaction that holds a partition's last stable offset longer than this, with records behind it,
 # hangs (transactions_app): read_committed consumers of that partition are stopped meanwhile.
 TRANSACTION_HANGING_SECONDS = env_float("TRANSACTION_HANGING_SECONDS", 120.0, minimum=1.0)
+# The watcher lists the transactions every TRANSACTION_POLL_INTERVAL seconds (events and the alert condition).
+TRANSACTION_POLL_INTERVAL = env_float("TRANSACTION_POLL_INTERVAL", 15.0, minimum=1.0)
 # Seconds one HTTP message scan may read before it answers with what it found and where to resume.
 MESSAGES_SCAN_TIME_BUDGET = env_float("MESSAGES_SCAN_TIME_BUDGET", 10.0, minimum=0.5)
 

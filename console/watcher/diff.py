@@ -41,6 +41,8 @@ KINDS = {
     "alerts": "Alert channel failing or delivering again",
     "connect_task_restarted": "Connect task auto-restarted",  # (connect_app/restarts.py)
     "connect_task_gave_up": "Connect task auto-restart gave up",
+    "transaction_hanging": "Transaction hanging",  # (transactions_app/watch.py)
+    "transaction_ended": "Transaction no longer hanging",
 }
 
 

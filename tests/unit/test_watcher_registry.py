@@ -32,7 +32,9 @@ def test_the_apps_register_their_parts_when_django_starts():
     assert isinstance(registry.events(), EventTable)
     assert isinstance(registry.group_evaluator("c", True, lambda rows: None), GroupEvaluation)
     assert isinstance(registry.sample_writer("c", object()), SampleWriter)
-    assert registry.side_watches() == {"connect": state.watch, "connect_restarts": restarts.watch}
+    from transactions_app import watch
+
+    assert registry.side_watches() == {"connect": state.watch, "connect_restarts": restarts.watch, "transactions": watch.watch}
 
 
 def test_the_apps_register_every_live_view():
@@ -41,7 +43,8 @@ def test_the_apps_register_every_live_view():
     assert set(live.FRAGMENTS) == {"overview", "layout", "at_risk", "topics", "topic", "groups", "group", "alerts"}
     expected = set(live.FRAGMENTS) | {"events", "status", "reassignment", "reassignments", "analytics", "reports",
                                       "alerts_history", "alert_rules", "alert_silences", "alert_channels",
-                                      "connectors", "connect_plugins", "connector_form", "connector_delete"}
+                                      "connectors", "connect_plugins", "connector_form", "connector_delete",
+                                      "replication", "transactions"}
     assert expected == live.VIEWS
     assert set(live.ON_MESSAGE) == {"reassignment.progress", "analytics.progress", "connect.update"}
     assert live.events_view() is not None

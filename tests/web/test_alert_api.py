@@ -161,7 +161,7 @@ def test_a_viewer_cannot_create_change_or_delete_a_rule(client_as: Any, hook: Al
 @pytest.mark.parametrize(("fields", "sentence"), [
     ({"condition": "lag_pct"}, "'lag_pct' is not a condition; conditions are group_status, group_lag, partition_lag, "
                                "time_lag, under_replicated, under_min_isr, offline, broker_down, no_controller, "
-                               "controller_moved, quorum_lag, produce_rate_zero, job_failed, connect_task_failing."),
+                               "controller_moved, quorum_lag, produce_rate_zero, job_failed, connect_task_failing, transaction_hanging."),
     ({"for_seconds": -5}, "for_seconds must be 0 or more seconds."),
     ({"for_seconds": "soon"}, "for_seconds must be a whole number of seconds."),
     ({"condition": "group_lag"}, "Condition group_lag needs a 'threshold' (records)."),
