@@ -24,7 +24,10 @@ from confluent_kafka import TopicPartition as RdTopicPartition
 from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
+from alerts_app.transactions import transaction_matches
+from brokers_app.models import Event
 from console.models import AuditEntry
+from transactions_app import watch
 from tests.support import Cluster, unique, wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.django_db]
@@ -75,7 +78,7 @@ def tool_hw(cluster: Cluster, topic: str) -> int:
 
 
 @pytest.fixture
-def hanging(kafka_cluster: Cluster, settings: Any) -> Iterator[tuple[str, str]]:
+def hanging(kafka_cluster: Cluster, redis_server: str, settings: Any) -> Iterator[tuple[str, str]]:
     """A topic whose partition 0 holds an open transaction of a SIGKILLed producer, and its id."""
     settings.TRANSACTION_HANGING_SECONDS = 3
     topic, tid = unique("txn"), unique("txn-id")
@@ -148,6 +151,14 @@ def test_a_killed_transactional_producer_hangs_and_its_abort_from_the_console_fr
         start = producers[pid]["CurrentTransactionStartOffset"]
         assert p["current_txn_start_offset"] == (int(start) if start not in ("None", "-1") else -1)
 
+    # The watcher's look: an event, and the alert condition's match on the stuck partition
+    seen = watch.look(CLUSTER, {})
+    assert tid in seen
+    event = Event.objects.filter(kind="transaction_hanging", details__transactional_id=tid).get()
+    assert (event.topic, event.partition, event.details["partitions"]) == (topic, 0, [f"{topic}:0"]), event.details
+    (match,) = transaction_matches(CLUSTER)[topic]
+    assert match.key == f"transaction:{tid}:{topic}:0" and f"'{tid}'" in match.message
+
     write_plain(kafka_cluster, topic, 5)  # the HW moves on, the LSO stays
     assert read_committed(kafka_cluster, topic, unique("rc")) == 0
     (row,) = wait_for(lambda: (t := listed(client, tid)) and t["partitions"][0]["high_watermark"] == 20 and t["partitions"], 10,
@@ -156,6 +167,8 @@ def test_a_killed_transactional_producer_hangs_and_its_abort_from_the_console_fr
 
     r = client.post(f"/api/v1/clusters/{CLUSTER}/transactions/{tid}/abort/", {"confirm": tid + "x"}, format="json")
     assert r.status_code == 400 and f"'{tid}'" in r.json()["detail"], r.content
+    r = client.post(f"/api/v1/clusters/{CLUSTER}/transactions/no-such-{tid}/abort/", {"confirm": f"no-such-{tid}"}, format="json")
+    assert r.status_code == 404 and "not known" in r.json()["detail"], r.content
     r = client.post(f"/api/v1/clusters/{CLUSTER}/transactions/{tid}/abort/", {"confirm": tid}, format="json")
     assert r.status_code == 200, r.content
     assert r.json()["aborted"] == [{"topic": topic, "partition": 0}]
@@ -164,5 +177,9 @@ def test_a_killed_transactional_producer_hangs_and_its_abort_from_the_console_fr
     after = wait_for(lambda: (t := listed(client, tid)) and not t["hanging"] and t, 10, what="the transaction no longer hanging")
     assert after["partitions"][0]["lso"] == after["partitions"][0]["high_watermark"] == tool_hw(kafka_cluster, topic) == 21
     assert tool_producers(kafka_cluster, topic)[txn["producer_id"]]["CurrentTransactionStartOffset"] == "None"
-    entry = AuditEntry.objects.filter(action="transaction_abort", target=tid).latest("id")
-    assert entry.outcome == "ok" and entry.details["partitions"] == [f"{topic}:0"], entry.details
+    r = client.post(f"/api/v1/clusters/{CLUSTER}/transactions/{tid}/abort/", {"confirm": tid}, format="json")
+    assert r.status_code == 400 and "not hanging" in r.json()["detail"], r.content
+    assert watch.look(CLUSTER, seen) == {} and transaction_matches(CLUSTER) == {}
+    assert Event.objects.filter(kind="transaction_ended", details__transactional_id=tid).count() == 1
+    entry = AuditEntry.objects.get(action="transaction_abort", target=tid, outcome="ok")
+    assert entry.details["partitions"] == [f"{topic}:0"], entry.details
