@@ -1,0 +1,84 @@
+"""What an admin sees of a hanging transaction (Chromium on Django's live server, the session's cluster
+behind it): the transactions page with the hanging one first and highlighted, in light and dark
+(screenshots under var/screenshots/), and its abort after the id is typed again."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import Group, User
+
+from tests.integration.test_transactions import CLUSTER, hanging, write_plain  # noqa: F401 - `hanging` is a fixture
+from tests.support import CHROMIUM_ARGS, ROOT, Cluster, wait_for
+
+pytestmark = [pytest.mark.cluster, pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+SCREENSHOTS = ROOT / "var" / "screenshots"
+PASSWORD = "txn-pages-admin-password"
+
+
+@pytest.fixture(scope="module")
+def browser(django_db_setup: None) -> Iterator[Any]:
+    """Chromium for this module, started after the test database (Playwright's sync API keeps an event
+    loop in this thread, where Django refuses ORM calls unless told that loop is not their caller)."""
+    from playwright.sync_api import sync_playwright
+
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "1")
+        with sync_playwright() as p:
+            chromium = p.chromium.launch(executable_path=shutil.which("chromium") or "/usr/bin/chromium", headless=True,
+                                         args=CHROMIUM_ARGS)
+            yield chromium
+            chromium.close()
+
+
+def logged_in(browser: Any, live_server: Any, scheme: str) -> Any:
+    context = browser.new_context(viewport={"width": 1360, "height": 900}, color_scheme=scheme)
+    page = context.new_page()
+    page.goto(live_server.url + "/login/")
+    page.fill("input[name=username]", "txn-pages-admin")
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_load_state()
+    return page
+
+
+def test_a_hanging_transaction_first_and_highlighted_in_light_and_dark_then_aborted(
+        browser: Any, live_server: Any, kafka_cluster: Cluster, hanging: tuple[str, str]) -> None:  # noqa: F811
+    topic, tid = hanging
+    user = User.objects.create_user("txn-pages-admin", password=PASSWORD)
+    user.groups.set([Group.objects.get_or_create(name="admin")[0]])
+    write_plain(kafka_cluster, topic, 10)
+    for scheme in ("light", "dark"):
+        page = logged_in(browser, live_server, scheme)
+
+        def shown(page: Any = page) -> bool:
+            page.goto(f"{live_server.url}/clusters/{CLUSTER}/transactions/")
+            return bool(page.locator(f"#transactions-table tr.row-failing[data-transactional-id='{tid}']").count())
+
+        wait_for(shown, 30, interval=1, what="the transaction shown hanging")
+        first = page.locator("#transactions-table tbody tr").first
+        assert first.get_attribute("data-transactional-id") == tid, "hanging ones first"
+        assert f"{topic}-0: 0 / 15" in first.inner_text() and "stuck" in first.inner_text()
+        assert page.locator("#transactions-hanging").is_visible()
+        page.screenshot(path=str(SCREENSHOTS / f"transactions-{scheme}.png"), full_page=True)
+        page.context.close()
+
+    page = logged_in(browser, live_server, "light")
+    page.goto(f"{live_server.url}/clusters/{CLUSTER}/transactions/")
+    row = page.locator(f"#transactions-table tr[data-transactional-id='{tid}']")
+    row.locator("input[name=confirm]").fill("not-the-id")
+    row.locator("button[type=submit]").click()
+    assert f"Type the transactional id '{tid}'" in page.locator("#transactions-error").inner_text()
+    page.goto(f"{live_server.url}/clusters/{CLUSTER}/transactions/")
+    row = page.locator(f"#transactions-table tr[data-transactional-id='{tid}']")
+    row.locator("input[name=confirm]").fill(tid)
+    row.locator("button[type=submit]").click()
+    page.wait_for_load_state()
+    assert f"Aborted the transaction of '{tid}' on {topic}-0." in page.content()
+    assert page.locator(f"#transactions-table tr.row-failing[data-transactional-id='{tid}']").count() == 0
+    page.context.close()
