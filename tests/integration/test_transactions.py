@@ -27,8 +27,8 @@ from rest_framework.test import APIClient
 from alerts_app.transactions import transaction_matches
 from brokers_app.models import Event
 from console.models import AuditEntry
-from transactions_app import watch
 from tests.support import Cluster, unique, wait_for
+from transactions_app import watch
 
 pytestmark = [pytest.mark.cluster, pytest.mark.django_db]
 
