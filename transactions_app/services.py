@@ -50,12 +50,16 @@ def _describe(cluster: str, t: Transaction, partitions: dict[TopicPartition, dic
     age_ms = now_ms - t.start_ms if is_open else None
     rows = [{"topic": tp[0], "partition": tp[1], **partitions.get(tp, {})} for tp in t.partitions]
     reasons: list[str] = []
-    if age_ms is not None and age_ms > t.timeout_ms:
+    if age_ms is None:  # (most of a cluster's ids: closed, holding nothing)
+        return {"transactional_id": t.transactional_id, "state": t.state, "producer_id": t.producer_id,
+                "producer_epoch": t.producer_epoch, "timeout_ms": t.timeout_ms, "start_ms": None, "age_seconds": None,
+                "coordinator": t.coordinator, "partitions": rows, "hanging": False, "hanging_reason": None, "blocked_groups": []}
+    if age_ms > t.timeout_ms:
         reasons.append(f"open for {age_ms // 1000} s, longer than its timeout of {t.timeout_ms // 1000} s")
     stuck = {(r["topic"], r["partition"]): r["lso"] for r in rows
              if r.get("lso") is not None and r.get("high_watermark") is not None and r["lso"] < r["high_watermark"]
              and r.get("txn_start_offset") == r["lso"]}
-    if age_ms is not None and stuck and age_ms > settings.TRANSACTION_HANGING_SECONDS * 1000:
+    if stuck and age_ms > settings.TRANSACTION_HANGING_SECONDS * 1000:
         reasons.append(f"holds the last stable offset of {len(stuck)} partition(s) for more than "
                        f"{settings.TRANSACTION_HANGING_SECONDS:g} s while records arrive behind it")
     for r in rows:
@@ -64,7 +68,7 @@ def _describe(cluster: str, t: Transaction, partitions: dict[TopicPartition, dic
     return {
         "transactional_id": t.transactional_id, "state": t.state, "producer_id": t.producer_id,
         "producer_epoch": t.producer_epoch, "timeout_ms": t.timeout_ms, "start_ms": t.start_ms if t.start_ms >= 0 else None,
-        "age_seconds": None if age_ms is None else round(age_ms / 1000, 1), "coordinator": t.coordinator,
+        "age_seconds": round(age_ms / 1000, 1), "coordinator": t.coordinator,
         "partitions": rows, "hanging": hanging, "hanging_reason": "; ".join(reasons) or None,
         "blocked_groups": _blocked_groups(cluster, stuck) if hanging else [],
     }
@@ -98,7 +102,7 @@ def list_transactions(cluster: str) -> list[dict[str, Any]]:
                 mine = [p["current_txn_start_offset"] for p in d["producers"] if p["producer_id"] == t.producer_id]
                 details[tp] = {**d, "txn_start_offset": mine[0] if mine and mine[0] >= 0 else None}
     now_ms = int(time.time() * 1000)
-    rows = [_describe(cluster, t, {tp: d for tp, d in details.items() if tp in t.partitions}, now_ms) for t in txns]
+    rows = [_describe(cluster, t, {tp: details[tp] for tp in t.partitions if tp in details}, now_ms) for t in txns]
     return sorted(rows, key=lambda r: (not r["hanging"], r["transactional_id"]))
 
 

@@ -15,6 +15,10 @@ from console.auth import allow, may
 from console.errors import ConsoleError
 from transactions_app import services
 
+# Rows drawn at most (hanging ones first, so they are always among them): a cluster's 10,000
+# transactional ids in one table take seconds to draw; the rest are counted and found with `q`.
+PAGE_ROWS = 100
+
 
 def _page(request: HttpRequest, cluster: str, extra: dict[str, Any], status: int = 200) -> HttpResponse:
     context: dict[str, Any] = {"view": "transactions", "cluster": cluster, "live": snapshots.live(cluster),
@@ -24,7 +28,13 @@ def _page(request: HttpRequest, cluster: str, extra: dict[str, Any], status: int
             context["transactions"] = services.list_transactions(cluster)
         except ConsoleError as exc:
             context["list_error"] = error_responses.message(exc)
-    context["hanging"] = sum(1 for t in context.get("transactions") or [] if t["hanging"])
+    rows = context.get("transactions")
+    if rows:
+        q = request.GET.get("q", "").strip()
+        matching = [t for t in rows if q in t["transactional_id"]] if q else rows
+        context.update(q=q, total=len(rows), matching=len(matching), transactions=matching[:PAGE_ROWS],
+                       not_shown=max(0, len(matching) - PAGE_ROWS))
+    context["hanging"] = sum(1 for t in rows or [] if t["hanging"])
     return render(request, "transactions_app/transactions.html", context, status=status)
 
 

@@ -106,3 +106,14 @@ def test_the_page_shows_odd_ids_as_text_and_the_abort_only_to_admins(client_as: 
     assert "txn/&lt;b&gt;odd&lt;/b&gt; 数据" in page and "<b>odd</b>" not in page
     assert "2 hanging transactions" in page and 'name="confirm"' not in page
     assert client_as("admin").get("/clusters/local/transactions/").content.decode().count('name="confirm"') == 2
+
+
+def test_ten_thousand_ids_draw_one_page_of_rows_hanging_first_and_a_filter_finds_the_rest(client_as: Any, kafka: FakeKafka) -> None:
+    from transactions_app.views import PAGE_ROWS
+
+    kafka.txns = kafka.txns + [Transaction(f"app-{i:05d}", "CompleteCommit", 100 + i, 0, 60_000, -1, 1, ()) for i in range(10_000)]
+    page = client_as("viewer").get("/clusters/local/transactions/").content.decode()
+    assert page.count("data-transactional-id=") == PAGE_ROWS and "10004 of 10004 transactional ids" in page
+    assert page.index('data-transactional-id="c-timed-out"') < page.index('data-transactional-id="app-00000"')
+    found = client_as("viewer").get("/clusters/local/transactions/?q=app-09999").content.decode()
+    assert found.count("data-transactional-id=") == 1 and "1 of 10004" in found
