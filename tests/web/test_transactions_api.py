@@ -117,3 +117,11 @@ def test_ten_thousand_ids_draw_one_page_of_rows_hanging_first_and_a_filter_finds
     assert page.index('data-transactional-id="c-timed-out"') < page.index('data-transactional-id="app-00000"')
     found = client_as("viewer").get("/clusters/local/transactions/?q=app-09999").content.decode()
     assert found.count("data-transactional-id=") == 1 and "1 of 10004" in found
+
+
+def test_a_hanging_transaction_names_the_groups_stopped_at_its_lso(client_as: Any, kafka: FakeKafka, with_group: Snapshot) -> None:
+    # team/service committed 5 on orders-0 (the watcher's snapshot): the LSO a transaction holds there
+    kafka.txns[0] = Transaction("a-quiet", "Ongoing", 7, 0, 60_000, NOW_MS - 30_000, 1, (("orders", 0),))
+    rows = {r["transactional_id"]: r for r in client_as("viewer").get("/api/v1/clusters/local/transactions/").json()["transactions"]}
+    assert rows["a-quiet"]["hanging"] and rows["a-quiet"]["blocked_groups"] == ["team/service"]
+    assert rows[ODD]["blocked_groups"] == []  # (orders-1: no group committed at its LSO 40)
