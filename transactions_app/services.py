@@ -80,6 +80,12 @@ def partition_details(cluster: str, partitions: list[TopicPartition]) -> dict[To
     if not partitions:
         return {}
     gw = gateway.for_cluster(cluster)
+    # A transaction left open on a topic deleted since (its coordinator still lists it) would fail the
+    # producers' request for every partition: ask only of topics Kafka still has.
+    exists = gw.topics_exist({t for t, _p in partitions})
+    partitions = [tp for tp in partitions if exists.get(tp[0])]
+    if not partitions:
+        return {}
     lso = gw.stable_offsets(partitions)
     hw = gw.list_offsets(partitions, "latest")
     producers = gw.producers(partitions)

@@ -29,10 +29,14 @@ class FakeKafka:
             Transaction("b-closed", "CompleteCommit", 8, 1, 60_000, -1, 1, ()),
             Transaction(ODD, "Ongoing", 9, 2, 60_000, NOW_MS - 30_000, 2, (("orders", 1),)),
             Transaction("c-timed-out", "Ongoing", 10, 0, 10_000, NOW_MS - 20_000, 3, (("orders", 2),)),
+            Transaction("d-deleted-topic", "Ongoing", 11, 0, 60_000, NOW_MS - 1_000, 3, (("gone", 0),)),
         ]
 
     def transactions(self) -> list[Transaction]:
         return self.txns
+
+    def topics_exist(self, topics: Any) -> dict[str, bool]:
+        return {t: t == "orders" for t in topics}
 
     def stable_offsets(self, partitions: Any) -> dict[tuple[str, int], int]:
         return {("orders", 0): 5, ("orders", 1): 40, ("orders", 2): 90}
@@ -65,7 +69,7 @@ def abort(client: Client, tid: str, body: Any) -> Any:
 def test_hanging_ones_first_by_their_lso_or_their_timeout(client_as: Any, kafka: FakeKafka) -> None:
     rows = client_as("viewer").get("/api/v1/clusters/local/transactions/").json()["transactions"]
     assert [(r["transactional_id"], r["hanging"]) for r in rows] == [
-        ("c-timed-out", True), (ODD, True), ("a-quiet", False), ("b-closed", False)]
+        ("c-timed-out", True), (ODD, True), ("a-quiet", False), ("b-closed", False), ("d-deleted-topic", False)]
     by_id = {r["transactional_id"]: r for r in rows}
     assert "longer than its timeout" in by_id["c-timed-out"]["hanging_reason"]
     assert "last stable offset" in by_id[ODD]["hanging_reason"]
@@ -75,6 +79,7 @@ def test_hanging_ones_first_by_their_lso_or_their_timeout(client_as: Any, kafka:
                                               "coordinator_epoch": 0, "current_txn_start_offset": 40}]}]
     assert by_id["a-quiet"]["partitions"][0]["stuck"] and not by_id["a-quiet"]["hanging"]  # (held 1 s: not yet)
     assert by_id["b-closed"]["partitions"] == [] and by_id["b-closed"]["start_ms"] is None
+    assert by_id["d-deleted-topic"]["partitions"] == [{"topic": "gone", "partition": 0, "stuck": False}]  # (not asked)
 
 
 @pytest.mark.parametrize(("tid", "body", "status", "sentence"), [
@@ -113,10 +118,10 @@ def test_ten_thousand_ids_draw_one_page_of_rows_hanging_first_and_a_filter_finds
 
     kafka.txns = kafka.txns + [Transaction(f"app-{i:05d}", "CompleteCommit", 100 + i, 0, 60_000, -1, 1, ()) for i in range(10_000)]
     page = client_as("viewer").get("/clusters/local/transactions/").content.decode()
-    assert page.count("data-transactional-id=") == PAGE_ROWS and "10004 of 10004 transactional ids" in page
+    assert page.count("data-transactional-id=") == PAGE_ROWS and "10005 of 10005 transactional ids" in page
     assert page.index('data-transactional-id="c-timed-out"') < page.index('data-transactional-id="app-00000"')
     found = client_as("viewer").get("/clusters/local/transactions/?q=app-09999").content.decode()
-    assert found.count("data-transactional-id=") == 1 and "1 of 10004" in found
+    assert found.count("data-transactional-id=") == 1 and "1 of 10005" in found
 
 
 def test_a_hanging_transaction_names_the_groups_stopped_at_its_lso(client_as: Any, kafka: FakeKafka, with_group: Snapshot) -> None:
