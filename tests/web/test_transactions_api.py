@@ -18,18 +18,19 @@ from console.models import AuditEntry
 from console.snapshots.model import Snapshot
 
 ODD = "txn/<b>odd</b> 数据"
-NOW_MS = int(time.time() * 1000)
+NOW_MS = int(time.time() * 1000)  # (last timestamps only: ages are taken from the time each test starts)
 
 
 class FakeKafka:
     def __init__(self) -> None:
+        now = int(time.time() * 1000)
         self.aborted: list[str] = []
         self.txns = [
-            Transaction("a-quiet", "Ongoing", 7, 0, 60_000, NOW_MS - 1_000, 1, (("orders", 0),)),
+            Transaction("a-quiet", "Ongoing", 7, 0, 60_000, now - 1_000, 1, (("orders", 0),)),
             Transaction("b-closed", "CompleteCommit", 8, 1, 60_000, -1, 1, ()),
-            Transaction(ODD, "Ongoing", 9, 2, 60_000, NOW_MS - 30_000, 2, (("orders", 1),)),
-            Transaction("c-timed-out", "Ongoing", 10, 0, 10_000, NOW_MS - 20_000, 3, (("orders", 2),)),
-            Transaction("d-deleted-topic", "Ongoing", 11, 0, 60_000, NOW_MS - 1_000, 3, (("gone", 0),)),
+            Transaction(ODD, "Ongoing", 9, 2, 60_000, now - 30_000, 2, (("orders", 1),)),
+            Transaction("c-timed-out", "Ongoing", 10, 0, 10_000, now - 20_000, 3, (("orders", 2),)),
+            Transaction("d-deleted-topic", "Ongoing", 11, 0, 60_000, now - 1_000, 3, (("gone", 0),)),
         ]
 
     def transactions(self) -> list[Transaction]:
@@ -126,7 +127,7 @@ def test_ten_thousand_ids_draw_one_page_of_rows_hanging_first_and_a_filter_finds
 
 def test_a_hanging_transaction_names_the_groups_stopped_at_its_lso(client_as: Any, kafka: FakeKafka, with_group: Snapshot) -> None:
     # team/service committed 5 on orders-0 (the watcher's snapshot): the LSO a transaction holds there
-    kafka.txns[0] = Transaction("a-quiet", "Ongoing", 7, 0, 60_000, NOW_MS - 30_000, 1, (("orders", 0),))
+    kafka.txns[0] = Transaction("a-quiet", "Ongoing", 7, 0, 60_000, int(time.time() * 1000) - 30_000, 1, (("orders", 0),))
     rows = {r["transactional_id"]: r for r in client_as("viewer").get("/api/v1/clusters/local/transactions/").json()["transactions"]}
     assert rows["a-quiet"]["hanging"] and rows["a-quiet"]["blocked_groups"] == ["team/service"]
     assert rows[ODD]["blocked_groups"] == []  # (orders-1: no group committed at its LSO 40)
