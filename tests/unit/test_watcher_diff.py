@@ -478,9 +478,10 @@ def test_every_event_kind_has_a_scenario_here():
     # (tests/unit/test_samples_writer.py), watcher events from `manage.py watch` restarting its child
     # (tests/integration/test_watcher_restart.py) and alerts events from a failing alert channel
     # (tests/web/test_alert_delivery.py), Connect task events from the auto-restart loop
-    # (tests/web/test_connect_offsets.py), not from diffing snapshots.
+    # (tests/web/test_connect_offsets.py) and transaction events from the transactions side loop
+    # (tests/integration/test_transactions.py), not from diffing snapshots.
     assert set(SCENARIOS) == set(KINDS) - {"rebalance", "balance", "analytics", "watcher", "alerts", "connect_task_restarted",
-                                           "connect_task_gave_up"}
+                                           "connect_task_gave_up", "transaction_hanging", "transaction_ended"}
 
 
 @pytest.mark.parametrize("kind", sorted(SCENARIOS))
