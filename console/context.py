@@ -25,7 +25,8 @@ def console_context(request: HttpRequest) -> dict[str, Any]:
     }
 
 
-TABS = ("overview", "topics", "groups", "layout", "at_risk", "events", "reassignments", "analytics", "acls", "alerts", "connectors")
+TABS = ("overview", "topics", "groups", "layout", "at_risk", "events", "reassignments", "analytics", "acls", "alerts",
+        "transactions", "connectors")
 
 
 @functools.lru_cache(maxsize=256)
