@@ -15,6 +15,7 @@ from console.errors import BadParameter
 from console.gateway.errors import GatewayError, NotAuthorized, NotFound
 from console.listing import ordered, paginate, search
 from console.snapshots import GroupState, Snapshot
+from consumers_app import readable
 from consumers_app.group_table import GroupTable, sort_key
 
 SORTS = {
@@ -398,9 +399,13 @@ def _said_if_refused(snap: Snapshot, group_id: str) -> None:
 def group_detail(snap: Snapshot, group_id: str) -> dict[str, Any]:
     g = group(snap, group_id)
     summary = group_row(snap, g)
+    rows = partition_rows(snap, g)
+    blocked = readable.add_stable_offsets(snap.cluster, rows)
     return {
         **summary,
-        "partitions": partition_rows(snap, g),
+        "partitions": rows,
+        "lag_readable": sum(r["lag_readable"] or 0 for r in rows),
+        "blocked_by": blocked,
         "member_list": [
             {"member_id": m.member_id, "client_id": m.client_id, "host": m.host, "instance_id": m.instance_id,
              "epoch": m.epoch, "assignment": [f"{a[0]}-{a[1]}" for a in m.assignment],

@@ -11,7 +11,7 @@ from typing import Any
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
-EMPTY = '<tr><td colspan="8" class="empty">No committed offsets or assignments.</td></tr>'
+EMPTY = '<tr><td colspan="10" class="empty">No committed offsets or assignments.</td></tr>'
 
 
 TENTH = Decimal("0.1")
@@ -39,14 +39,21 @@ def _row(p: Mapping[str, Any]) -> str:
     topic = escape(p["topic"])
     lag, time_lag, status = p["lag"], p["time_lag"], p["status"]
     lag_cell = '<span class="muted">unknown</span>' if lag is None else str(lag)
+    lso, readable, blocked_by = p.get("last_stable_offset"), p.get("lag_readable"), p.get("blocked_by")
+    readable_cell = '<span class="muted">unknown</span>' if readable is None else str(readable)
+    if blocked_by is not None:
+        readable_cell += (' <span class="tag sev-tag-warning" title="Stopped at the LSO the open transaction of '
+                          f'&#x27;{escape(blocked_by)}&#x27; holds">blocked</span>')
     time_cell = "–" if time_lag is None else f"{tenths(time_lag)} s"
     status_cell = f'<span class="tag status-{escape(status)}">{escape(status)}</span>' if status else ""
     owner = (f'{escape(p["client_id"])} <span class="muted">@ {escape(p["host"])}</span>' if p["client_id"]
              else '<span class="muted">unassigned</span>')
     return (f'\n      <tr data-tp="{topic}-{p["partition"]}">\n'
             f'        <td class="mono">{topic}</td><td class="num mono">{p["partition"]}</td>\n'
-            f'        <td class="num mono">{_number(p["committed"])}</td><td class="num mono">{_number(p["end_offset"])}</td>\n'
-            f'        <td class="num mono {"text-warn" if lag else ""}">{lag_cell}</td>\n'
+            f'        <td class="num mono">{_number(p["committed"])}</td><td class="num mono">{_number(lso)}</td>'
+            f'<td class="num mono">{_number(p["end_offset"])}</td>\n'
+            f'        <td class="num mono {"text-warn" if lag else ""}">{lag_cell}</td>'
+            f'<td class="num mono {"text-warn" if readable else ""}">{readable_cell}</td>\n'
             f'        <td class="num mono">{time_cell}</td>\n'
             f'        <td>{status_cell}</td>\n'
             f'        <td class="small">{owner}</td>\n'

@@ -15,6 +15,7 @@ from console.gateway.errors import ClusterUnavailable, NotFound
 from console.listing import ordered, paginate, search
 from console.snapshots import PartitionState, Snapshot, TopicState, TopicTally
 from topics_app.validation import check_topic_name
+from transactions_app import stable
 
 
 @dataclass
@@ -112,6 +113,7 @@ def _could_exist(name: str) -> bool:
 
 def partitions(snap: Snapshot, name: str) -> list[dict[str, Any]]:
     t = topic(snap, name)
+    held = {p: h for (topic_name, p), h in stable.held(snap.cluster).items() if topic_name == name}
     return [
         {
             "partition": p.partition,
@@ -125,6 +127,8 @@ def partitions(snap: Snapshot, name: str) -> list[dict[str, Any]]:
             "under_min_isr": p.under_min_isr(t.min_isr),
             "start_offset": p.start_offset,
             "end_offset": p.end_offset,
+            "last_stable_offset": stable.stable_offset(held.get(p.partition), p.end_offset),
+            "held_by": held[p.partition].transactional_id if p.partition in held else None,
             "messages": p.messages,
             "size": p.size,
             "replica_sizes": p.replica_sizes,

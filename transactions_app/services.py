@@ -20,6 +20,7 @@ from console.errors import BadParameter
 from console.gateway.errors import NotFound
 from console.gateway.transactions import ActiveProducer, Transaction
 from console.gateway.types import TopicPartition
+from transactions_app import stable
 
 # States in which a transaction is open: it holds the LSO of its partitions until its markers are written.
 OPEN_STATES = frozenset({"Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"})
@@ -138,6 +139,7 @@ def abort(user: Any, cluster: str, transactional_id: str, confirm: str) -> dict[
             raise BadParameter(f"The transaction of '{transactional_id}' is not hanging (open {found['age_seconds']} s, "
                                f"timeout {found['timeout_ms'] // 1000} s); only a hanging transaction is aborted.")
         aborted = gateway.for_cluster(cluster).abort_transaction(transactional_id)
+        stable.forget(cluster, aborted)  # (the pages stop showing its LSO and the groups it blocked at once)
         entry.update({"producer_id": found["producer_id"], "producer_epoch": found["producer_epoch"],
                       "partitions": [f"{t}:{p}" for t, p in aborted]})
     where = ", ".join(f"{t}-{p}" for t, p in aborted) or "none of its partitions (already closed)"

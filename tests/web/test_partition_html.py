@@ -16,18 +16,18 @@ from consumers_app import partition_html
 LOOP = """{% for p in group.partitions %}
       <tr data-tp="{{ p.topic }}-{{ p.partition }}">
         <td class="mono">{{ p.topic }}</td><td class="num mono">{{ p.partition }}</td>
-        <td class="num mono">{{ p.committed|default_if_none:"–" }}</td><td class="num mono">{{ p.end_offset|default_if_none:"–" }}</td>
-        <td class="num mono {% if p.lag %}text-warn{% endif %}">{% if p.lag is None %}<span class="muted">unknown</span>{% else %}{{ p.lag }}{% endif %}</td>
+        <td class="num mono">{{ p.committed|default_if_none:"–" }}</td><td class="num mono">{{ p.last_stable_offset|default_if_none:"–" }}</td><td class="num mono">{{ p.end_offset|default_if_none:"–" }}</td>
+        <td class="num mono {% if p.lag %}text-warn{% endif %}">{% if p.lag is None %}<span class="muted">unknown</span>{% else %}{{ p.lag }}{% endif %}</td><td class="num mono {% if p.lag_readable %}text-warn{% endif %}">{% if p.lag_readable is None %}<span class="muted">unknown</span>{% else %}{{ p.lag_readable }}{% endif %}{% if p.blocked_by is not None %} <span class="tag sev-tag-warning" title="Stopped at the LSO the open transaction of &#x27;{{ p.blocked_by }}&#x27; holds">blocked</span>{% endif %}</td>
         <td class="num mono">{% if p.time_lag is not None %}{{ p.time_lag|floatformat:1 }} s{% else %}–{% endif %}</td>
         <td>{% if p.status %}<span class="tag status-{{ p.status }}">{{ p.status }}</span>{% endif %}</td>
         <td class="small">{% if p.client_id %}{{ p.client_id }} <span class="muted">@ {{ p.host }}</span>{% else %}<span class="muted">unassigned</span>{% endif %}</td>
       </tr>
-    {% empty %}<tr><td colspan="8" class="empty">No committed offsets or assignments.</td></tr>{% endfor %}"""
+    {% empty %}<tr><td colspan="10" class="empty">No committed offsets or assignments.</td></tr>{% endfor %}"""
 
 
 def _row(**values: Any) -> dict[str, Any]:
-    row = {"topic": "t", "partition": 0, "committed": 5, "end_offset": 9, "lag": 4, "time_lag": 1.0, "status": "ok",
-           "member_id": "m", "client_id": "c", "host": "/h"}
+    row = {"topic": "t", "partition": 0, "committed": 5, "end_offset": 9, "last_stable_offset": 9, "lag": 4, "lag_readable": 4,
+           "blocked_by": None, "time_lag": 1.0, "status": "ok", "member_id": "m", "client_id": "c", "host": "/h"}
     return {**row, **values}
 
 
@@ -38,6 +38,8 @@ ROWS = [
     _row(time_lag=12345.678, status="", host=None),
     _row(time_lag=-0.04),
     _row(time_lag=3),
+    _row(committed=5, last_stable_offset=5, lag_readable=0, blocked_by="txn/<b>'\"", lag=4),
+    _row(last_stable_offset=None, lag_readable=None),
 ]
 
 
