@@ -280,6 +280,8 @@ CONNECT_POLL_INTERVAL = env_float("CONNECT_POLL_INTERVAL", 1.0, minimum=0.2)
 TRANSACTION_HANGING_SECONDS = env_float("TRANSACTION_HANGING_SECONDS", 120.0, minimum=1.0)
 # The watcher lists the transactions every TRANSACTION_POLL_INTERVAL seconds (events and the alert condition).
 TRANSACTION_POLL_INTERVAL = env_float("TRANSACTION_POLL_INTERVAL", 15.0, minimum=1.0)
+# The watcher lists the topics with remote storage enabled every TIERED_POLL_INTERVAL seconds (the topics list's flag).
+TIERED_POLL_INTERVAL = env_float("TIERED_POLL_INTERVAL", 60.0, minimum=1.0)
 # Seconds one HTTP message scan may read before it answers with what it found and where to resume.
 MESSAGES_SCAN_TIME_BUDGET = env_float("MESSAGES_SCAN_TIME_BUDGET", 10.0, minimum=0.5)
 
@@ -296,6 +298,10 @@ WATCHER_CYCLE_REST = env_float("WATCHER_CYCLE_REST", 0.1, minimum=0.0)
 WATCHER_OFFSETS_INTERVAL = env_float("WATCHER_OFFSETS_INTERVAL", 3.0, minimum=0.5)
 WATCHER_CONFIGS_INTERVAL = env_float("WATCHER_CONFIGS_INTERVAL", 30.0, minimum=1.0)
 WATCHER_SIZES_INTERVAL = env_float("WATCHER_SIZES_INTERVAL", 15.0, minimum=1.0)
+# Replica lag (console/watcher/replica_lag.py): a follower still in the ISR whose lag has grown for this
+# share of the brokers' replica.lag.time.max.ms is "about to shrink" the ISR (Kafka drops it at the whole).
+REPLICA_LAG_TIME_MAX_MS = env_int("REPLICA_LAG_TIME_MAX_MS", 30000, minimum=1)
+REPLICA_LAG_SHRINK_SHARE = env_float("REPLICA_LAG_SHRINK_SHARE", 0.5, minimum=0.01)
 # Seconds between reads of every partition's start offset (sooner when one can have moved:
 # Sampler._starts_due); a log's start moves only when Kafka deletes segments or records.
 WATCHER_STARTS_INTERVAL = env_float("WATCHER_STARTS_INTERVAL", 15.0, minimum=1.0)

@@ -25,6 +25,7 @@ KINDS = {
     "leader_change": "Leader change",
     "isr_shrink": "ISR shrink",
     "isr_expand": "ISR expand",
+    "isr_about_to_shrink": "ISR about to shrink (a follower's lag growing)",  # (watcher/replica_lag.py)
     "partition_offline": "Partition offline",
     "partition_online": "Partition online",
     "under_replicated": "Under-replicated",

@@ -32,6 +32,7 @@ from console.watcher.diff import Change, diff
 from console.watcher.polling import MetadataPolling
 from console.watcher.publisher import Publisher
 from console.watcher.registry import EventRow
+from console.watcher.replica_lag import LagWatch
 from console.watcher.sampler import Sampler
 from console.watcher.sampling_process import GatewayFactory, RemoteSampler
 from console.watcher.turns import CycleFirst
@@ -60,6 +61,7 @@ class ClusterWatcher(MetadataPolling):
         self.owner = owner
         self.gateway: ClusterGateway = gw if gw is not None else gateway.for_cluster(cluster)
         self.previous: Snapshot | None = None
+        self.replica_lag = LagWatch(cluster)
         self.publisher = Publisher(cluster, background=events_thread)
         # The header and the parts' digests (store.digests_of) of the last content: whether the next
         # one changed is told from these, not from the last content's JSON held through the cycle.
@@ -248,6 +250,10 @@ class ClusterWatcher(MetadataPolling):
         # The events after the snapshot is out: a leader move reaches the pages without waiting for
         # the diff.
         changes: list[Change] = [] if reused else diff(self.previous, snap)
+        try:  # (growing follower lag: its streaks kept for the pages, and the ISR about to shrink as events)
+            changes += self.replica_lag.look(snap, now)
+        except Exception:  # noqa: BLE001 - a fault in it must not stop the snapshots
+            log.exception("looking at the replica lag of %s failed", self.cluster)
         self.previous = snap
         self.publisher.record_later(snap, changes)
         self.cycles += 1

@@ -28,6 +28,7 @@ from console.gateway.types import ConsumerGroup, TopicPartition
 from console.snapshots import changes
 from console.snapshots.encoding import Commits, GroupPartitions
 from console.snapshots.model import GroupState, MemberState
+from console.snapshots.replica_lag import save_silent
 from console.watcher import registry
 from console.watcher.alert_handoff import GroupAlertsApart
 from console.watcher.columns import ABSENT, OffsetColumns
@@ -43,6 +44,7 @@ log = logging.getLogger(__name__)
 # coordinator each): what a pass holds of Kafka's answers at once.
 GROUP_CHUNK = 2000
 SIZE_BROKERS = 10  # brokers whose log dir sizes are read at a time (Sampler._read_sizes)
+SILENT_KEPT = 3600.0  # seconds a broker that does not answer keeps its replicas' last sizes (Sampler._read_sizes)
 _NONE: dict[Any, Any] = {}  # (a group's committed or share offsets when it has none: never changed)
 _PASSES = count(1)  # (Sample.number)
 
@@ -112,6 +114,8 @@ class Sampler:
         self.group_stats: dict[str, float | int] = {}
         self.times: deque[float] = deque(maxlen=100)  # seconds per pass
         self._next_sizes = 0.0
+        self._silent: dict[int, float] = {}  # brokers whose log dirs did not answer -> since when (_read_sizes)
+        self._answered: set[int] = set()  # (... and those that answered the last read, or are carried)
         self._next_starts = 0.0  # (start offsets: read when due, `_starts_due`)
         self._starts_asked: list[TopicPartition] | None = None  # (the partitions they were last read for)
         self._starts_read_at = 0.0  # (... by the pass that started then)
@@ -283,17 +287,55 @@ class Sampler:
     def _read_sizes(self, brokers: list[int], before: Mapping[TopicPartition, Mapping[str, int]] | None) -> SizeColumns:
         """Every replica's size, read SIZE_BROKERS brokers at a time (DescribeLogDirs is one request
         per broker either way) into per-topic arrays (size_columns.SizeColumns): no answer holds
-        the whole cluster, and what is kept is no dict per partition. A topic whose sizes did not change keeps the arrays before. Any read that fails
-        fails them all."""
+        the whole cluster, and what is kept is no dict per partition. A topic whose sizes did not change keeps the arrays before.
+        A batch that fails is read a broker at a time; a broker that does not answer (or is no
+        longer listed) keeps its replicas' last answered sizes for SILENT_KEPT seconds, so its lag
+        behind the leaders grows as theirs do (console/snapshots/replica_lag.py). None answering fails the read."""
+        silent = self._silent
+        answered: set[int] = set()
+        now = time.time()
 
-        def answers() -> Iterator[Mapping[TopicPartition, Mapping[int, int]]]:
-            for i in range(0, len(brokers), SIZE_BROKERS):
+        def alone(batch: list[int]) -> Iterator[Mapping[TopicPartition, Mapping[int, int]]]:
+            for b in batch:
                 self.requests += 1
-                answer = self.gateway.log_dir_sizes(brokers[i:i + SIZE_BROKERS])
-                self._went_on()
+                try:
+                    answer = self.gateway.log_dir_sizes([b])
+                except GatewayError:
+                    silent.setdefault(b, now)
+                    continue
+                answered.add(b)
                 yield answer
 
-        return SizeColumns.read(answers(), before)
+        def answers() -> Iterator[Mapping[TopicPartition, Mapping[int, int]]]:
+            asked = [b for b in brokers if b not in silent]  # (each silent one alone, below: one timeout, not two)
+            known_silent = [b for b in brokers if b in silent]
+            for i in range(0, len(asked), SIZE_BROKERS):
+                batch = asked[i:i + SIZE_BROKERS]
+                self.requests += 1
+                try:
+                    answer = self.gateway.log_dir_sizes(batch)
+                except GatewayError:
+                    yield from alone(batch)
+                    continue
+                answered.update(batch)
+                self._went_on()
+                yield answer
+            yield from alone(known_silent)
+            if not answered:
+                raise GatewayError(f"No broker of '{self.cluster}' answered for its log dirs.")
+            for b in answered:
+                silent.pop(b, None)
+            for b in self._answered - answered:  # (no longer listed: fenced, or stopped being a broker)
+                silent.setdefault(b, now)
+            for b in [b for b, since in silent.items() if now - since > SILENT_KEPT]:
+                del silent[b]
+            self._answered = answered | silent.keys()
+            if silent and isinstance(before, SizeColumns):
+                yield before.replicas_on(silent.keys())
+
+        read = SizeColumns.read(answers(), before)
+        save_silent(self.cluster, silent)
+        return read
 
     def _poll_groups(self, brokers: int, partitions: int) -> dict[str, GroupState] | None:
         """Every group's state: described a chunk at a time (the gateway's

@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import sys
 from array import array
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -81,6 +81,19 @@ class SizeColumns(Mapping[TopicPartition, Mapping[str, int]]):
             else:
                 topics[name] = (brokers, sizes)
         return cls(topics, count, digests)
+
+    def replicas_on(self, brokers: Collection[int]) -> dict[TopicPartition, dict[int, int]]:
+        """The sizes of the replicas on these brokers, as the gateway answers them: what a read
+        carries over for brokers that did not answer it (Sampler._read_sizes)."""
+        wanted = np.array(sorted(brokers), np.int32)
+        out: dict[TopicPartition, dict[int, int]] = {}
+        for name, (ids, sizes) in self._topics.items():
+            hits = np.isin(ids, wanted)
+            if not hits.any():
+                continue
+            for number, place in zip(*np.nonzero(hits), strict=True):
+                out.setdefault((name, int(number)), {})[int(ids[number, place])] = int(sizes[number, place])
+        return out
 
     def _row(self, key: TopicPartition) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int64]] | None:
         found = self._topics.get(key[0])

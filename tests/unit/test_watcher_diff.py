@@ -479,9 +479,11 @@ def test_every_event_kind_has_a_scenario_here():
     # (tests/integration/test_watcher_restart.py) and alerts events from a failing alert channel
     # (tests/web/test_alert_delivery.py), Connect task events from the auto-restart loop
     # (tests/web/test_connect_offsets.py) and transaction events from the transactions side loop
-    # (tests/integration/test_transactions.py), not from diffing snapshots.
+    # (tests/integration/test_transactions.py), and the ISR about to shrink from the replica lag
+    # streaks kept across cycles (tests/unit/test_replica_lag.py), not from diffing snapshots.
     assert set(SCENARIOS) == set(KINDS) - {"rebalance", "balance", "analytics", "watcher", "alerts", "connect_task_restarted",
-                                           "connect_task_gave_up", "transaction_hanging", "transaction_ended"}
+                                           "connect_task_gave_up", "transaction_hanging", "transaction_ended",
+                                           "isr_about_to_shrink"}
 
 
 @pytest.mark.parametrize("kind", sorted(SCENARIOS))

@@ -1,0 +1,134 @@
+"""Per-replica lag: how many bytes each follower's log is behind its leader's, from the replica
+sizes the watcher reads (DescribeLogDirs), and the followers whose lag keeps growing (the watcher's
+`console/watcher/replica_lag.py` tracks them and keeps them in Redis; the pages read them here).
+
+Kafka's admin API gives no follower's log end offset (DescribeQuorum does, for the metadata log
+only; DescribeLogDirs' offset lag is a current log's max(HW - LEO, 0), always 0 on a follower, and
+means something only for a future replica), so a follower's lag is its leader's log size minus its
+own, in bytes: followers copy the leader's batches as they are, so an in-sync replica's log is the
+leader's size (retention and compaction run on each replica apart, so a few segments may differ).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import redis
+
+from console.snapshots.encoding import broker_key
+from console.snapshots.model import PartitionState
+from console.snapshots.store import client
+
+log = logging.getLogger(__name__)
+
+# What the pages say about how lag is measured (the lag column's and the grid's tooltip).
+HOW_MEASURED = ("Bytes behind the leader: the leader's log size minus this replica's, from the brokers' log dirs "
+                "(Kafka's admin API gives no follower's log end offset). A broker that does not answer keeps its "
+                "last answered size, so its lag grows while the leader's log does.")
+
+
+def replica_lags(p: PartitionState) -> dict[int, int | None]:
+    """Each replica's bytes behind its leader (the leader's own: 0); None when a size is not known
+    (the partition is offline, or the sizes were not read yet)."""
+    sizes = p.replica_sizes
+    leader = sizes.get(broker_key(p.leader)) if p.leader >= 0 else None
+    out: dict[int, int | None] = {}
+    for r in p.replicas:
+        if r == p.leader:
+            out[r] = 0 if leader is not None else None
+            continue
+        own = sizes.get(broker_key(r))
+        out[r] = None if leader is None or own is None else max(leader - own, 0)
+    return out
+
+
+def lag_level(lag: int | None, leader_size: int | None) -> str:
+    """The layout grid's colour of a follower's lag: none, some (under 1 MiB and 1% of the log) or
+    far (beyond either), unknown without sizes."""
+    if lag is None:
+        return "unknown"
+    if lag == 0:
+        return "none"
+    if lag < 1024 * 1024 and (leader_size is None or lag * 100 < max(leader_size, 1)):
+        return "some"
+    return "far"
+
+
+@dataclass(frozen=True)
+class Streak:
+    """A follower whose lag has grown (or stood above 0 while its own log did not move) since
+    `since` (epoch seconds): `about_to_shrink` once that lasts past the share of
+    replica.lag.time.max.ms (REPLICA_LAG_SHRINK_SHARE), while it is still in the ISR."""
+
+    topic: str
+    partition: int
+    broker: int
+    since: float
+    lag: int
+    size: int  # the follower's size as last read (its log did not move: the broker may not answer)
+    in_isr: bool
+    down: bool  # its broker is fenced or refuses the console's connections
+    grew: bool = False  # its lag went up at least once (a constant gap is retention's, not a stall)
+    about_to_shrink: bool = False
+
+
+def key(cluster: str) -> str:
+    return f"console:replica_lag:{cluster}"
+
+
+def save_streaks(cluster: str, streaks: Iterable[Streak]) -> None:
+    client().set(key(cluster), json.dumps([asdict(s) for s in streaks]), ex=3600)
+
+
+_silent_saved: dict[str, dict[int, float]] = {}
+
+
+def save_silent(cluster: str, silent: Mapping[int, float]) -> None:
+    """The brokers whose log dirs did not answer the watcher's last read, and since when (written
+    only when that changes; a Redis error only logged: the sampling goes on)."""
+    if _silent_saved.get(cluster) == silent:
+        return
+    try:
+        client().set(f"console:silent_brokers:{cluster}", json.dumps({str(b): t for b, t in silent.items()}), ex=3600)
+        _silent_saved[cluster] = dict(silent)
+    except redis.RedisError:
+        log.debug("cannot save the silent brokers of %s", cluster, exc_info=True)
+
+
+def silent_brokers(cluster: str) -> dict[int, float]:
+    raw = client().get(f"console:silent_brokers:{cluster}")
+    return {int(b): float(t) for b, t in json.loads(raw).items()} if raw else {}
+
+
+def streaks(cluster: str) -> dict[tuple[str, int, int], Streak]:
+    """The followers whose lag grows, as the watcher last kept them (topic, partition, broker)."""
+    raw = client().get(key(cluster))
+    if not raw:
+        return {}
+    return {(s.topic, s.partition, s.broker): s for s in (Streak(**row) for row in json.loads(raw))}
+
+
+def partition_lags(p: PartitionState, kept: Mapping[tuple[str, int, int], Streak], silent: Mapping[int, float],
+                   topic: str) -> list[dict[str, Any]]:
+    """Each replica of `p` with its lag as the pages and API show it (`kept`: `streaks`; `silent`:
+    `silent_brokers`)."""
+    leader_size = p.replica_sizes.get(broker_key(p.leader)) if p.leader >= 0 else None
+    rows = []
+    for broker, lag in replica_lags(p).items():
+        streak = kept.get((topic, p.partition, broker))
+        rows.append({
+            "broker": broker,
+            "leader": broker == p.leader,
+            "in_isr": broker in p.isr,
+            "bytes_behind": lag,
+            "level": "leader" if broker == p.leader else lag_level(lag, leader_size),
+            "growing_since": streak.since if streak is not None else None,
+            "not_answering_since": silent.get(broker) if broker in silent else (
+                streak.since if streak is not None and streak.down else None),
+            "about_to_shrink": bool(streak is not None and streak.about_to_shrink and broker in p.isr),
+        })
+    return rows
