@@ -101,7 +101,9 @@ class GroupDetail(APIView):
 
     body_on_delete = True  # the DELETE's JSON body (its confirmation) is in the schema
 
-    @extend_schema(responses=OpenApiTypes.OBJECT, summary="A group: partitions (committed, end, lag, owner) and members")
+    @extend_schema(responses=OpenApiTypes.OBJECT,
+                   summary="A group: partitions (committed, last stable offset, end, lag, readable lag up to the LSO, "
+                           "the transaction blocking it, owner), `blocked_by` and members")
     def get(self, request: Request, cluster: str, group: str) -> Response:
         return Response(group_rows.group_detail(latest(cluster), group))
 
