@@ -94,21 +94,6 @@ def test_a_group_past_the_lso_or_on_a_partition_no_transaction_holds_is_not_bloc
     assert "blocked-by" not in html
 
 
-def test_an_lso_read_before_a_newer_high_watermark_is_never_shown_above_it() -> None:
-    assert stable.stable_offset(stable.Held(12, "t", False), 10) == 10
-    assert stable.stable_offset(None, 10) == 10 and stable.stable_offset(stable.Held(3, None, False), None) is None
-
-
-def test_only_the_transaction_beginning_at_the_lso_holds_it() -> None:
-    rows = [{"transactional_id": "later", "hanging": False, "partitions": [
-                {"topic": "t", "partition": 0, "lso": 4, "high_watermark": 9, "txn_start_offset": 6}]},
-            {"transactional_id": "first", "hanging": True, "partitions": [
-                {"topic": "t", "partition": 0, "lso": 4, "high_watermark": 9, "txn_start_offset": 4},
-                {"topic": "t", "partition": 1, "lso": 7, "high_watermark": 7, "txn_start_offset": 7},
-                {"topic": "gone", "partition": 0}]}]
-    assert stable.held_partitions(rows) == {("t", 0): stable.Held(4, "first", True), ("t", 1): stable.Held(7, None, False)}
-
-
 class FakeKafka:
     """One open transaction on orders-0 (LSO 5, HW 10) and its abort."""
 
