@@ -28,7 +28,7 @@ from console.auth import visible
 from console.errors import BadParameter
 from console.params import bool_param, int_param
 from console.snapshots import latest, live, require_snapshot
-from topics_app import browse, reads, services
+from topics_app import browse, reads, services, tiered, tiered_watch
 from topics_app.export import to_csv, to_jsonl
 from topics_app.validation import MAX_NAME_LENGTH, check_topic_name
 
@@ -154,6 +154,8 @@ class TopicList(APIView):
         parameters=[OpenApiParameter("q", str), OpenApiParameter("regex", bool), OpenApiParameter("ordering", str,
                     description="name, partitions, replication_factor, size, messages, produce_rate, under_replicated; '-' for descending"),
                     OpenApiParameter("page", int), OpenApiParameter("page_size", int), OpenApiParameter("internal", bool)],
+        description="Each row's `tiered_storage` is true when the topic has remote.storage.enable=true (the watcher's "
+                    "listing every TIERED_POLL_INTERVAL seconds).",
     )
     def get(self, request: Request, cluster: str) -> Response:
         snap = latest(cluster)
@@ -165,7 +167,8 @@ class TopicList(APIView):
             per_page=int_param(p, "page_size", 50, minimum=1, maximum=1000) or 50, internal=bool_param(p, "internal"),
             visible=visible("topic.view", cluster, "topics"),
         )
-        return Response({"count": page.total, "page": page.page, "pages": page.pages, "results": page.rows})
+        return Response({"count": page.total, "page": page.page, "pages": page.pages,
+                         "results": tiered_watch.flagged(cluster, page.rows)})
 
     @extend_schema(request=TopicCreateBody, responses={200: OutcomeSerializer, 201: OutcomeSerializer},
                    summary="Create a topic (201), or with dry_run Kafka's verdict only (200)")
@@ -180,12 +183,17 @@ class TopicDetail(APIView):
     actions = {"GET": "topic.view", "DELETE": "topic.delete"}
     body_on_delete = True
 
-    @extend_schema(responses=OpenApiTypes.OBJECT, summary="A topic: summary, partitions, consumer groups")
+    @extend_schema(responses=OpenApiTypes.OBJECT,
+                   summary="A topic: summary, partitions, consumer groups, and `tiered_storage` (null unless remote.storage.enable: "
+                           "per partition earliest, earliest local and latest tiered offsets, high watermark, local bytes; "
+                           "totals; local beside total retention; `sources` names where each figure comes from)")
     def get(self, request: Request, cluster: str, topic: str) -> Response:
         snap = latest(cluster)
         summary = reads.topic_summary(snap, topic)
-        return Response({**summary, "partition_count": summary["partitions"], "partitions": reads.partitions(snap, topic),
-                         "consumer_groups": reads.topic_group_lags(snap, topic, visible("group.view", cluster, "groups"))})
+        partitions = reads.partitions(snap, topic)
+        return Response({**summary, "partition_count": summary["partitions"], "partitions": partitions,
+                         "consumer_groups": reads.topic_group_lags(snap, topic, visible("group.view", cluster, "groups")),
+                         "tiered_storage": tiered.read(cluster, topic, partitions)})
 
     @extend_schema(request=TopicDeleteBody, responses=OutcomeSerializer,
                    summary="Delete a topic (admin); the body repeats its name")

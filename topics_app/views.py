@@ -18,7 +18,7 @@ from console.gateway.errors import GatewayError
 from console.params import bool_param, int_param
 from console.snapshots import Live, require_snapshot
 from security_app.acls import section
-from topics_app import browse, reads, schema_views, services
+from topics_app import browse, reads, schema_views, services, tiered, tiered_watch
 from topics_app.decoding import DECODINGS
 from topics_app.validation import parse_configs
 
@@ -86,7 +86,8 @@ def list_params(params: Mapping[str, str]) -> dict[str, Any]:
 
 def topics_context(live: Live, params: dict[str, Any]) -> dict[str, Any]:
     page = reads.topics_page(live.snapshot, **params, visible=visible("topic.view", live.cluster, "topics")) if live.snapshot else None
-    rows_html = listing.rendered_rows("topics_app/_topic_row.html", live.cluster, "t", page.rows) if page else []
+    rows = tiered_watch.flagged(live.cluster, page.rows, every=False) if page else []
+    rows_html = listing.rendered_rows("topics_app/_topic_row.html", live.cluster, "t", rows)
     return {"live": live, "topics": page, "params": params, "sorts": reads.SORTS, "rows_html": rows_html}
 
 
@@ -131,7 +132,8 @@ def topic_detail(request: HttpRequest, cluster: str, topic: str) -> HttpResponse
     history = history_or_none(topic_history, cluster, topic)
     return render(request, "topics_app/topic.html", {**context, "view": "topic", "configs": configs,
                                                      "acl_section": section(request.user, cluster, "TOPIC", topic),
-                                                     "config_error": config_error, "analytics_history": history,
+                                                     "config_error": config_error, "analytics_history": history, "tiered": tiered_section,
+    tiered_section = tiered.tiered_storage(cluster, topic, configs, context["partitions"]) if configs else None
                                                      "can_change": may(request.user, "topic.edit_config", cluster, topic),
                                                      "can_delete": may(request.user, "topic.delete", cluster, topic),
                                                      **schema_views.section_context(request.user, cluster, topic)})

@@ -12,6 +12,7 @@ cluster (`console.gateway.for_cluster`) and never needs to know which area a cal
 - reassignments.py: replica reassignments and leader elections
 - acls.py: ACLs and the authorizer's settings
 - transactions.py: transactions, the producers of partitions, last stable offsets, aborts
+- tiered.py: where remote storage (KIP-405) and the local log start and end, per partition
 - reachability.py: whether each broker's port accepts a connection
 
 Message browsing and producing are in messages/, the demo's traffic clients in traffic.py.
@@ -28,10 +29,11 @@ from console.gateway.quotas import ClientQuotas
 from console.gateway.reachability import BrokerProbes
 from console.gateway.reassignments import Reassignments
 from console.gateway.scram import ScramUsers
+from console.gateway.tiered import TieredReads
 from console.gateway.topics import TopicAdmin
 from console.gateway.transactions import TransactionAdmin
 
 
 class ClusterGateway(ClusterReads, BrokerReads, TopicAdmin, OffsetReads, GroupAdmin, Reassignments, ScramUsers, ClientQuotas,
-                     AclAdmin, BrokerProbes, TransactionAdmin):
+                     AclAdmin, BrokerProbes, TransactionAdmin, TieredReads):
     """All Kafka calls for one cluster. Thread-safe; one instance per cluster per process."""
