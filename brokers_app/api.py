@@ -52,6 +52,22 @@ class BrokerList(APIView):
         return Response({"status": live.status, "brokers": require_snapshot(live).broker_rows()})
 
 
+class BrokerReplicaLag(APIView):
+    actions = {"GET": "cluster.view"}
+
+    @extend_schema(
+        responses=OpenApiTypes.OBJECT,
+        summary="A broker's follower replicas, most bytes behind their leader first (`replicas`: topic, partition, leader, "
+                "in_isr, bytes_behind, level, growing_since, not_answering_since, about_to_shrink); `how_measured` says how",
+        parameters=[OpenApiParameter("top", int, description="1-1000, default 50")],
+    )
+    def get(self, request: Request, cluster: str, broker: int) -> Response:
+        live = snapshots.live(cluster)
+        top = int_param(request.query_params, "top", 50, minimum=1, maximum=1000) or 50
+        return Response({"status": live.status, **services.broker_replica_lag(require_snapshot(live), broker, top,
+                                                                               visible("topic.view", cluster, "topics"))})
+
+
 class EventList(APIView):
     actions = {"GET": "cluster.view"}
 

@@ -13,6 +13,7 @@ class BrokersAppConfig(AppConfig):
 
         registry.register_events(EventTable())
         live.register_fragment("overview", views.overview_fragment, shared=True)
+        live.register_fragment("broker", views.broker_fragment, shared=True)
         live.register_events(live.EventsView(filters=services.event_filters, matches=services.event_matches, rows=views.event_rows))
         live.register_view("reassignments", action="reassignments.view")
         live.register_on_message("reassignment.progress", live.OnMessage(

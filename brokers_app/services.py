@@ -26,10 +26,24 @@ from console.errors import BadParameter, Conflict
 from console.gateway.errors import NotFound
 from console.gateway.types import TopicPartition
 from console.params import choice_param, int_param, topic_param
-from console.snapshots import Snapshot, TopicTally, tallied
+from console.snapshots import Snapshot, TopicTally, replica_lag, tallied
 from console.watcher.diff import KINDS
 
 log = logging.getLogger(__name__)
+
+
+def broker_replica_lag(snap: Snapshot, broker: int, top: int, visible: Callable[[str], bool] | None = None) -> dict[str, Any]:
+    """A broker's follower replicas, most bytes behind their leader first (at most `top`), and
+    since when it has not answered the watcher's read of its log dirs, if it does not."""
+    state = snap.brokers.get(broker)
+    if state is None:
+        raise NotFound(f"Broker {broker} is not part of cluster '{snap.cluster}'; brokers: {sorted(snap.brokers)}.")
+    silent = replica_lag.silent_brokers(snap.cluster)
+    rows = replica_lag.broker_lags(snap, broker, replica_lag.streaks(snap.cluster), silent, top, visible)
+    return {"broker": broker, "up": state.up, "reachable": state.reachable, "not_answering_since": silent.get(broker),
+            "about_to_shrink": sum(r["about_to_shrink"] for r in rows), "replicas": rows, "top": top,
+            "how_measured": replica_lag.HOW_MEASURED, "shrink_share": settings.REPLICA_LAG_SHRINK_SHARE,
+            "shrink_after_seconds": round(settings.REPLICA_LAG_SHRINK_SHARE * settings.REPLICA_LAG_TIME_MAX_MS / 1000, 1)}
 
 
 def overview(snap: Snapshot, visible: Callable[[str], bool] | None = None) -> dict[str, Any]:

@@ -34,6 +34,28 @@ def overview(request: HttpRequest, cluster: str) -> HttpResponse:
     return render(request, "brokers_app/overview.html", {**overview_context(live), "view": "overview"})
 
 
+LAG_TOP = 50  # follower replicas a broker's page lists (most behind first)
+
+
+def broker_context(live: snapshots.Live, broker: int) -> dict[str, Any]:
+    snap = snapshots.require_snapshot(live)
+    return {"live": live, "lag": services.broker_replica_lag(snap, broker, LAG_TOP, visible("topic.view", live.cluster, "topics")),
+            "brokers": sorted(snap.brokers)}
+
+
+def broker_fragment(live: snapshots.Live, params: Mapping[str, str]) -> dict[str, str]:
+    broker = int_param(params, "broker", minimum=0)
+    if broker is None:
+        return {}
+    return {"live-broker": render_to_string("brokers_app/_broker.html", broker_context(live, broker))}
+
+
+@allow(GET="cluster.view")
+def broker(request: HttpRequest, cluster: str, broker: int) -> HttpResponse:
+    live = snapshots.live(cluster)
+    return render(request, "brokers_app/broker.html", {**broker_context(live, broker), "view": "broker", "broker": broker})
+
+
 @allow(GET="cluster.view")
 def events(request: HttpRequest, cluster: str) -> HttpResponse:
     live = snapshots.live(cluster)

@@ -245,7 +245,7 @@ class PartitionList(APIView):
         result = services.add_partitions(request.user, cluster, topic, d["count"], d["dry_run"])
         return outcome(result)
 
-    @extend_schema(responses=OpenApiTypes.OBJECT, summary="A topic's partitions: leader, replicas, ISR, offsets")
+    @extend_schema(responses=OpenApiTypes.OBJECT, summary="A topic's partitions: leader, replicas, ISR, offsets, and `replica_lag`: each replica's bytes behind its leader")
     def get(self, request: Request, cluster: str, topic: str) -> Response:
         current = live(cluster)
         snap = require_snapshot(current)

@@ -13,7 +13,7 @@ from console import gateway
 from console.errors import BadParameter
 from console.gateway.errors import ClusterUnavailable, NotFound
 from console.listing import ordered, paginate, search
-from console.snapshots import PartitionState, Snapshot, TopicState, TopicTally
+from console.snapshots import PartitionState, Snapshot, TopicState, TopicTally, replica_lag
 from topics_app.validation import check_topic_name
 from transactions_app import stable
 
@@ -36,6 +36,14 @@ def cell(p: PartitionState, broker: int, live: set[int]) -> str:
     if broker == p.leader:
         return "leader"
     return "insync" if broker in p.isr else "outofsync"
+
+
+def lag_grid(p: PartitionState, brokers: list[int], live: set[int]) -> list[dict[str, Any]]:
+    """The layout grid's cells of `p` with each replica's lag (bytes behind its leader) and its colour."""
+    lags = replica_lag.replica_lags(p)
+    leader_size = p.replica_sizes.get(str(p.leader)) if p.leader >= 0 else None
+    return [{"cell": cell(p, b, live), "behind": lags.get(b),
+             "level": replica_lag.lag_level(lags.get(b), leader_size) if b in lags and b != p.leader else ""} for b in brokers]
 
 
 def layout(snap: Snapshot, query: str = "", page: int = 1, per_page: int = 20, internal: bool = False,
@@ -67,6 +75,7 @@ def layout(snap: Snapshot, query: str = "", page: int = 1, per_page: int = 20, i
                         "under_replicated": p.under_replicated,
                         "under_min_isr": p.under_min_isr(t.min_isr),
                         "cells": [cell(p, b, live) for b in brokers],
+                        "grid": lag_grid(p, brokers, live),
                     }
                     for p in t.partitions
                 ],
@@ -114,6 +123,7 @@ def _could_exist(name: str) -> bool:
 def partitions(snap: Snapshot, name: str) -> list[dict[str, Any]]:
     t = topic(snap, name)
     held = {p: h for (topic_name, p), h in stable.held(snap.cluster).items() if topic_name == name}
+    kept, silent = replica_lag.streaks(snap.cluster), replica_lag.silent_brokers(snap.cluster)
     return [
         {
             "partition": p.partition,
@@ -132,6 +142,7 @@ def partitions(snap: Snapshot, name: str) -> list[dict[str, Any]]:
             "messages": p.messages,
             "size": p.size,
             "replica_sizes": p.replica_sizes,
+            "replica_lag": replica_lag.partition_lags(p, kept, silent, name),
         }
         for p in t.partitions
     ]

@@ -16,7 +16,7 @@ from console.auth import allow, may, visible
 from console.errors import BadParameter, ConsoleError
 from console.gateway.errors import GatewayError
 from console.params import bool_param, int_param
-from console.snapshots import Live, require_snapshot
+from console.snapshots import Live, replica_lag, require_snapshot
 from security_app.acls import section
 from topics_app import browse, reads, schema_views, services, tiered, tiered_watch
 from topics_app.decoding import DECODINGS
@@ -37,7 +37,7 @@ def layout_params(params: Mapping[str, str]) -> dict[str, Any]:
 def layout_context(live: Live, params: dict[str, Any]) -> dict[str, Any]:
     page = reads.layout(live.snapshot, params["query"], params["page"], 20, params["internal"],
                            visible("topic.view", live.cluster, "topics")) if live.snapshot else None
-    return {"live": live, "layout": page, "params": params}
+    return {"live": live, "layout": page, "params": params, "lag_note": replica_lag.HOW_MEASURED}
 
 
 def layout_fragment(live: Live, params: Mapping[str, str]) -> dict[str, str]:
@@ -105,10 +105,13 @@ def topics(request: HttpRequest, cluster: str) -> HttpResponse:
 def detail_context(live: Live, name: str) -> dict[str, Any]:
     snap = require_snapshot(live)
     t = reads.topic(snap, name)
+    parts = reads.partitions(snap, name)
     return {
         "live": live,
         "topic": t,
-        "partitions": reads.partitions(snap, name),
+        "partitions": parts,
+        "shrinking": [{"partition": p["partition"], **r} for p in parts for r in p["replica_lag"] if r["about_to_shrink"]],
+        "lag_note": replica_lag.HOW_MEASURED,
         "brokers": sorted(snap.brokers),
         "groups": reads.topic_group_lags(snap, name, visible("group.view", live.cluster, "groups")),
     }
@@ -130,10 +133,10 @@ def topic_detail(request: HttpRequest, cluster: str, topic: str) -> HttpResponse
     from analytics.services import history_or_none, topic_history
 
     history = history_or_none(topic_history, cluster, topic)
+    tiered_section = tiered.tiered_storage(cluster, topic, configs, context["partitions"]) if configs else None
     return render(request, "topics_app/topic.html", {**context, "view": "topic", "configs": configs,
                                                      "acl_section": section(request.user, cluster, "TOPIC", topic),
                                                      "config_error": config_error, "analytics_history": history, "tiered": tiered_section,
-    tiered_section = tiered.tiered_storage(cluster, topic, configs, context["partitions"]) if configs else None
                                                      "can_change": may(request.user, "topic.edit_config", cluster, topic),
                                                      "can_delete": may(request.user, "topic.delete", cluster, topic),
                                                      **schema_views.section_context(request.user, cluster, topic)})

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import redis
 
 from console.snapshots.encoding import broker_key
-from console.snapshots.model import PartitionState
+from console.snapshots.model import PartitionState, Snapshot
 from console.snapshots.store import client
 
 log = logging.getLogger(__name__)
@@ -132,3 +132,20 @@ def partition_lags(p: PartitionState, kept: Mapping[tuple[str, int, int], Streak
             "about_to_shrink": bool(streak is not None and streak.about_to_shrink and broker in p.isr),
         })
     return rows
+
+
+def broker_lags(snap: Snapshot, broker: int, kept: Mapping[tuple[str, int, int], Streak], silent: Mapping[int, float],
+                top: int, shown: Callable[[str], bool] | None = None) -> list[dict[str, Any]]:
+    """The follower replicas on `broker` (of the topics `shown`), most bytes behind first, at most
+    `top` of them; those whose lag is not known last."""
+    rows = []
+    for name, t in snap.topics.items():
+        if shown is not None and not shown(name):
+            continue
+        for p in t.partitions:
+            if broker not in p.replicas or broker == p.leader:
+                continue
+            row = next(r for r in partition_lags(p, kept, silent, name) if r["broker"] == broker)
+            rows.append({"topic": name, "partition": p.partition, "leader": p.leader, **row})
+    rows.sort(key=lambda r: (r["bytes_behind"] is None, -(r["bytes_behind"] or 0), r["topic"], r["partition"]))
+    return rows[:top]

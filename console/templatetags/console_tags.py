@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode
 
@@ -20,6 +21,14 @@ def bytes(value: int | None) -> str:  # noqa: A001 - the template filter's name
             return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
         size /= 1024
     return f"{size:.1f} TB"
+
+
+@register.filter
+def clock(value: float | None) -> str:
+    """Epoch seconds as the UTC time of day (what "since" columns show)."""
+    if value is None or value == "":
+        return "–"
+    return datetime.fromtimestamp(float(value), tz=UTC).strftime("%H:%M:%S UTC")
 
 
 def _query(params: dict[str, Any], **changes: Any) -> str:

@@ -133,6 +133,8 @@ def test_layout_row_describes_each_partition_with_one_cell_per_broker():
         "under_replicated": True,
         "under_min_isr": True,
         "cells": ["leader", "offline", ""],
+        "grid": [{"cell": "leader", "behind": None, "level": ""}, {"cell": "offline", "behind": None, "level": "unknown"},
+                 {"cell": "", "behind": None, "level": ""}],
     }
     assert p1["offline"] is True
     assert p1["cells"] == ["", "offline", "outofsync"]
@@ -178,9 +180,14 @@ def test_partitions_describe_each_partition():
         "under_min_isr": False,
         "start_offset": 4,
         "end_offset": 40,
+        "last_stable_offset": 40,
+        "held_by": None,
         "messages": 36,
         "size": None,
         "replica_sizes": {},
+        "replica_lag": [{"broker": b, "leader": b == 2, "in_isr": b in (2, 1), "bytes_behind": None,
+                         "level": "leader" if b == 2 else "unknown", "growing_since": None, "not_answering_since": None,
+                         "about_to_shrink": False} for b in (2, 1, 3)],
     }
     assert rows[1]["leader"] is None
     assert rows[1]["offline"] is True

@@ -30,7 +30,7 @@ def test_layout_grid_marks_leader_follower_out_of_sync_and_offline(client_as, sn
     match = re.search(r'<tr data-partition="1">(.*?)</tr>', page)
     assert match is not None
     row1 = match.group(1)
-    cells = re.findall(r'class="cell (\w+)"', row1)
+    cells = re.findall(r'class="cell (\w+)[ "]', row1)
     assert cells == ["outofsync", "leader", "offline"]  # broker 1 out of ISR, 2 leads, 3 is down
 
 
