@@ -98,6 +98,7 @@ urlpatterns = [
     path(api + "<str:cluster>/consumer-groups/", consumers_api.GroupList.as_view()),
     path(api + "<str:cluster>/rebalances/most-frequent/", consumers_api.MostRebalancing.as_view()),
     path(api + "<str:cluster>/consumer-groups/<name:group>/", consumers_api.GroupDetail.as_view()),
+    path(api + "<str:cluster>/consumer-groups/<name:group>/streams/", consumers_api.GroupStreams.as_view()),
     path(api + "<str:cluster>/consumer-groups/<name:group>/offsets", consumers_api.GroupOffsets.as_view()),
     path(api + "<str:cluster>/consumer-groups/<name:group>/offsets/", consumers_api.GroupOffsets.as_view()),
     path(api + "<str:cluster>/consumer-groups/<name:group>/rebalances/", consumers_api.GroupRebalances.as_view()),

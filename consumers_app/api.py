@@ -1,4 +1,5 @@
-"""REST API of consumer groups: list, detail, offset reset (with dry_run), rebalances, delete."""
+"""REST API of consumer groups: list, detail, a streams group's topology and tasks, offset reset (with dry_run),
+rebalances, delete."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from console.errors import BadParameter
 from console.params import bool_param, int_param, timestamp_ms
 from console.snapshots import latest, live
 from console.tokens import MetricsTokenMixin
-from consumers_app import group_history, group_rows, services
+from consumers_app import group_history, group_rows, services, streams
 
 
 @extend_schema_field({"oneOf": [{"type": "string", "description": "ISO date and time (UTC unless it says)"},
@@ -113,6 +114,17 @@ class GroupDetail(APIView):
         confirm = confirmation(request)
         services.delete_group(request.user, cluster, latest(cluster), group, confirm)
         return Response({"deleted": group})
+
+
+class GroupStreams(APIView):
+    actions = {"GET": "group.view"}
+
+    @extend_schema(responses=OpenApiTypes.OBJECT,
+                   summary="A streams group (KIP-1071): state, group, assignment and topology epochs, members with their "
+                           "active/standby/warm-up tasks, subtopologies with their source, repartition and changelog topics, "
+                           "and the lag of each subtopology's inputs. Reset and delete it as any group (it must be empty).")
+    def get(self, request: Request, cluster: str, group: str) -> Response:
+        return Response(streams.describe(cluster, latest(cluster), group))
 
 
 class GroupOffsets(APIView):

@@ -148,6 +148,10 @@ def _apply_reset(user: Any, cluster: str, snap: Snapshot, group_id: str, spec: R
     gw = gateway.for_cluster(cluster)
     state, members, kind = gw.group_state(group_id)
     if state not in {"Empty", "Dead"} or members:
+        if kind == "streams":  # kafka-streams-groups resets an inactive group only, and so does Kafka
+            raise BadParameter(f"Streams group '{group_id}' is {state} with {members} member{'s' if members != 1 else ''}: "
+                               "its offsets can only be reset while the group is inactive (empty). Stop every "
+                               "instance of the Streams application first.")
         raise BadParameter(f"Group '{group_id}' is {state} with {members} member{'s' if members != 1 else ''}: Kafka "
                            "only lets offsets be reset while the group is empty. Stop its consumers first.")
     plan = plan_reset(cluster, snap, group_id, spec)

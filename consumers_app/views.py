@@ -16,7 +16,7 @@ from console.auth import allow, may, visible
 from console.errors import BadParameter, ConsoleError
 from console.params import int_param, timestamp_ms
 from console.snapshots import Live, require_snapshot
-from consumers_app import group_history, group_rows, partition_html, services
+from consumers_app import group_history, group_rows, partition_html, services, streams
 from security_app.acls import section
 
 
@@ -66,10 +66,22 @@ def group_detail(request: HttpRequest, cluster: str, group: str) -> HttpResponse
     from analytics.services import group_history, history_or_none
 
     live = snapshots.live(cluster)
-    return render(request, "consumers_app/group.html", {**detail_context(live, group), "view": "group",
+    context = detail_context(live, group)
+    return render(request, "consumers_app/group.html", {**context, **streams_context(live, context["group"]), "view": "group",
                                                         "acl_section": section(request.user, cluster, "GROUP", group),
                                                         "analytics_history": history_or_none(group_history, cluster, group),
                                                         "can_change": may(request.user, "group.reset_offsets", cluster, group=group)})
+
+
+def streams_context(live: Live, summary: Mapping[str, Any]) -> dict[str, Any]:
+    """A streams group's topology, tasks and input lag, asked of Kafka; when Kafka cannot say now, the
+    page still shows what the snapshot has, with the sentence why the rest is missing."""
+    if summary.get("group_type") != "streams":
+        return {}
+    try:
+        return {"streams": streams.describe(live.cluster, require_snapshot(live), summary["group"])}
+    except ConsoleError as exc:
+        return {"streams_error": error_responses.message(exc)}
 
 
 def reset_spec(p: Mapping[str, str]) -> services.ResetSpec:

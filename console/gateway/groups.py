@@ -1,4 +1,4 @@
-"""Consumer and share groups: their states, members and committed offsets; resets and deletes.
+"""Consumer, share and streams groups: their states, members and committed offsets; resets and deletes.
 
 Read through kafka-python, which batches what librdkafka asks group by group (FindCoordinator,
 DescribeGroups and OffsetFetch per coordinator); the new protocols' requests are in protocol.py.
@@ -15,10 +15,11 @@ from typing import Any
 import kafka.errors as kp_errors
 from kafka.admin import KafkaAdminClient
 
-from console.gateway import protocol
+from console.gateway import protocol, streams
 from console.gateway.classic_describe import describe_classic
 from console.gateway.connections import Connections
 from console.gateway.errors import ClusterUnavailable, InvalidRequest, NotFound
+from console.gateway.streams import StreamsGroup
 from console.gateway.translate import error_code_name, translate_error
 from console.gateway.types import ConsumerGroup, GroupMember, TopicPartition
 
@@ -69,6 +70,20 @@ def _modern_group(gid: str, group_type: str, listing: dict[str, Any], d: dict[st
         generation=d["epoch"] if d["epoch"] >= 0 else None,
         assignment_epoch=d["assignment_epoch"] if d["assignment_epoch"] >= 0 else None,
     )
+
+
+def _streams_group(gid: str, listing: dict[str, Any], g: StreamsGroup, named: Naming) -> ConsumerGroup:
+    """A streams group (KIP-1071) as a group of the list: each member's partitions are those its active
+    tasks read (task s/p reads partition p of each source topic of subtopology s)."""
+    members = tuple(
+        GroupMember(member_id=m.member_id, client_id=m.client_id, host=m.host, instance_id=m.instance_id, epoch=m.member_epoch,
+                    assignment=tuple([named(tp) for tp in g.input_partitions(m.assignment.active)]))
+        for m in g.members)
+    return ConsumerGroup(group_id=gid, state=g.state if not g.error else listing.get("group_state") or "Unknown",
+                         protocol_type=listing.get("protocol_type") or "streams", group_type="streams", assignor="",
+                         members=members, error=g.error, coordinator=g.coordinator,
+                         generation=g.group_epoch if g.group_epoch >= 0 else None,
+                         assignment_epoch=g.assignment_epoch if g.assignment_epoch >= 0 else None)
 
 
 def _classic_group(gid: str, group_type: str, listing: dict[str, Any], d: dict[str, Any], named: Naming,
@@ -143,6 +158,9 @@ class GroupAdmin(Connections):
                         of_kind = [gid for gid in ids if kind_of[gid] == kind]
                         if of_kind:
                             modern.update(protocol.describe(admin, of_kind, kind))
+                    of_streams = [gid for gid in ids if kind_of[gid] == "streams"]
+                    if of_streams:
+                        modern.update(streams.describe_streams(admin, of_streams))
                 cluster = admin._manager.cluster  # coordinators found while describing, cached by kafka-python
                 return described, modern, {gid: cluster.get_coordinator(gid) for gid in ids}
 
@@ -158,7 +176,7 @@ class GroupAdmin(Connections):
             chunk = ordered[start:start + DESCRIBE_CHUNK]
             described, modern, coordinators = self._with_kafka_python("groups", describe(chunk, kind_of))
             moved = [gid for gid, d in [*described.items(), *modern.items()]
-                     if _COORDINATOR_MOVED.search(str(d.get("error") or ""))]
+                     if _COORDINATOR_MOVED.search(str(d.error if isinstance(d, StreamsGroup) else d.get("error") or ""))]
             if moved:  # the coordinator moved (broker restart, leader election): find it afresh next time
                 log.info("coordinator of %d group(s) moved (e.g. %s); renewing the groups client", len(moved), moved[0])
                 self.forget_kafka_python("groups")
@@ -166,7 +184,9 @@ class GroupAdmin(Connections):
             for gid in chunk:
                 listing = kinds[gid]
                 group_type = listing.get("group_type") or "classic"
-                if gid in modern:
+                if isinstance(modern.get(gid), StreamsGroup):
+                    groups.append(_streams_group(gid, listing, modern[gid], named))
+                elif gid in modern:
                     groups.append(_modern_group(gid, group_type, listing, modern[gid], named))
                 else:
                     groups.append(_classic_group(gid, group_type, listing, described.get(gid, {}), named, coordinators.get(gid)))
@@ -174,7 +194,7 @@ class GroupAdmin(Connections):
             yield groups
 
     def group_state(self, group_id: str) -> tuple[str, int, str]:
-        """A group's state, member count and type ("classic", "consumer" or "share"), asked now (not
+        """A group's state, member count and type ("classic", "consumer", "share" or "streams"), asked now (not
         from the snapshot): offset changes depend on it. NotFound when the group does not exist."""
 
         def run() -> tuple[str, int, str]:
@@ -191,6 +211,11 @@ class GroupAdmin(Connections):
                             return m["state"], len(m["members"]), kind
                         if m and _coordinator_error(str(m["error"])):
                             return str(m["error"])
+                    sg = streams.describe_streams(admin, [group_id]).get(group_id)
+                    if sg and not sg.error:
+                        return sg.state, len(sg.members), "streams"
+                    if sg and _coordinator_error(str(sg.error)):
+                        return str(sg.error)
                 state = d.get("group_state") or "Dead"
                 if state == "Dead" and not d.get("members"):
                     raise NotFound(f"Consumer group '{group_id}' does not exist on cluster '{self.name}'.")
@@ -212,6 +237,24 @@ class GroupAdmin(Connections):
             return self._with_kafka_python("group", ask)
 
         return self._call(f"describe consumer group '{group_id}'", run)
+
+    def streams_group(self, group_id: str) -> StreamsGroup:
+        """A streams group's members, tasks and topology, asked now (StreamsGroupDescribe). NotFound
+        when there is no streams group of that id."""
+
+        def run() -> StreamsGroup:
+            if not protocol.available():
+                raise NotFound(f"Cluster '{self.name}': the console cannot describe streams groups without Kafka's client jar.")
+            g = self._with_kafka_python("group", lambda admin: streams.describe_streams(admin, [group_id])).get(group_id)
+            if g is None or (g.error and "GroupIdNotFound" in g.error):
+                raise NotFound(f"Streams group '{group_id}' does not exist on cluster '{self.name}'.")
+            if g.error:
+                if _COORDINATOR_MOVED.search(g.error):
+                    self.forget_kafka_python("group")
+                raise ClusterUnavailable(f"Streams group '{group_id}' could not be described now: {g.error[:200]}.")
+            return g
+
+        return self._call(f"describe streams group '{group_id}'", run)
 
     # Committed offsets -------------------------------------------------------------------------
     def group_offsets(self, group_ids: list[str]) -> dict[str, dict[TopicPartition, int]]:

@@ -1,6 +1,6 @@
 """Kafka requests kafka-python does not ship, for the groups of Kafka 4: ConsumerGroupDescribe (the new
 consumer protocol, KIP-848); ShareGroupDescribe and Describe/Alter/DeleteShareGroupOffsets (share
-groups, KIP-932).
+groups, KIP-932); StreamsGroupDescribe (streams groups, KIP-1071: read in streams.py).
 
 kafka-python builds each request and response from Apache Kafka's own JSON message definitions. The
 definitions of these three are read from the kafka-clients jar that `make kafka-jars` downloads from
@@ -31,7 +31,7 @@ from kafka.protocol.api_message import ApiMessage
 from console.gateway.types import TopicPartition
 
 MESSAGES = ("ConsumerGroupDescribe", "ShareGroupDescribe", "DescribeShareGroupOffsets", "AlterShareGroupOffsets",
-            "DeleteShareGroupOffsets")
+            "DeleteShareGroupOffsets", "StreamsGroupDescribe")
 
 _lock = threading.Lock()
 _classes: dict[str, type[ApiMessage]] | None = None
@@ -98,13 +98,13 @@ def kafka_uuid(value: Any) -> str:
     return str(value)
 
 
-def _error(code: int, message: str | None) -> str | None:
+def error_text(code: int, message: str | None) -> str | None:
     if not code:
         return None
     return str(kp_errors.for_code(code)(message or ""))
 
 
-async def _by_coordinator(admin: KafkaAdminClient, group_ids: list[str]) -> dict[int, list[str]]:
+async def by_coordinator(admin: KafkaAdminClient, group_ids: list[str]) -> dict[int, list[str]]:
     coordinators = await admin._find_coordinator_ids(group_ids)
     grouped: dict[int, list[str]] = defaultdict(list)
     for gid, node in coordinators.items():
@@ -129,7 +129,7 @@ def describe(admin: KafkaAdminClient, group_ids: list[str], kind: str) -> dict[s
 
     async def run() -> dict[str, dict[str, Any]]:
         found: dict[str, dict[str, Any]] = {}
-        for node, ids in (await _by_coordinator(admin, group_ids)).items():
+        for node, ids in (await by_coordinator(admin, group_ids)).items():
             request = request_class(group_ids=ids, include_authorized_operations=False)
             response = await admin._manager.send(request, node_id=node)
             for g in response.to_dict()["groups"]:
@@ -138,7 +138,7 @@ def describe(admin: KafkaAdminClient, group_ids: list[str], kind: str) -> dict[s
                     "epoch": g["group_epoch"],
                     "assignment_epoch": g["assignment_epoch"],
                     "assignor": g["assignor_name"],
-                    "error": _error(g["error_code"], g.get("error_message")),
+                    "error": error_text(g["error_code"], g.get("error_message")),
                     "coordinator": node,
                     "members": [
                         {
@@ -166,7 +166,7 @@ def share_group_offsets(admin: KafkaAdminClient, group_ids: list[str]) -> dict[s
 
     async def run() -> dict[str, dict[TopicPartition, tuple[int, int]]]:
         found: dict[str, dict[TopicPartition, tuple[int, int]]] = {}
-        for node, ids in (await _by_coordinator(admin, group_ids)).items():
+        for node, ids in (await by_coordinator(admin, group_ids)).items():
             group = request_class.DescribeShareGroupOffsetsRequestGroup  # type: ignore[attr-defined]
             request = request_class(groups=[group(group_id=gid, topics=None) for gid in ids])
             response = await admin._manager.send(request, node_id=node)
@@ -201,7 +201,7 @@ def alter_share_group_offsets(admin: KafkaAdminClient, group_id: str, offsets: d
         request = request_class(group_id=group_id, topics=[topic_class(topic_name=t, partitions=ps) for t, ps in by_topic.items()])
         response = (await admin._manager.send(request, node_id=node)).to_dict()
         _raise_for(response["error_code"], response.get("error_message"), f"alter the offsets of share group '{group_id}'")
-        return {f"{t['topic_name']}-{p['partition_index']}": str(_error(p["error_code"], p.get("error_message")))
+        return {f"{t['topic_name']}-{p['partition_index']}": str(error_text(p["error_code"], p.get("error_message")))
                 for t in response["responses"] for p in t["partitions"] if p["error_code"]}
 
     return admin._manager.run(run)  # type: ignore[no-any-return]
@@ -218,6 +218,6 @@ def delete_share_group_offsets(admin: KafkaAdminClient, group_id: str, topics: l
         request = request_class(group_id=group_id, topics=[topic_class(topic_name=t) for t in topics])
         response = (await admin._manager.send(request, node_id=node)).to_dict()
         _raise_for(response["error_code"], response.get("error_message"), f"delete the offsets of share group '{group_id}'")
-        return {t["topic_name"]: str(_error(t["error_code"], t.get("error_message"))) for t in response["responses"] if t["error_code"]}
+        return {t["topic_name"]: str(error_text(t["error_code"], t.get("error_message"))) for t in response["responses"] if t["error_code"]}
 
     return admin._manager.run(run)  # type: ignore[no-any-return]

@@ -112,6 +112,7 @@ EXPECTED: dict[str, dict[str, str]] = {
     API + "consumer-groups/": {"GET": "group.view"},
     API + "rebalances/most-frequent/": {"GET": "group.view"},
     API + "consumer-groups/<name:group>/": {"GET": "group.view", "DELETE": "group.delete"},
+    API + "consumer-groups/<name:group>/streams/": {"GET": "group.view"},
     API + "consumer-groups/<name:group>/offsets": {"POST": "group.reset_offsets", "DELETE": "group.reset_offsets"},
     API + "consumer-groups/<name:group>/offsets/": {"POST": "group.reset_offsets", "DELETE": "group.reset_offsets"},
     API + "consumer-groups/<name:group>/rebalances/": {"GET": "group.view"},
