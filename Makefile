@@ -98,7 +98,8 @@ ALONE_ENV = TEST_REDIS_PORT=$$(($(TEST_REDIS_PORT) + 10)) TEST_KAFKA_BASE_PORT=$
   TEST_VAR_DIR=$(TEST_VAR_DIR)-alone
 INTEGRATION_ALONE = tests/integration/test_faults.py tests/integration/test_faults_matrix.py \
   tests/integration/test_reassignment.py tests/integration/test_spark_standalone.py \
-  tests/integration/test_secure_cluster.py tests/integration/test_alerts_faults.py
+  tests/integration/test_secure_cluster.py tests/integration/test_alerts_faults.py \
+  tests/integration/test_replica_lag.py
 # The web layer mostly waits (sampling processes, timeouts), not computes: pytest-xdist workers run it
 # side by side, each with its own Redis port (the ports just above the run's), data and Kafka ports
 # (tests/workers.py). WEB_WORKERS=0 runs it in one process.

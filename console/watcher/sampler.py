@@ -114,7 +114,10 @@ class Sampler:
         self.group_stats: dict[str, float | int] = {}
         self.times: deque[float] = deque(maxlen=100)  # seconds per pass
         self._next_sizes = 0.0
-        self._silent: dict[int, float] = {}  # brokers whose log dirs did not answer -> since when (_read_sizes)
+        # brokers whose log dirs did not answer -> the read they last answered (_read_sizes): their
+        # sizes are as of then, so their lag has grown since
+        self._silent: dict[int, float] = {}
+        self._answered_at: dict[int, float] = {}
         self._answered: set[int] = set()  # (... and those that answered the last read, or are carried)
         self._next_starts = 0.0  # (start offsets: read when due, `_starts_due`)
         self._starts_asked: list[TopicPartition] | None = None  # (the partitions they were last read for)
@@ -301,7 +304,7 @@ class Sampler:
                 try:
                     answer = self.gateway.log_dir_sizes([b])
                 except GatewayError:
-                    silent.setdefault(b, now)
+                    silent.setdefault(b, self._answered_at.get(b, now))
                     continue
                 answered.add(b)
                 yield answer
@@ -325,8 +328,9 @@ class Sampler:
                 raise GatewayError(f"No broker of '{self.cluster}' answered for its log dirs.")
             for b in answered:
                 silent.pop(b, None)
+                self._answered_at[b] = now
             for b in self._answered - answered:  # (no longer listed: fenced, or stopped being a broker)
-                silent.setdefault(b, now)
+                silent.setdefault(b, self._answered_at.get(b, now))
             for b in [b for b, since in silent.items() if now - since > SILENT_KEPT]:
                 del silent[b]
             self._answered = answered | silent.keys()
