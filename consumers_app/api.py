@@ -71,6 +71,12 @@ class GroupDeleteBody(Body):
                               help_text="The group's id typed again (or ?confirm=); without it nothing is deleted.")
 
 
+class StreamsGroupDeleteBody(GroupDeleteBody):
+    internal_topics = StrictBooleanField(required=False, default=False,
+                                         help_text="A streams group's repartition and changelog topics too (admin), as "
+                                                   "kafka-streams-groups --delete-all-internal-topics.")
+
+
 CONFIRM_PARAM = OpenApiParameter("confirm", str, description="The group's id typed again (or 'confirm' in a JSON body).")
 
 
@@ -108,12 +114,14 @@ class GroupDetail(APIView):
     def get(self, request: Request, cluster: str, group: str) -> Response:
         return Response(group_rows.group_detail(latest(cluster), group))
 
-    @extend_schema(request=GroupDeleteBody, responses=OpenApiTypes.OBJECT, parameters=[CONFIRM_PARAM],
-                   summary="Delete a group (it must be empty); its id typed again as confirm")
+    @extend_schema(request=StreamsGroupDeleteBody, responses=OpenApiTypes.OBJECT, parameters=[CONFIRM_PARAM],
+                   summary="Delete a group (it must be empty); its id typed again as confirm; a streams group's internal "
+                           "topics too with internal_topics")
     def delete(self, request: Request, cluster: str, group: str) -> Response:
-        confirm = confirmation(request)
-        services.delete_group(request.user, cluster, latest(cluster), group, confirm)
-        return Response({"deleted": group})
+        body = validated(StreamsGroupDeleteBody, request)
+        confirm = str(body["confirm"] or request.query_params.get("confirm", ""))
+        topics = services.delete_group(request.user, cluster, latest(cluster), group, confirm, internal_topics=body["internal_topics"])
+        return Response({"deleted": group, "deleted_topics": topics})
 
 
 class GroupStreams(APIView):

@@ -164,13 +164,30 @@ def _apply_reset(user: Any, cluster: str, snap: Snapshot, group_id: str, spec: R
     return plan
 
 
-def delete_group(user: Any, cluster: str, snap: Snapshot, group_id: str, confirm: str) -> None:
-    """Delete the group (Kafka refuses one that has members), audited."""
-    with audited(user, "delete_group", cluster=cluster, target=group_id):
-        group(snap, group_id)
+def delete_group(user: Any, cluster: str, snap: Snapshot, group_id: str, confirm: str, internal_topics: bool = False) -> list[str]:
+    """Delete the group (Kafka refuses one that has members), audited. With `internal_topics`, a streams
+    group's repartition and changelog topics go too, as `kafka-streams-groups --delete
+    --delete-all-internal-topics` does (they are named in its topology, read before the group goes);
+    deleting topics is an admin's change. Returns the topics deleted."""
+    with audited(user, "delete_group", cluster=cluster, target=group_id, details={"internal_topics": internal_topics}) as entry:
+        g = group(snap, group_id)
         confirmed(group_id, confirm, f"delete group '{group_id}'")
-        gateway.for_cluster(cluster).delete_group(group_id)
+        gw = gateway.for_cluster(cluster)
+        topics: list[str] = []
+        if internal_topics:
+            if g.group_type != "streams":
+                raise BadParameter(f"Group '{group_id}' is a {g.group_type} group: only a streams group has internal topics to delete.")
+            topology = gw.streams_group(group_id).subtopologies
+            topics = sorted({t for s in topology for t in (*s.changelog_topics, *(name for name, _ in s.repartition_source_topics))})
+            for topic in topics:
+                require(user, "topic.delete", cluster, topic=topic)
+        gw.delete_group(group_id)
         snapshots.note_change(cluster, {f"group:{group_id}": 0})
+        for topic in topics:
+            gw.delete_topic(topic)
+            snapshots.note_change(cluster, {f"topic:{topic}": 0})
+        entry["topics"] = topics
+    return topics
 
 
 def delete_group_offsets(user: Any, cluster: str, snap: Snapshot, group_id: str, topic: str, confirm: str) -> int:

@@ -135,8 +135,8 @@ def group_delete(request: HttpRequest, cluster: str, group: str) -> HttpResponse
             n = services.delete_group_offsets(request.user, cluster, snap, group, topic, confirm)
             messages.success(request, f"Deleted the offsets of group '{group}' on '{topic}' ({n} partitions).")
             return redirect(reverse("group", args=[cluster, group]))
-        services.delete_group(request.user, cluster, snap, group, confirm)
-        messages.success(request, f"Deleted consumer group '{group}'.")
+        topics = services.delete_group(request.user, cluster, snap, group, confirm, internal_topics=request.POST.get("internal_topics") == "1")
+        messages.success(request, f"Deleted consumer group '{group}'" + (f" and its internal topics {', '.join(topics)}." if topics else "."))
         return redirect(reverse("groups", args=[cluster]))
     except ConsoleError as exc:
         messages.error(request, error_responses.message(exc))

@@ -154,3 +154,40 @@ def test_an_inactive_streams_group_is_previewed_reset_and_deleted_by_an_operator
     r = client_as("operator").delete(API, {"confirm": APP}, content_type="application/json")
     assert r.status_code == 200 and kafka.changes("delete_group") == [APP]
     assert AuditEntry.objects.filter(action="delete_group", target=APP, outcome="ok").count() == 1
+
+
+def test_an_admin_deletes_the_group_with_its_internal_topics_an_operator_may_not(
+        client_as: Any, monkeypatch: pytest.MonkeyPatch, streams_group: Snapshot) -> None:
+    kafka = kafka_as(monkeypatch, "Empty")
+    body = {"confirm": APP, "internal_topics": True}
+    r = client_as("operator").delete(API, body, content_type="application/json")
+    assert r.status_code == 403 and "delete" in r.json()["detail"], r.content
+    assert kafka.changes("delete_group") == [] and kafka.changes("delete_topic") == []
+    r = client_as("admin").delete(API, body, content_type="application/json")
+    assert r.status_code == 200, r.content
+    assert r.json() == {"deleted": APP, "deleted_topics": sorted([CHANGELOG, REPARTITION])}
+    assert kafka.changes("delete_group") == [APP] and kafka.changes("delete_topic") == sorted([CHANGELOG, REPARTITION])
+    entry = AuditEntry.objects.get(action="delete_group", target=APP, outcome="ok")
+    assert entry.details["topics"] == sorted([CHANGELOG, REPARTITION])
+
+
+def test_only_a_streams_group_has_internal_topics_to_delete(client_as: Any, monkeypatch: pytest.MonkeyPatch,
+                                                             streams_group: Snapshot) -> None:
+    from tests.web.kafka_double import add_empty_group
+
+    kafka = kafka_as(monkeypatch, "Empty")
+    add_empty_group(streams_group)
+    r = client_as("admin").delete("/api/v1/clusters/local/consumer-groups/billing~2Fsettle/",
+                                  {"confirm": "billing/settle", "internal_topics": True}, content_type="application/json")
+    assert r.status_code == 400 and "only a streams group has internal topics" in r.json()["detail"]
+    assert kafka.changes("delete_group") == []
+
+
+def test_the_pages_delete_form_offers_the_internal_topics_and_deletes_them(client_as: Any, monkeypatch: pytest.MonkeyPatch,
+                                                                          streams_group: Snapshot) -> None:
+    kafka = kafka_as(monkeypatch, "Empty")
+    admin = client_as("admin")
+    assert b'name="internal_topics"' in admin.get(PAGE).content
+    r = admin.post(PAGE + "delete/", {"confirm": APP, "internal_topics": "1"}, follow=True)
+    assert r.status_code == 200 and kafka.changes("delete_topic") == sorted([CHANGELOG, REPARTITION])
+    assert "and its internal topics" in r.content.decode()
