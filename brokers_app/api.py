@@ -171,10 +171,12 @@ class JobAction(Body):
 class ReassignmentDetail(APIView):
     actions = {"GET": "reassignments.view", "POST": "partitions.reassign"}
 
-    @extend_schema(responses=OpenApiTypes.OBJECT, summary="A job: its plan, progress, verification")
+    @extend_schema(responses=OpenApiTypes.OBJECT, summary="A job: its plan, progress, verification, and `catch_up`: each "
+                                                          "replica being added with its bytes behind the leader")
     def get(self, request: Request, cluster: str, job_id: int) -> Response:
         gateway.cluster_config(cluster)
-        return Response(services.reassignment_job(cluster, job_id).as_dict())
+        job = services.reassignment_job(cluster, job_id)
+        return Response({**job.as_dict(), "catch_up": services.catch_up(cluster, job)})
 
     @extend_schema(request=JobAction, responses=OpenApiTypes.OBJECT,
                    summary="Execute a planned job (in the background, throttled) or cancel one (moves go back)")

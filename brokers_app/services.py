@@ -18,7 +18,7 @@ from brokers_app.models import Event, ReassignmentJob
 from brokers_app.placement.model import PlanError, PlanRequest, brokers_text, layout_from_snapshot
 from brokers_app.placement.planner import plan as placement_plan
 from brokers_app.placement.result import plan_from_reassignment
-from brokers_app.reassignment_moves import PENDING, moves_of
+from brokers_app.reassignment_moves import MOVING, PENDING, moves_of
 from console import snapshots
 from console.access import event_visible
 from console.audit import audited
@@ -44,6 +44,24 @@ def broker_replica_lag(snap: Snapshot, broker: int, top: int, visible: Callable[
             "about_to_shrink": sum(r["about_to_shrink"] for r in rows), "replicas": rows, "top": top,
             "how_measured": replica_lag.HOW_MEASURED, "shrink_share": settings.REPLICA_LAG_SHRINK_SHARE,
             "shrink_after_seconds": round(settings.REPLICA_LAG_SHRINK_SHARE * settings.REPLICA_LAG_TIME_MAX_MS / 1000, 1)}
+
+
+def catch_up(cluster: str, job: ReassignmentJob) -> list[dict[str, Any]]:
+    """Each replica a running job is adding, with its bytes behind its partition's leader as the
+    snapshot last saw them (shrinking to 0 as it catches up; None before its broker reports it)."""
+    snap = snapshots.latest(cluster)
+    if snap is None:
+        return []
+    rows = []
+    for move, state in zip(moves_of(job.plan), job.moves or [], strict=False):
+        p = snap.partition(move.topic, move.partition) if state == MOVING else None
+        if p is None:
+            continue
+        lags = replica_lag.replica_lags(p)
+        rows += [{"topic": move.topic, "partition": move.partition, "broker": b, "leader": p.leader,
+                  "bytes_behind": lags.get(b), "size": p.replica_sizes.get(str(b)), "in_isr": b in p.isr}
+                 for b in move.added]
+    return rows
 
 
 def overview(snap: Snapshot, visible: Callable[[str], bool] | None = None) -> dict[str, Any]:

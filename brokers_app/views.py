@@ -147,7 +147,7 @@ def reassignments(request: HttpRequest, cluster: str) -> HttpResponse:
 
 def job_context(cluster: str, job_id: int) -> dict[str, Any]:
     job = services.reassignment_job(cluster, job_id)
-    return {"job": job, "plan": job.as_dict(), "progress": job.progress}
+    return {"job": job, "plan": job.as_dict(), "progress": job.progress, "catch_up": services.catch_up(cluster, job)}
 
 
 def job_fragment(live: snapshots.Live, params: Mapping[str, str]) -> dict[str, str]:

@@ -102,3 +102,18 @@ def test_unknown_broker_and_bad_top_are_refused_with_a_sentence(client_as, laggi
 
 def test_replica_lag_needs_a_login(client, lagging) -> None:
     assert client.get("/api/v1/clusters/local/brokers/3/replica-lag/").status_code == 401
+
+
+def test_a_running_reassignments_adding_replicas_show_their_catch_up(client_as, lagging) -> None:
+    from brokers_app.models import ReassignmentJob
+
+    # orders-0 moves from [1, 2] to [1, 2, 3]: the snapshot lists 3 as a replica, 4 MB behind.
+    plan = {"partitions": [{"topic": "orders", "partition": 0, "before": [1, 2], "after": [1, 2, 3], "size": 5_000_000},
+                           {"topic": "orders", "partition": 1, "before": [2, 3], "after": [2, 3, 1], "size": 10_000_000}]}
+    job = ReassignmentJob.objects.create(cluster="local", kind="import", plan=plan, moves=["moving", "done"], state="running",
+                                         created_by="op")
+    body = client_as("viewer").get(f"/api/v1/clusters/local/reassignments/{job.id}/").json()
+    assert body["catch_up"] == [{"topic": "orders", "partition": 0, "broker": 3, "leader": 1, "bytes_behind": 4_000_000,
+                                 "size": 1_000_000, "in_isr": True}]
+    page = text(client_as("viewer").get(f"/clusters/local/reassignments/{job.id}/"))
+    assert 'id="catch-up"' in page and 'data-broker="3"' in page and 'data-bytes-behind="4000000"' in page
