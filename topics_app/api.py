@@ -184,7 +184,8 @@ class TopicDetail(APIView):
     body_on_delete = True
 
     @extend_schema(responses=OpenApiTypes.OBJECT,
-                   summary="A topic: summary, partitions, consumer groups, and `tiered_storage` (null unless remote.storage.enable: "
+                   summary="A topic: summary, partitions, consumer groups, and `tiered_storage` (null unless the watcher's listing, "
+                           "every TIERED_POLL_INTERVAL seconds, found remote.storage.enable=true: "
                            "per partition earliest, earliest local and latest tiered offsets, high watermark, local bytes; "
                            "totals; local beside total retention; `sources` names where each figure comes from)")
     def get(self, request: Request, cluster: str, topic: str) -> Response:
@@ -193,7 +194,9 @@ class TopicDetail(APIView):
         partitions = reads.partitions(snap, topic)
         return Response({**summary, "partition_count": summary["partitions"], "partitions": partitions,
                          "consumer_groups": reads.topic_group_lags(snap, topic, visible("group.view", cluster, "groups")),
-                         "tiered_storage": tiered.read(cluster, topic, partitions)})
+                         # (Kafka is asked only about a topic the watcher found tiered: the rest stays a snapshot read)
+                         "tiered_storage": tiered.read(cluster, topic, partitions)
+                         if topic in tiered_watch.tiered_topics(cluster) else None})
 
     @extend_schema(request=TopicDeleteBody, responses=OutcomeSerializer,
                    summary="Delete a topic (admin); the body repeats its name")

@@ -67,6 +67,8 @@ def detail(client: Any, topic: str) -> Any:
 
 
 def test_the_api_places_each_partition_between_remote_storage_and_the_local_log(client_as: Any, kafka: FakeKafka) -> None:
+    assert detail(client_as("viewer"), ODD).json()["tiered_storage"] is None  # (not listed by the watcher yet)
+    tiered_watch.look("local")
     t = detail(client_as("viewer"), ODD).json()["tiered_storage"]
     p0, p1 = t["partitions"]
     assert p0 == {"partition": 0, "leader": 1, "local_bytes": 1_500_000, "replica_local_bytes": {"1": 1_500_000, "2": 1_400_000},
@@ -84,6 +86,7 @@ def test_the_api_places_each_partition_between_remote_storage_and_the_local_log(
 
 
 def test_a_topic_without_remote_storage_has_no_tiered_section(client_as: Any, kafka: FakeKafka) -> None:
+    tiered_watch.look("local")
     assert detail(client_as("viewer"), "orders").json()["tiered_storage"] is None
     page = client_as("viewer").get("/clusters/local/topics/orders/")
     assert page.status_code == 200 and b'id="tiered-storage"' not in page.content
@@ -102,6 +105,7 @@ def test_the_page_shows_the_figures_and_retention_side_by_side(client_as: Any, k
 
 def test_unanswered_offsets_leave_the_local_figures_and_say_why(client_as: Any, kafka: FakeKafka) -> None:
     kafka.offsets_fail = True
+    tiered_watch.look("local")
     t = detail(client_as("viewer"), ODD).json()["tiered_storage"]
     assert t["offsets_error"] == "Cluster 'local' did not answer ListOffsets in time."
     assert t["totals"]["local_bytes"] == 1_800_000 and t["totals"]["remote_only_records"] is None
@@ -110,6 +114,7 @@ def test_unanswered_offsets_leave_the_local_figures_and_say_why(client_as: Any, 
 
 
 def test_unreadable_configs_answer_with_the_snapshot_and_a_sentence(client_as: Any, kafka: FakeKafka) -> None:
+    tiered_watch.look("local")
     kafka.configs_fail = True
     r = detail(client_as("viewer"), ODD)
     assert r.status_code == 200 and r.json()["partitions"]
