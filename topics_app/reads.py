@@ -124,6 +124,7 @@ def partitions(snap: Snapshot, name: str) -> list[dict[str, Any]]:
     t = topic(snap, name)
     held = {p: h for (topic_name, p), h in stable.held(snap.cluster).items() if topic_name == name}
     kept, silent = replica_lag.streaks(snap.cluster), replica_lag.silent_brokers(snap.cluster)
+    futures = replica_lag.future_lags(snap.cluster)
     return [
         {
             "partition": p.partition,
@@ -142,7 +143,7 @@ def partitions(snap: Snapshot, name: str) -> list[dict[str, Any]]:
             "messages": p.messages,
             "size": p.size,
             "replica_sizes": p.replica_sizes,
-            "replica_lag": replica_lag.partition_lags(p, kept, silent, name),
+            "replica_lag": replica_lag.partition_lags(p, kept, silent, name, futures),
         }
         for p in t.partitions
     ]

@@ -10,6 +10,16 @@ from console.gateway.errors import ClusterUnavailable
 from console.gateway.types import Quorum, QuorumReplica, TopicPartition
 
 
+class LogDirSizes(dict[TopicPartition, dict[int, int]]):
+    """(topic, partition) -> {broker: bytes}; `futures`: (topic, partition) -> {broker: how many
+    offsets its future replica is behind the current log} (DescribeLogDirs' offset lag, which
+    means something only for a future replica: for a current one it is max(HW - LEO, 0), 0 on a follower)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.futures: dict[TopicPartition, dict[int, int]] = {}
+
+
 def _replicas(items: Iterable[dict[str, Any]]) -> tuple[QuorumReplica, ...]:
     return tuple(
         sorted(
@@ -57,11 +67,13 @@ class BrokerReads(Connections):
 
         return self._call("describe the KRaft quorum", run)
 
-    def log_dir_sizes(self, brokers: list[int]) -> dict[TopicPartition, dict[int, int]]:
-        """Size in bytes of every partition replica on the given brokers (from their log dirs)."""
+    def log_dir_sizes(self, brokers: list[int]) -> LogDirSizes:
+        """Size in bytes of every partition replica on the given brokers (from their log dirs); a
+        future replica (the copy an intra-broker move is making in another log dir) is not counted
+        in its replica's size: its offset lag behind the current log is in `.futures`."""
 
-        def run() -> dict[TopicPartition, dict[int, int]]:
-            sizes: dict[TopicPartition, dict[int, int]] = {}
+        def run() -> LogDirSizes:
+            sizes = LogDirSizes()
             answers = self._with_kafka_python("log dirs", lambda admin: admin.describe_log_dirs(brokers=brokers))
             for answer in answers:
                 broker = answer["broker"]
@@ -69,6 +81,9 @@ class BrokerReads(Connections):
                     for topic in log_dir.get("topics", []):
                         for part in topic.get("partitions", []):
                             key = (topic["name"], part["partition_index"])
+                            if part.get("is_future_key"):
+                                sizes.futures.setdefault(key, {})[broker] = part.get("offset_lag", 0)
+                                continue
                             sizes.setdefault(key, {})[broker] = sizes.get(key, {}).get(broker, 0) + part["partition_size"]
             return sizes
 

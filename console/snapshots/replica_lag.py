@@ -84,24 +84,40 @@ def save_streaks(cluster: str, streaks: Iterable[Streak]) -> None:
     client().set(key(cluster), json.dumps([asdict(s) for s in streaks]), ex=3600)
 
 
-_silent_saved: dict[str, dict[int, float]] = {}
+_log_dirs_saved: dict[str, Any] = {}
 
 
-def save_silent(cluster: str, silent: Mapping[int, float]) -> None:
-    """The brokers whose log dirs did not answer the watcher's last read, and since when (written
-    only when that changes; a Redis error only logged: the sampling goes on)."""
-    if _silent_saved.get(cluster) == silent:
+def save_log_dirs(cluster: str, silent: Mapping[int, float], futures: Mapping[tuple[str, int], Mapping[int, int]]) -> None:
+    """What the watcher's last read of the log dirs found beside the sizes: the brokers that did not
+    answer it (-> their last answer) and the future replicas of intra-broker moves (-> offsets
+    behind the current log). Written only when that changes; a Redis error only logged: the sampling goes on."""
+    state = {"silent": {str(b): t for b, t in silent.items()},
+             "futures": sorted([t, p, b, lag] for (t, p), by in futures.items() for b, lag in by.items())}
+    if _log_dirs_saved.get(cluster) == state:
         return
     try:
-        client().set(f"console:silent_brokers:{cluster}", json.dumps({str(b): t for b, t in silent.items()}), ex=3600)
-        _silent_saved[cluster] = dict(silent)
+        client().set(f"console:log_dirs:{cluster}", json.dumps(state), ex=3600)
+        _log_dirs_saved[cluster] = state
     except redis.RedisError:
-        log.debug("cannot save the silent brokers of %s", cluster, exc_info=True)
+        log.debug("cannot save the log dirs state of %s", cluster, exc_info=True)
+
+
+def _log_dirs(cluster: str) -> dict[str, Any]:
+    raw = client().get(f"console:log_dirs:{cluster}")
+    return json.loads(raw) if raw else {}
 
 
 def silent_brokers(cluster: str) -> dict[int, float]:
-    raw = client().get(f"console:silent_brokers:{cluster}")
-    return {int(b): float(t) for b, t in json.loads(raw).items()} if raw else {}
+    """The brokers that did not answer the watcher's last read of the log dirs -> their last answer."""
+    return {int(b): float(t) for b, t in _log_dirs(cluster).get("silent", {}).items()}
+
+
+def future_lags(cluster: str) -> dict[tuple[str, int], dict[int, int]]:
+    """(topic, partition) -> {broker: offsets its future replica (an intra-broker move's copy) is behind}."""
+    out: dict[tuple[str, int], dict[int, int]] = {}
+    for t, p, b, lag in _log_dirs(cluster).get("futures", []):
+        out.setdefault((t, p), {})[b] = lag
+    return out
 
 
 def streaks(cluster: str) -> dict[tuple[str, int, int], Streak]:
@@ -113,9 +129,10 @@ def streaks(cluster: str) -> dict[tuple[str, int, int], Streak]:
 
 
 def partition_lags(p: PartitionState, kept: Mapping[tuple[str, int, int], Streak], silent: Mapping[int, float],
-                   topic: str) -> list[dict[str, Any]]:
+                   topic: str, futures: Mapping[tuple[str, int], Mapping[int, int]] | None = None) -> list[dict[str, Any]]:
     """Each replica of `p` with its lag as the pages and API show it (`kept`: `streaks`; `silent`:
-    `silent_brokers`)."""
+    `silent_brokers`; `futures`: `future_lags`)."""
+    moving = futures.get((topic, p.partition), {}) if futures else {}
     leader_size = p.replica_sizes.get(broker_key(p.leader)) if p.leader >= 0 else None
     rows = []
     for broker, lag in replica_lags(p).items():
@@ -130,6 +147,8 @@ def partition_lags(p: PartitionState, kept: Mapping[tuple[str, int, int], Streak
             "not_answering_since": silent.get(broker) if broker in silent else (
                 streak.since if streak is not None and streak.down else None),
             "about_to_shrink": bool(streak is not None and streak.about_to_shrink and broker in p.isr),
+            # (an intra-broker move's future replica: offsets behind this replica's current log)
+            "future_offsets_behind": moving.get(broker),
         })
     return rows
 

@@ -28,7 +28,7 @@ from console.gateway.types import ConsumerGroup, TopicPartition
 from console.snapshots import changes
 from console.snapshots.encoding import Commits, GroupPartitions
 from console.snapshots.model import GroupState, MemberState
-from console.snapshots.replica_lag import save_silent
+from console.snapshots.replica_lag import save_log_dirs
 from console.watcher import registry
 from console.watcher.alert_handoff import GroupAlertsApart
 from console.watcher.columns import ABSENT, OffsetColumns
@@ -296,6 +296,7 @@ class Sampler:
         behind the leaders grows as theirs do (console/snapshots/replica_lag.py). None answering fails the read."""
         silent = self._silent
         answered: set[int] = set()
+        futures: dict[TopicPartition, dict[int, int]] = {}
         now = time.time()
 
         def alone(batch: list[int]) -> Iterator[Mapping[TopicPartition, Mapping[int, int]]]:
@@ -307,6 +308,8 @@ class Sampler:
                     silent.setdefault(b, self._answered_at.get(b, now))
                     continue
                 answered.add(b)
+                for key, by in (getattr(answer, "futures", None) or {}).items():
+                    futures.setdefault(key, {}).update(by)
                 yield answer
 
         def answers() -> Iterator[Mapping[TopicPartition, Mapping[int, int]]]:
@@ -322,6 +325,8 @@ class Sampler:
                     continue
                 answered.update(batch)
                 self._went_on()
+                for key, by in (getattr(answer, "futures", None) or {}).items():  # (intra-broker moves: a handful)
+                    futures.setdefault(key, {}).update(by)
                 yield answer
             yield from alone(known_silent)
             if not answered:
@@ -338,7 +343,7 @@ class Sampler:
                 yield before.replicas_on(silent.keys())
 
         read = SizeColumns.read(answers(), before)
-        save_silent(self.cluster, silent)
+        save_log_dirs(self.cluster, silent, futures)
         return read
 
     def _poll_groups(self, brokers: int, partitions: int) -> dict[str, GroupState] | None:

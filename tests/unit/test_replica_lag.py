@@ -157,7 +157,7 @@ class Gateway:
 
 def test_a_broker_that_stops_answering_keeps_its_last_size_while_the_others_grow(monkeypatch):
     silent_saved: list[dict[int, float]] = []
-    monkeypatch.setattr(sampler_module, "save_silent", lambda cluster, silent: silent_saved.append(dict(silent)))
+    monkeypatch.setattr(sampler_module, "save_log_dirs", lambda cluster, silent, futures: silent_saved.append(dict(silent)))
     gw = Gateway()
     sampler = Sampler("main", gw, True, lambda rows: None)  # type: ignore[arg-type]
     first = sampler._read_sizes([1, 2, 3], None)
@@ -176,3 +176,17 @@ def test_a_broker_that_stops_answering_keeps_its_last_size_while_the_others_grow
     gw.answering = set()
     with pytest.raises(GatewayError):
         sampler._read_sizes([1, 2, 3], fourth)
+
+
+def test_a_future_replica_is_not_counted_in_its_replicas_size_but_kept_as_its_offset_lag(monkeypatch):
+    from console.gateway.brokers import BrokerReads
+
+    answer = [{"broker": 1, "log_dirs": [
+        {"topics": [{"name": "t", "partitions": [{"partition_index": 0, "partition_size": 100, "offset_lag": 0, "is_future_key": False}]}]},
+        {"topics": [{"name": "t", "partitions": [{"partition_index": 0, "partition_size": 60, "offset_lag": 7, "is_future_key": True}]}]},
+    ]}]
+    reads = BrokerReads.__new__(BrokerReads)
+    monkeypatch.setattr(reads, "_with_kafka_python", lambda purpose, fn: answer, raising=False)
+    monkeypatch.setattr(reads, "_call", lambda what, run: run(), raising=False)
+    got = reads.log_dir_sizes([1])
+    assert dict(got) == {("t", 0): {1: 100}} and got.futures == {("t", 0): {1: 7}}

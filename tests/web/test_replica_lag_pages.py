@@ -10,7 +10,7 @@ import pytest
 
 from console.snapshots import store
 from console.snapshots.model import BrokerState, PartitionState, Snapshot, TopicState
-from console.snapshots.replica_lag import Streak, save_silent, save_streaks
+from console.snapshots.replica_lag import Streak, save_log_dirs, save_streaks
 
 ODD = "odd%<script>'\"ü"  # (Kafka names have no '/'; the snapshot's may hold anything else)
 NOW = time.time()
@@ -33,10 +33,10 @@ def lagging(redis_server: str) -> Snapshot:
     snap = lag_snapshot()
     store.save(snap, snap.content_bytes())
     save_streaks("local", [Streak("orders", 0, 3, NOW - 20, 4_000_000, 1_000_000, True, False, True, True)])
-    save_silent("local", {3: NOW - 25})
+    save_log_dirs("local", {3: NOW - 25}, {("orders", 1): {2: 42}})
     yield snap
     save_streaks("local", [])
-    save_silent("local", {})
+    save_log_dirs("local", {}, {})
 
 
 def text(response) -> str:
@@ -53,6 +53,7 @@ def test_topic_api_gives_each_replicas_bytes_behind_its_leader(client_as, laggin
     assert rows[3]["not_answering_since"] == pytest.approx(NOW - 25)
     close = {r["broker"]: r for r in body["partitions"][1]["replica_lag"]}
     assert close[1]["bytes_behind"] == 1000 and close[1]["level"] == "some"
+    assert close[2]["future_offsets_behind"] == 42 and rows[3]["future_offsets_behind"] is None
     detail = client_as("viewer").get("/api/v1/clusters/local/topics/orders/").json()
     assert detail["partitions"][0]["replica_lag"] == body["partitions"][0]["replica_lag"]
 
@@ -62,6 +63,7 @@ def test_topic_page_shows_the_lag_column_and_the_isr_about_to_shrink_warning(cli
     assert 'id="isr-shrink-warning"' in page and "ISR about to shrink" in page
     assert 'data-broker="3" data-bytes-behind="4000000"' in page
     assert "3.8 MB" in page and "not answering since" in page
+    assert "2: moving log dir, 42 offsets behind" in page
     assert "Kafka&#x27;s admin API gives no follower&#x27;s log end offset" in page  # (the column's tooltip)
 
 
