@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Iterator
 
 import pytest
 
@@ -29,7 +30,7 @@ def lag_snapshot() -> Snapshot:
 
 
 @pytest.fixture
-def lagging(redis_server: str) -> Snapshot:
+def lagging(redis_server: str) -> Iterator[Snapshot]:
     snap = lag_snapshot()
     store.save(snap, snap.content_bytes())
     save_streaks("local", [Streak("orders", 0, 3, NOW - 20, 4_000_000, 1_000_000, True, False, True, True)])
