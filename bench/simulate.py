@@ -475,6 +475,7 @@ def main() -> None:
     parser.add_argument("--broker-down-seconds", type=float, default=30.0)
     parser.add_argument("--broker-id", type=int, default=1)
     parser.add_argument("--append", action="store_true", help="add the figures to docs/benchmarks.md")
+    parser.add_argument("--no-replica-lag", action="store_true", help="leave out the replica lag streaks (their cost)")
     parser.add_argument("--profile", action="store_true", help="print where one metadata cycle spends its time")
     parser.add_argument("--in-process", action="store_true",
                         help="the sampling passes in a thread of the watcher's process (WATCHER_SAMPLER_PROCESS=0)")
@@ -532,6 +533,8 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
     watcher = ClusterWatcher("sim", "simulator", gw=gw, remote=remote,  # type: ignore[arg-type]
                              remote_gateway=RemoteModelFactory(address, args.failure_rate, 3) if remote else None,
                              events_thread=True)  # (as manage.py watch runs it)
+    if args.no_replica_lag:  # (the cycle without the replica lag streaks: what they add to it)
+        watcher.replica_lag.look = lambda snap, now: []  # type: ignore[method-assign]
     rss_watch = RssWatch(lambda: [None] + ([watcher.remote.pid] if watcher.remote is not None and watcher.remote.pid else []))
     stop = threading.Event()
     cpu = {"cycle": 0.0, "sampling": 0.0, "events": 0.0}

@@ -102,9 +102,18 @@ def save_log_dirs(cluster: str, silent: Mapping[int, float], futures: Mapping[tu
         log.debug("cannot save the log dirs state of %s", cluster, exc_info=True)
 
 
+def _read(key: str) -> Any:
+    """A kept JSON value; None when Redis does not answer (the lag is still read from the snapshot)."""
+    try:
+        raw = client().get(key)
+    except redis.RedisError:
+        log.debug("cannot read %s", key, exc_info=True)
+        return None
+    return json.loads(raw) if raw else None
+
+
 def _log_dirs(cluster: str) -> dict[str, Any]:
-    raw = client().get(f"console:log_dirs:{cluster}")
-    return json.loads(raw) if raw else {}
+    return _read(f"console:log_dirs:{cluster}") or {}
 
 
 def silent_brokers(cluster: str) -> dict[int, float]:
@@ -122,10 +131,8 @@ def future_lags(cluster: str) -> dict[tuple[str, int], dict[int, int]]:
 
 def streaks(cluster: str) -> dict[tuple[str, int, int], Streak]:
     """The followers whose lag grows, as the watcher last kept them (topic, partition, broker)."""
-    raw = client().get(key(cluster))
-    if not raw:
-        return {}
-    return {(s.topic, s.partition, s.broker): s for s in (Streak(**row) for row in json.loads(raw))}
+    rows = _read(key(cluster)) or []
+    return {(s.topic, s.partition, s.broker): s for s in (Streak(**row) for row in rows)}
 
 
 def partition_lags(p: PartitionState, kept: Mapping[tuple[str, int, int], Streak], silent: Mapping[int, float],

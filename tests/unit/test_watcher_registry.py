@@ -40,7 +40,7 @@ def test_the_apps_register_their_parts_when_django_starts():
 def test_the_apps_register_every_live_view():
     from console import live
 
-    assert set(live.FRAGMENTS) == {"overview", "layout", "at_risk", "topics", "topic", "groups", "group", "alerts"}
+    assert set(live.FRAGMENTS) == {"overview", "broker", "layout", "at_risk", "topics", "topic", "groups", "group", "alerts"}
     expected = set(live.FRAGMENTS) | {"events", "status", "reassignment", "reassignments", "analytics", "reports",
                                       "alerts_history", "alert_rules", "alert_silences", "alert_channels",
                                       "connectors", "connect_plugins", "connector_form", "connector_delete",
