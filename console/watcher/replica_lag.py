@@ -30,6 +30,7 @@ KEPT = 1000  # streaks stored for the pages at most (the largest lags): a cluste
 class LagWatch:
     def __init__(self, cluster: str) -> None:
         self.cluster = cluster
+        self._limit = 0.0  # seconds a streak lasts before it is judged (set each look from the settings)
         # (topic, partition) -> broker -> its streak: a partition's found without a walk of them all
         self._parts: dict[tuple[str, int], dict[int, Streak]] = {}
         # the streaks in the order they began (since, key, broker): those whose time has come are
@@ -74,9 +75,9 @@ class LagWatch:
         due = self._due
         while due and due[0][0] + self._limit <= now:  # (streaks whose time came with nothing changed)
             since, key, broker = due.popleft()
-            s = parts.get(key, {}).get(broker)
-            if s is not None and s.since == since:
-                self._judge(key, broker, s, now)
+            found = parts.get(key, {}).get(broker)
+            if found is not None and found.since == since:
+                self._judge(key, broker, found, now)
         self._save()
         changes, self._changes = self._changes, []
         return changes
