@@ -33,7 +33,12 @@ def lag_of(stack: Stack, topic: str, broker: int) -> dict[str, Any]:
 
 
 def isr_by_oracle(stack: Stack, topic: str) -> list[int]:
-    return topic_layout(stack.cluster.tool("kafka-topics", "--describe", "--topic", topic))[0]["isr"]
+    # (a short request timeout: a stopped broker still accepts connections, and the tool's default
+    # would wait 30 s on it before asking another)
+    config = TEST_VAR / "replica-lag-tool.properties"
+    config.write_text("request.timeout.ms=3000\ndefault.api.timeout.ms=30000\n")
+    out = stack.cluster.tool("kafka-topics", "--describe", "--topic", topic, "--command-config", str(config))
+    return topic_layout(out)[0]["isr"]
 
 
 @pytest.fixture
