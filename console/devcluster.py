@@ -121,7 +121,40 @@ class DevCluster:
         if self.secure:
             lines.update(devcluster_secure.node_properties(
                 self.root, node, self.broker_port(node), self.controller_port(node) if combined else None))
+        else:
+            lines.update(self.tiered_storage_properties(replicas, min_isr))
         return "".join(f"{k}={v}\n" for k, v in lines.items())
+
+    def tiered_storage_dir(self) -> Path:
+        """The remote tier every node shares, as brokers share an object store: <root>/tiered-storage/
+        kafka-tiered-storage/<topic id>-<partition>-<topic>/<start offset>-<segment id>.<kind>."""
+        return self.root / "tiered-storage"
+
+    def tiered_storage_properties(self, replicas: str, min_isr: str) -> dict[str, str]:
+        """Remote storage (KIP-405) with Kafka's own local-file RemoteStorageManager from the kafka-storage
+        test jar, for topics created with remote.storage.enable=true; other topics are untouched. Plaintext
+        only: the metadata manager's clients would need the console's SASL login in secure mode."""
+        return {
+            "remote.log.storage.system.enable": "true",
+            "remote.log.storage.manager.class.name": "org.apache.kafka.server.log.remote.storage.LocalTieredStorage",
+            "rsm.config.dir": str(self.tiered_storage_dir()),
+            "remote.log.metadata.manager.listener.name": "PLAINTEXT",
+            # A small metadata topic (Kafka's default is 50 partitions) and few idle threads.
+            "rlmm.config.remote.log.metadata.topic.num.partitions": "3",
+            "rlmm.config.remote.log.metadata.topic.replication.factor": replicas,
+            "rlmm.config.remote.log.metadata.topic.min.isr": min_isr,
+            # A node started while the others are down waits for the metadata topic instead of exiting
+            # after Kafka's 2 minutes (the fault tests keep nodes down longer).
+            "rlmm.config.remote.log.metadata.initialization.retry.max.timeout.ms": str(3600 * 1000),
+            "remote.log.manager.copier.thread.pool.size": "1",
+            "remote.log.manager.expiration.thread.pool.size": "1",
+            "remote.log.manager.follower.thread.pool.size": "1",
+            "remote.log.reader.threads": "1",
+            # Tier a rolled segment within seconds (Kafka's default: 30 s) and drop its local copy soon after
+            # (local retention is checked with the rest, Kafka's default: every 5 minutes).
+            "remote.log.manager.task.interval.ms": "2000",
+            "log.retention.check.interval.ms": "5000",
+        }
 
     # Modes ---------------------------------------------------------------------------------------
     @property
