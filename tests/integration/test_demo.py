@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from brokers_app.management.commands.demo import GROUPS, STOPPED_GROUP, TOPICS
+from brokers_app.management.commands.demo import GROUPS, STOPPED_GROUP, TIERED_TOPIC, TOPICS
 from tests.conftest import Stack, kafka_tool, wait_for
 from tests.support import BOOTSTRAP, ROOT, TEST_VAR, stack_env
 
@@ -50,7 +50,7 @@ def delete_demo_traces(stack: Stack) -> None:
             return True
 
         wait_for(deleted, 60, interval=2, what=f"group {group} deleted")
-    for topic, *_ in TOPICS:
+    for topic, *_ in [*TOPICS, TIERED_TOPIC]:
         stack.cluster.tool("kafka-topics", "--delete", "--if-exists", "--topic", topic)
 
 

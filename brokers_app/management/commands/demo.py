@@ -49,6 +49,11 @@ TOPICS = [
     ("demo.audit", 1, 1, {"cleanup.policy": "compact"}),
     ("demo.invoices", 1, 3, {}),
 ]
+# Tiered storage (KIP-405; on the local cluster's plaintext mode, console/devcluster.py): 1 MiB segments
+# kept locally for a minute, so the topic's older segments move to remote storage within minutes.
+TIERED_TOPIC = ("demo.archive", 2, 3, {"remote.storage.enable": "true", "segment.bytes": str(1024 * 1024),
+                                       "local.retention.ms": "60000", "retention.ms": str(7 * 24 * 3600 * 1000)})
+TIERED_PADDING = 2000  # bytes per record on the tiered topic: a segment fills in about a minute at the default rate
 GROUPS = ("demo-healthy", "demo-kip848", "demo-lagging", "demo-stopped", "demo-queue")
 STOPPED_GROUP = "demo-stopped"
 # The stopped group's consumer hangs at most this long waiting for the console to judge it, then goes.
@@ -75,8 +80,9 @@ class Command(BaseCommand):
         self._create_topics(gw, stop)
         if stop.is_set():
             return
+        tiered = self._create_tiered_topic(gw)
         threads = [
-            threading.Thread(target=self._produce, args=(gw, opts["rate"], stop), daemon=True),
+            threading.Thread(target=self._produce, args=(gw, opts["rate"], stop, tiered), daemon=True),
             threading.Thread(target=self._consume, args=(gw, "demo-healthy", ["demo.orders"], 1000, 0.25, stop), daemon=True),
             threading.Thread(target=self._consume, args=(gw, "demo-lagging", ["demo.invoices"], 3, 1.0, stop), daemon=True),
             # Kafka 4's new consumer protocol (KIP-848) and a share group (KIP-932), beside the classic groups.
@@ -108,6 +114,18 @@ class Command(BaseCommand):
                 self.stderr.write(f"waiting for the cluster: {exc.message}")
                 stop.wait(3)
 
+    def _create_tiered_topic(self, gw: Any) -> list[str]:
+        """The tiered topic, when the cluster has remote storage (a cluster without it refuses the topic)."""
+        topic, partitions, rf, configs = TIERED_TOPIC
+        try:
+            if topic not in {t.name for t in gw.metadata().topics}:
+                gw.create_topic(topic, partitions, rf, configs)
+                self.stdout.write(f"created {topic} (remote storage enabled)")
+        except GatewayError as exc:
+            self.stderr.write(f"no tiered demo topic: {exc.message}")
+            return []
+        return [topic]
+
     def _connect_lines(self, stop: threading.Event) -> None:
         """A line a second for the Connect demo pipeline's file source (read once the worker is up)."""
         path = demo_source_path(settings.DEVCLUSTER_CONNECT_DIR)
@@ -118,12 +136,14 @@ class Command(BaseCommand):
                 f.write(f"demo line {n} at {time.strftime('%H:%M:%S')}\n")
             n += 1
 
-    def _produce(self, gw: Any, rate: float, stop: threading.Event) -> None:
+    def _produce(self, gw: Any, rate: float, stop: threading.Event, tiered: list[str]) -> None:
         producer = MessageProducer(gw)
         n = 0
         while not stop.is_set():
-            for topic, _, _, _ in TOPICS:
-                body = {"id": n, "topic": topic, "amount": round(random.uniform(1, 500), 2), "ts": time.time()}
+            for topic in [t[0] for t in TOPICS] + tiered:
+                body: dict[str, Any] = {"id": n, "topic": topic, "amount": round(random.uniform(1, 500), 2), "ts": time.time()}
+                if topic in tiered:
+                    body["note"] = "x" * TIERED_PADDING
                 try:
                     producer.send(topic, json.dumps(body).encode(), key=f"key-{n % 50}".encode())
                 except GatewayError as exc:
