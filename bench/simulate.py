@@ -533,8 +533,20 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
     watcher = ClusterWatcher("sim", "simulator", gw=gw, remote=remote,  # type: ignore[arg-type]
                              remote_gateway=RemoteModelFactory(address, args.failure_rate, 3) if remote else None,
                              events_thread=True)  # (as manage.py watch runs it)
+    lag_seconds: list[float] = []  # (each cycle's time in the replica lag streaks: their share of the cycles)
     if args.no_replica_lag:  # (the cycle without the replica lag streaks: what they add to it)
         watcher.replica_lag.look = lambda snap, now: []  # type: ignore[method-assign]
+    else:
+        looked = watcher.replica_lag.look
+
+        def timed_look(snap: Any, now: float) -> Any:
+            began = time.perf_counter()
+            try:
+                return looked(snap, now)
+            finally:
+                lag_seconds.append(time.perf_counter() - began)
+
+        watcher.replica_lag.look = timed_look  # type: ignore[method-assign]
     rss_watch = RssWatch(lambda: [None] + ([watcher.remote.pid] if watcher.remote is not None and watcher.remote.pid else []))
     stop = threading.Event()
     cpu = {"cycle": 0.0, "sampling": 0.0, "events": 0.0}
@@ -586,6 +598,7 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
             first_pass = time.monotonic() - warming
         watcher.cycle()
         settle_gc()
+    lag_seconds.clear()  # (the warm-up cycles' looks, which see every partition once, are not the run's)
     gc_time = {"seconds": 0.0, "started": 0.0, "collections": 0}
 
     def on_gc(phase: str, info: dict[str, Any]) -> None:
@@ -708,6 +721,8 @@ def simulate(args: argparse.Namespace) -> dict[str, Any]:
         "cycles": len(cycle_times),
         "cycle_p50_seconds": round(statistics.median(ordered), 4) if ordered else None,
         "cycle_max_seconds": round(ordered[-1], 4) if ordered else None,
+        "replica_lag_p50_seconds": round(statistics.median(lag_seconds), 5) if lag_seconds else None,
+        "replica_lag_share_of_cycles": round(sum(lag_seconds) / sum(cycle_times), 4) if lag_seconds and cycle_times else None,
         # (the budget's "cycle <= 1 s" and "pushed <= 2 s" as the typical figure: how many stay within)
         "cycle_p99_seconds": round(ordered[min(len(ordered) - 1, -(-len(ordered) * 99 // 100) - 1)], 4) if ordered else None,
         "cycles_over_1s": sum(1 for t in ordered if t > 1.0),
