@@ -127,7 +127,7 @@ class DevCluster:
 
     def tiered_storage_dir(self) -> Path:
         """The remote tier every node shares, as brokers share an object store: <root>/tiered-storage/
-        kafka-tiered-storage/<topic id>-<partition>-<topic>/<start offset>-<segment id>.<kind>."""
+        kafka-tiered-storage/<topic>-<partition>-<topic id>/<start offset>-<segment id>.<kind>."""
         return self.root / "tiered-storage"
 
     def tiered_storage_properties(self, replicas: str, min_isr: str) -> dict[str, str]:

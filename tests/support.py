@@ -75,6 +75,7 @@ def stack_env(**extra: str) -> dict[str, str]:
         # Faster sampling than production, so tests wait less for offsets, sizes and groups.
         WATCHER_OFFSETS_INTERVAL="1",
         WATCHER_SIZES_INTERVAL="2",
+        TIERED_POLL_INTERVAL="1",
         WATCHER_STARTS_INTERVAL="2",
         BALANCE_WATCH_INTERVAL="10",
         EMAIL_HOST="127.0.0.1",
