@@ -40,7 +40,8 @@ class ResetBody(Body):
     to = serializers.ChoiceField(choices=sorted(services.RESET_TO),
                                  error_messages={"invalid_choice": f"must be one of {', '.join(sorted(services.RESET_TO))}."})
     topics = serializers.ListField(child=StrictCharField(max_length=249), required=False, default=list,
-                                   help_text="Only these topics (default: every topic the group has offsets for).")
+                                   help_text="Only these topics (default: every topic the group has offsets for; for a streams "
+                                             "group, its topology's input topics).")
     partitions = serializers.DictField(child=serializers.ListField(child=StrictIntegerField(min_value=0, max_value=INT32_MAX)),
                                        required=False, default=dict, help_text="Topic -> only these partitions.")
     timestamp = TimestampField(required=False, allow_null=True, default=None, help_text="With to=timestamp.")

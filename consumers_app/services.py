@@ -5,7 +5,7 @@ writes one audit entry, so that a page and the API making the same change record
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from console import gateway, snapshots
@@ -63,8 +63,15 @@ def plan_reset(cluster: str, snap: Snapshot, group_id: str, spec: ResetSpec) -> 
     if spec.to not in RESET_TO:
         raise BadParameter(f"'to' must be one of {', '.join(sorted(RESET_TO))}, not '{spec.to[:30]}'.")
     g = group(snap, group_id)
-    scope = _scope(snap, g, spec)
     gw = gateway.for_cluster(cluster)
+    if g.group_type == "streams" and not spec.topics and not spec.partitions:
+        # A streams group's own input topics, as `kafka-streams-groups --all-input-topics`: never its
+        # repartition topics, whose records one subtopology wrote for another to read once.
+        inputs = sorted({t for s in gw.streams_group(group_id).subtopologies for t in s.source_topics})
+        if not inputs:
+            raise BadParameter(f"Streams group '{group_id}' has no input topics in its topology; name the topics to reset.")
+        spec = replace(spec, topics=inputs)
+    scope = _scope(snap, g, spec)
     starts = gw.list_offsets(scope, "earliest")
     ends = gw.list_offsets(scope, "latest")
     current = {split_key(k): v for k, v in g.offsets.items()}

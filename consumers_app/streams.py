@@ -30,13 +30,13 @@ def _assignment(a: StreamsAssignment) -> dict[str, list[dict[str, Any]]]:
 def input_lag(snap: Snapshot, sg: StreamsGroup, committed: dict[tuple[str, int], int]) -> list[dict[str, Any]]:
     """Per subtopology, each input partition (source and repartition topics) with the group's committed
     offset, the end offset and the lag (None when either is unknown), and the subtopology's total."""
-    topics = {t for s in sg.subtopologies for t in s.source_topics}
+    topics = {t for s in sg.subtopologies for t in s.inputs}
     ends = end_offsets(snap, topics)
     out = []
     for s in sg.subtopologies:
         repartition = {name for name, _ in s.repartition_source_topics}
         rows = []
-        for topic in s.source_topics:
+        for topic in s.inputs:
             parts = sorted(p for t, p in ends if t == topic)
             for p in parts:
                 offset, end = committed.get((topic, p)), ends.get((topic, p))

@@ -74,7 +74,7 @@ def _modern_group(gid: str, group_type: str, listing: dict[str, Any], d: dict[st
 
 def _streams_group(gid: str, listing: dict[str, Any], g: StreamsGroup, named: Naming) -> ConsumerGroup:
     """A streams group (KIP-1071) as a group of the list: each member's partitions are those its active
-    tasks read (task s/p reads partition p of each source topic of subtopology s)."""
+    tasks read (task s/p reads partition p of each input topic of subtopology s)."""
     members = tuple(
         GroupMember(member_id=m.member_id, client_id=m.client_id, host=m.host, instance_id=m.instance_id, epoch=m.member_epoch,
                     assignment=tuple([named(tp) for tp in g.input_partitions(m.assignment.active)]))

@@ -43,10 +43,15 @@ class StreamsMember:
 @dataclass(frozen=True)
 class Subtopology:
     subtopology_id: str
-    source_topics: tuple[str, ...]  # what it reads, repartition topics included
+    source_topics: tuple[str, ...]  # the application's input topics it reads
     repartition_sink_topics: tuple[str, ...]  # what it writes for another subtopology to read
-    repartition_source_topics: tuple[tuple[str, int], ...]  # (topic, partitions; 0: not fixed), created by Kafka
+    repartition_source_topics: tuple[tuple[str, int], ...]  # (topic, partitions; 0: not fixed): it reads them too; made by Kafka
     changelog_topics: tuple[str, ...]  # its state stores' changelogs, created by Kafka
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        """Every topic it reads: its source topics, then its repartition topics (Kafka lists those apart)."""
+        return tuple(dict.fromkeys([*self.source_topics, *(name for name, _ in self.repartition_source_topics)]))
 
 
 @dataclass(frozen=True)
@@ -62,8 +67,8 @@ class StreamsGroup:
     error: str | None = None
 
     def input_partitions(self, tasks: Tasks) -> tuple[TopicPartition, ...]:
-        """The partitions these tasks read: task (s, p) reads partition p of each source topic of s."""
-        sources = {s.subtopology_id: s.source_topics for s in self.subtopologies}
+        """The partitions these tasks read: task (s, p) reads partition p of each input of s."""
+        sources = {s.subtopology_id: s.inputs for s in self.subtopologies}
         return tuple(sorted({(t, p) for sid, parts in tasks for t in sources.get(sid, ()) for p in parts}))
 
 

@@ -20,7 +20,7 @@ def answer(**overrides: Any) -> dict[str, Any]:
         "is_classic": False,
     }
     topology = {"epoch": 0, "subtopologies": [
-        {"subtopology_id": "1", "source_topics": ["wc-repartition"], "repartition_sink_topics": [],
+        {"subtopology_id": "1", "source_topics": [], "repartition_sink_topics": [],
          "state_changelog_topics": [{"name": "wc-changelog", "partitions": 0, "replication_factor": 0, "topic_configs": []}],
          "repartition_source_topics": [{"name": "wc-repartition", "partitions": 2, "replication_factor": 0, "topic_configs": []}]},
         {"subtopology_id": "0", "source_topics": ["input"], "repartition_sink_topics": ["wc-repartition"],
@@ -36,7 +36,8 @@ def test_an_answer_becomes_the_groups_topology_members_and_tasks() -> None:
     assert [s.subtopology_id for s in g.subtopologies] == ["0", "1"]
     second = g.subtopologies[1]
     assert (second.source_topics, second.repartition_source_topics, second.changelog_topics) == (
-        ("wc-repartition",), (("wc-repartition", 2),), ("wc-changelog",))
+        (), (("wc-repartition", 2),), ("wc-changelog",))
+    assert second.inputs == ("wc-repartition",)
     assert g.subtopologies[0].repartition_sink_topics == ("wc-repartition",)
     (m,) = g.members
     assert (m.host, m.process_id, m.member_epoch, m.is_classic) == ("127.0.0.1", "p-1", 5, False)

@@ -31,7 +31,7 @@ def described(state: str = "Stable") -> StreamsGroup:
     return StreamsGroup(
         group_id=APP, state=state, group_epoch=7, assignment_epoch=6, topology_epoch=0, coordinator=2,
         subtopologies=(Subtopology("0", ("orders",), (REPARTITION,), (), ()),
-                       Subtopology("1", (REPARTITION,), (), ((REPARTITION, 4),), (CHANGELOG,))),
+                       Subtopology("1", (), (), ((REPARTITION, 4),), (CHANGELOG,))),
         members=(member,) if state == "Stable" else ())
 
 
@@ -82,7 +82,7 @@ def test_the_api_describes_members_tasks_topology_and_the_lag_of_each_subtopolog
     assert (m["process_id"], m["protocol"], m["member_epoch"]) == ("proc-'1'", "streams", 7)
     assert m["assignment"] == {"active": [{"subtopology": "0", "partitions": [0, 1]}, {"subtopology": "1", "partitions": [0]}],
                                "standby": [], "warmup": [{"subtopology": "1", "partitions": [1]}]}
-    assert d["subtopologies"][1] == {"subtopology": "1", "source_topics": [REPARTITION], "repartition_sink_topics": [],
+    assert d["subtopologies"][1] == {"subtopology": "1", "source_topics": [], "repartition_sink_topics": [],
                                      "repartition_source_topics": [{"topic": REPARTITION, "partitions": 4}],
                                      "changelog_topics": [CHANGELOG]}
     first = d["lag"][0]
@@ -191,3 +191,11 @@ def test_the_pages_delete_form_offers_the_internal_topics_and_deletes_them(clien
     r = admin.post(PAGE + "delete/", {"confirm": APP, "internal_topics": "1"}, follow=True)
     assert r.status_code == 200 and kafka.changes("delete_topic") == sorted([CHANGELOG, REPARTITION])
     assert "and its internal topics" in r.content.decode()
+
+
+def test_a_reset_without_topics_takes_the_topologys_input_topics_not_its_repartition_topics(
+        client_as: Any, monkeypatch: pytest.MonkeyPatch, streams_group: Snapshot) -> None:
+    kafka_as(monkeypatch, "Empty")
+    r = client_as("operator").post(API + "offsets/", {"to": "earliest", "dry_run": True}, content_type="application/json")
+    assert r.status_code == 200, r.content
+    assert {row["topic"] for row in r.json()["offsets"]} == {"orders"}
