@@ -78,6 +78,8 @@ def stack_env(**extra: str) -> dict[str, str]:
         TIERED_POLL_INTERVAL="1",
         WATCHER_STARTS_INTERVAL="2",
         BALANCE_WATCH_INTERVAL="10",
+        # The transactions side loop's look (hanging ones, the LSO of held partitions) every 2 s, not 15.
+        TRANSACTION_POLL_INTERVAL="2",
         EMAIL_HOST="127.0.0.1",
         EMAIL_PORT=str(SMTP_PORT),
         **extra,

@@ -1,6 +1,8 @@
 """What an admin sees of a hanging transaction (Chromium on Django's live server, the session's cluster
 behind it): the transactions page with the hanging one first and highlighted, in light and dark
-(screenshots under var/screenshots/), and its abort after the id is typed again."""
+(screenshots under var/screenshots/), the topic page's LSO it holds and the group page's flag of a
+read_committed group it blocks (the running console's watcher keeps them), and its abort after the id
+is typed again."""
 
 from __future__ import annotations
 
@@ -9,10 +11,14 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from confluent_kafka import Consumer
+from confluent_kafka import TopicPartition as RdTopicPartition
 from django.contrib.auth.models import Group, User
 
+from console.converters import encode_name
 from tests.integration.test_transactions import CLUSTER, hanging, write_plain  # noqa: F401 - `hanging` is a fixture
-from tests.support import CHROMIUM_ARGS, ROOT, Cluster, wait_for
+from tests.integration.test_transactions_lso import commit
+from tests.support import CHROMIUM_ARGS, ROOT, Cluster, Stack, unique, wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -47,12 +53,44 @@ def logged_in(browser: Any, live_server: Any, scheme: str) -> Any:
     return page
 
 
+def held_pages_in(browser: Any, live_server: Any, scheme: str, topic: str, tid: str, group: str) -> None:
+    """The topic page's LSO held by the transaction and the group page's blocked flag, live from the watcher."""
+    page = logged_in(browser, live_server, scheme)
+
+    def lso_shown() -> bool:
+        page.goto(f"{live_server.url}/clusters/{CLUSTER}/topics/{encode_name(topic)}/")
+        cell = page.locator("#partitions-table tr[data-partition='0'] td.lso")
+        return bool(cell.count()) and cell.inner_text().startswith("0") and "txn" in cell.inner_text()
+
+    wait_for(lso_shown, 30, interval=1, what="the topic's LSO held by the transaction")
+    assert "15" in page.locator("#partitions-table tr[data-partition='0']").inner_text()
+    page.screenshot(path=str(SCREENSHOTS / f"transactions-topic-lso-{scheme}.png"), full_page=True)
+
+    def blocked_shown() -> bool:
+        page.goto(f"{live_server.url}/clusters/{CLUSTER}/groups/{encode_name(group)}/")
+        return bool(page.locator(f".blocked-by[data-transactional-id='{tid}']").count())
+
+    wait_for(blocked_shown, 30, interval=1, what="the group blocked by the transaction")
+    row = page.locator(f"#group-partitions tr[data-tp='{topic}-0']").inner_text().split()
+    assert row[2:7] == ["0", "0", "15", "15", "0"], row  # committed, LSO, end offset, lag, readable lag
+    assert page.locator("#group-partitions .tag:text('blocked')").is_visible()
+    assert "what a read_committed consumer can read" in page.locator("#lag-note").inner_text()
+    page.screenshot(path=str(SCREENSHOTS / f"transactions-group-blocked-{scheme}.png"), full_page=True)
+    page.context.close()
+
+
 def test_a_hanging_transaction_first_and_highlighted_in_light_and_dark_then_aborted(
-        browser: Any, live_server: Any, kafka_cluster: Cluster, hanging: tuple[str, str]) -> None:  # noqa: F811
+        browser: Any, live_server: Any, stack: Stack, kafka_cluster: Cluster, hanging: tuple[str, str]) -> None:  # noqa: F811
     topic, tid = hanging
     user = User.objects.create_user("txn-pages-admin", password=PASSWORD)
     user.groups.set([Group.objects.get_or_create(name="admin")[0]])
     write_plain(kafka_cluster, topic, 10)
+    group = unique("rc-group")  # a read_committed group stopped at the LSO (nothing it may read before it)
+    committer = Consumer({"bootstrap.servers": kafka_cluster.bootstrap, "group.id": group, "isolation.level": "read_committed"})
+    commit(committer, [RdTopicPartition(topic, 0, 0)])
+    committer.close()
+    for scheme in ("light", "dark"):
+        held_pages_in(browser, live_server, scheme, topic, tid, group)
     for scheme in ("light", "dark"):
         page = logged_in(browser, live_server, scheme)
 
