@@ -35,7 +35,7 @@ def input_lag(snap: Snapshot, sg: StreamsGroup, committed: dict[tuple[str, int],
     out = []
     for s in sg.subtopologies:
         repartition = {name for name, _ in s.repartition_source_topics}
-        rows = []
+        rows: list[dict[str, Any]] = []
         for topic in s.inputs:
             parts = sorted(p for t, p in ends if t == topic)
             for p in parts:
@@ -43,7 +43,7 @@ def input_lag(snap: Snapshot, sg: StreamsGroup, committed: dict[tuple[str, int],
                 lag = max(end - offset, 0) if offset is not None and end is not None else None
                 rows.append({"topic": topic, "partition": p, "repartition": topic in repartition,
                              "committed": offset, "end_offset": end, "lag": lag})
-        known = [r["lag"] for r in rows if r["lag"] is not None]
+        known: list[int] = [r["lag"] for r in rows if r["lag"] is not None]
         out.append({"subtopology": s.subtopology_id, "lag": sum(known) if known else None,
                     "unknown_partitions": len(rows) - len(known), "partitions": rows})
     return out

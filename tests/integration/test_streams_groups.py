@@ -40,6 +40,12 @@ def described(stack: Stack, group: str) -> dict[str, Any] | None:
     return r.json() if r.status_code == 200 else None
 
 
+def committed(stack: Stack, group: str) -> dict[tuple[str, int], int | None]:
+    d = described(stack, group)
+    assert d is not None
+    return {(r["topic"], r["partition"]): r["committed"] for s in d["lag"] for r in s["partitions"]}
+
+
 def caught_up(stack: Stack, group: str) -> dict[str, Any] | None:
     """The running group, each subtopology's tasks assigned and its inputs read to their ends."""
     d = described(stack, group)
@@ -103,10 +109,10 @@ def test_the_description_equals_kafka_streams_groups(stack: Stack, app: StreamsA
     assert second["changelog_topics"] == [f"{group}-KSTREAM-AGGREGATE-STATE-STORE-0000000003-changelog"]
 
     offsets = table(stack.cluster.tool("kafka-streams-groups", "--describe", "--offsets", "--verbose", "--group", group), aligned=True)
-    theirs = {(r["TOPIC"], int(r["PARTITION"])): (r["CURRENT-OFFSET"], r["LOG-END-OFFSET"], r["OFFSET-LAG"]) for r in offsets}
-    ours = {(r["topic"], r["partition"]): (str(r["committed"]), str(r["end_offset"]), str(r["lag"]))
-            for s in d["lag"] for r in s["partitions"]}
-    assert ours == theirs and len(ours) == 4
+    tool_lag = {(r["TOPIC"], int(r["PARTITION"])): (r["CURRENT-OFFSET"], r["LOG-END-OFFSET"], r["OFFSET-LAG"]) for r in offsets}
+    our_lag = {(r["topic"], r["partition"]): (str(r["committed"]), str(r["end_offset"]), str(r["lag"]))
+               for s in d["lag"] for r in s["partitions"]}
+    assert our_lag == tool_lag and len(our_lag) == 4
 
 
 def test_a_reset_of_the_running_application_is_refused_with_a_sentence(stack: Stack, app: StreamsApp) -> None:
@@ -168,13 +174,12 @@ def test_once_stopped_a_reset_to_earliest_is_what_the_tool_shows_and_the_group_i
     assert preview.status_code == 200, preview.text
     planned = {(r["topic"], r["partition"]): r["new"] for r in preview.json()["offsets"]}
     assert planned == tool_plan(stack, group, "--all-input-topics", "--to-earliest") == {(INPUT, 0): 0, (INPUT, 1): 0}
-    before = {(r["topic"], r["partition"]): r["committed"] for s in described(stack, group)["lag"] for r in s["partitions"]}
+    before = committed(stack, group)
     done = operator.post(url, json={"to": "earliest", "confirm": group}, timeout=20)
     assert done.status_code == 200, done.text
     assert {(r["topic"], r["partition"]): r["new"] for r in done.json()["offsets"]} == planned
     assert tool_plan(stack, group, "--all-input-topics", "--to-current") == planned
-    wait_for(lambda: {(r["topic"], r["partition"]): r["committed"] for s in described(stack, group)["lag"] for r in s["partitions"]}
-             == {**before, **planned}, 20, what="the console's input lag from the new offsets")
+    wait_for(lambda: committed(stack, group) == {**before, **planned}, 20, what="the console's input lag from the new offsets")
 
     r = operator.delete(stack.base_url + API + encode_name(group) + "/", json={"confirm": group}, timeout=20)
     assert r.status_code == 200, r.text
