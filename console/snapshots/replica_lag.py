@@ -172,6 +172,6 @@ def broker_lags(snap: Snapshot, broker: int, kept: Mapping[tuple[str, int, int],
             if broker not in p.replicas or broker == p.leader:
                 continue
             row = next(r for r in partition_lags(p, kept, silent, name) if r["broker"] == broker)
-            rows.append({"topic": name, "partition": p.partition, "leader": p.leader, **row})
+            rows.append({**row, "topic": name, "partition": p.partition, "leader": p.leader})  # (the leader's id)
     rows.sort(key=lambda r: (r["bytes_behind"] is None, -(r["bytes_behind"] or 0), r["topic"], r["partition"]))
     return rows[:top]

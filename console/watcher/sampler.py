@@ -290,51 +290,28 @@ class Sampler:
     def _read_sizes(self, brokers: list[int], before: Mapping[TopicPartition, Mapping[str, int]] | None) -> SizeColumns:
         """Every replica's size, read SIZE_BROKERS brokers at a time (DescribeLogDirs is one request
         per broker either way) into per-topic arrays (size_columns.SizeColumns): no answer holds
-        the whole cluster, and what is kept is no dict per partition. A topic whose sizes did not change keeps the arrays before.
-        A batch that fails is read a broker at a time; a broker that does not answer (or is no
-        longer listed) keeps its replicas' last answered sizes for SILENT_KEPT seconds, so its lag
-        behind the leaders grows as theirs do (console/snapshots/replica_lag.py). None answering fails the read."""
+        the whole cluster, and what is kept is no dict per partition. A topic whose sizes did not change keeps the arrays before. Any read that fails
+        fails them all. A broker that answered before and is no longer listed (fenced: it stopped
+        answering the controller) keeps its replicas' last answered sizes for SILENT_KEPT seconds,
+        so its lag behind the leaders grows as theirs do (console/snapshots/replica_lag.py)."""
         silent = self._silent
         answered: set[int] = set()
         futures: dict[TopicPartition, dict[int, int]] = {}
         now = time.time()
 
-        def alone(batch: list[int]) -> Iterator[Mapping[TopicPartition, Mapping[int, int]]]:
-            for b in batch:
-                self.requests += 1
-                try:
-                    answer = self.gateway.log_dir_sizes([b])
-                except GatewayError:
-                    silent.setdefault(b, self._answered_at.get(b, now))
-                    continue
-                answered.add(b)
-                for key, by in (getattr(answer, "futures", None) or {}).items():
-                    futures.setdefault(key, {}).update(by)
-                yield answer
-
         def answers() -> Iterator[Mapping[TopicPartition, Mapping[int, int]]]:
-            asked = [b for b in brokers if b not in silent]  # (each silent one alone, below: one timeout, not two)
-            known_silent = [b for b in brokers if b in silent]
-            for i in range(0, len(asked), SIZE_BROKERS):
-                batch = asked[i:i + SIZE_BROKERS]
+            for i in range(0, len(brokers), SIZE_BROKERS):
                 self.requests += 1
-                try:
-                    answer = self.gateway.log_dir_sizes(batch)
-                except GatewayError:
-                    yield from alone(batch)
-                    continue
-                answered.update(batch)
+                answer = self.gateway.log_dir_sizes(brokers[i:i + SIZE_BROKERS])
+                answered.update(brokers[i:i + SIZE_BROKERS])
                 self._went_on()
                 for key, by in (getattr(answer, "futures", None) or {}).items():  # (intra-broker moves: a handful)
                     futures.setdefault(key, {}).update(by)
                 yield answer
-            yield from alone(known_silent)
-            if not answered:
-                raise GatewayError(f"No broker of '{self.cluster}' answered for its log dirs.")
             for b in answered:
                 silent.pop(b, None)
                 self._answered_at[b] = now
-            for b in self._answered - answered:  # (no longer listed: fenced, or stopped being a broker)
+            for b in self._answered - answered:
                 silent.setdefault(b, self._answered_at.get(b, now))
             for b in [b for b, since in silent.items() if now - since > SILENT_KEPT]:
                 del silent[b]

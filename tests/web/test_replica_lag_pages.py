@@ -82,6 +82,7 @@ def test_broker_page_lists_its_followers_most_behind_first(client_as, lagging) -
     assert [(r["topic"], r["partition"], r["bytes_behind"]) for r in body["replicas"]] == [
         ("orders", 0, 4_000_000), (ODD, 0, 1500), ("orders", 1, 0)]
     assert body["about_to_shrink"] == 1 and body["not_answering_since"] == pytest.approx(NOW - 25)
+    assert [r["leader"] for r in body["replicas"]] == [1, 2, 2]  # (each partition's leader id)
     assert "leader's log size minus this replica's" in body["how_measured"]
     top = client_as("viewer").get("/api/v1/clusters/local/brokers/3/replica-lag/?top=1").json()
     assert len(top["replicas"]) == 1

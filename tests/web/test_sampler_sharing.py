@@ -258,8 +258,7 @@ def test_replica_sizes_are_read_a_few_brokers_at_a_time_and_merged(redis_server:
         sample = sampler.take(partitions, [1, 2, 3, 4, 5])
         assert asked == [[1, 2], [3, 4], [5]]
         assert sample.sizes == whole and all(len(v) == 3 for v in whole.values())
-        # One broker's read failing: the others of its batch are read alone, and its replicas keep
-        # their last sizes (their lag behind the leaders grows: console/snapshots/replica_lag.py).
+        # One broker's read failing fails the sizes of the pass (the last ones are kept).
         sampler._next_sizes = 0.0
 
         def failing(brokers: list[int]) -> dict[tuple[str, int], dict[int, int]]:
@@ -268,11 +267,8 @@ def test_replica_sizes_are_read_a_few_brokers_at_a_time_and_merged(redis_server:
             return read(brokers)
 
         monkeypatch.setattr(gw, "log_dir_sizes", failing)
-        asked.clear()
         again = sampler.take(partitions, [1, 2, 3, 4, 5])
-        assert again.sizes is not None and again.sizes.keys() == sample.sizes.keys()
-        assert all(again.sizes[tp].get("3") == sample.sizes[tp].get("3") for tp in sample.sizes)
-        assert all(again.sizes[tp].get("4") == whole[tp].get("4") for tp in whole)
+        assert again.sizes is sample.sizes
 
 
 def test_groups_committing_on_the_same_partitions_share_one_group_partitions_and_the_evaluation_uses_it(
