@@ -121,3 +121,12 @@ def test_a_running_reassignments_adding_replicas_show_their_catch_up(client_as, 
                                  "size": 1_000_000, "in_isr": True}]
     page = text(client_as("viewer").get(f"/clusters/local/reassignments/{job.id}/"))
     assert 'id="catch-up"' in page and 'data-broker="3"' in page and 'data-bytes-behind="4000000"' in page
+
+
+def test_a_scoped_viewers_broker_page_lists_only_their_topics(db, teams) -> None:
+    from tests.web.test_scoped_access import client_of, team_a_user
+
+    client = client_of(team_a_user(role="viewer"))
+    body = client.get("/api/v1/clusters/local/brokers/2/replica-lag/").json()
+    assert {r["topic"] for r in body["replicas"]} == {"team-a.orders"}
+    assert "team-b" not in client.get("/clusters/local/brokers/2/").content.decode()
