@@ -2,8 +2,8 @@
 `group.protocol=streams` (tests/streams_app.py). The console's description equals
 `kafka-streams-groups --describe --members --verbose` and `--describe --offsets --verbose`; a reset
 while the application runs is refused with a sentence; once it is stopped, a reset to earliest from
-the console is what `kafka-streams-groups` then shows, and the group is deleted. The group page in
-light and dark (screenshots under var/screenshots/)."""
+the console is what `kafka-streams-groups` then shows, and the group is deleted with its internal
+topics. The group page in light and dark (screenshots under var/screenshots/)."""
 
 from __future__ import annotations
 
@@ -181,7 +181,13 @@ def test_once_stopped_a_reset_to_earliest_is_what_the_tool_shows_and_the_group_i
     assert tool_plan(stack, group, "--all-input-topics", "--to-current") == planned
     wait_for(lambda: committed(stack, group) == {**before, **planned}, 20, what="the console's input lag from the new offsets")
 
-    r = operator.delete(stack.base_url + API + encode_name(group) + "/", json={"confirm": group}, timeout=20)
+    # Deleted with its internal topics (an admin's change), as --delete --delete-all-internal-topics.
+    internal = [f"{group}-KSTREAM-AGGREGATE-STATE-STORE-0000000003-{kind}" for kind in ("changelog", "repartition")]
+    r = stack.api("admin").delete(stack.base_url + API + encode_name(group) + "/", json={"confirm": group, "internal_topics": True},
+                                  timeout=30)
     assert r.status_code == 200, r.text
+    assert r.json() == {"deleted": group, "deleted_topics": internal}
     listed = stack.cluster.tool("kafka-streams-groups", "--list")
     assert group not in listed.split(), listed
+    wait_for(lambda: not set(internal) & set(stack.cluster.tool("kafka-topics", "--list").split()), 20,
+             what="the internal topics deleted")
