@@ -9,14 +9,18 @@ other one: a cluster of 10,000 topics costs one small Redis read per page, not a
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import redis
 from django.conf import settings
 
 from console import snapshots
 from console.gateway.types import TopicPartition
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -61,8 +65,13 @@ def save(cluster: str, listed: Iterable[dict[str, Any]]) -> None:
 
 
 def held(cluster: str) -> dict[TopicPartition, Held]:
-    """The partitions open transactions held at the watcher's last look (empty when it has not looked lately)."""
-    raw = snapshots.redis_client().get(key(cluster))
+    """The partitions open transactions held at the watcher's last look (empty when it has not looked
+    lately, or Redis does not answer: the pages still show the snapshot's offsets)."""
+    try:
+        raw = snapshots.redis_client().get(key(cluster))
+    except redis.RedisError:
+        log.debug("cannot read the held partitions of %s", cluster, exc_info=True)
+        return {}
     return {(t, p): Held(lso, tid, hanging) for t, p, lso, tid, hanging in json.loads(raw)} if raw else {}
 
 
