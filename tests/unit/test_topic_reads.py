@@ -187,7 +187,7 @@ def test_partitions_describe_each_partition():
         "replica_sizes": {},
         "replica_lag": [{"broker": b, "leader": b == 2, "in_isr": b in (2, 1), "bytes_behind": None,
                          "level": "leader" if b == 2 else "unknown", "growing_since": None, "not_answering_since": None,
-                         "about_to_shrink": False} for b in (2, 1, 3)],
+                         "about_to_shrink": False, "future_offsets_behind": None} for b in (2, 1, 3)],
     }
     assert rows[1]["leader"] is None
     assert rows[1]["offline"] is True

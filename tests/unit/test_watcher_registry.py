@@ -32,9 +32,11 @@ def test_the_apps_register_their_parts_when_django_starts():
     assert isinstance(registry.events(), EventTable)
     assert isinstance(registry.group_evaluator("c", True, lambda rows: None), GroupEvaluation)
     assert isinstance(registry.sample_writer("c", object()), SampleWriter)
+    from topics_app import tiered_watch
     from transactions_app import watch
 
-    assert registry.side_watches() == {"connect": state.watch, "connect_restarts": restarts.watch, "transactions": watch.watch}
+    assert registry.side_watches() == {"connect": state.watch, "connect_restarts": restarts.watch, "transactions": watch.watch,
+                                       "tiered": tiered_watch.watch}
 
 
 def test_the_apps_register_every_live_view():

@@ -28,8 +28,8 @@ from tests.web.conftest import TEAM_B_GROUP, TEAM_B_TOPIC, make_user
 pytestmark = [pytest.mark.asyncio, pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("no_socket_slots")]
 
 SCOPED = "team-a"
-# Views a scoped user may open on its cluster: cluster-wide ones (reassignments, analytics) hold every team's names.
-SCOPED_MAY_OPEN = {"status", "overview", "layout", "at_risk", "topics", "groups", "events"}
+# Views a scoped user may open on its cluster (cut to its names): cluster-wide ones (reassignments, analytics) hold every team's names.
+SCOPED_MAY_OPEN = {"status", "overview", "layout", "at_risk", "topics", "groups", "events", "broker"}
 
 
 @database_sync_to_async
