@@ -1,7 +1,9 @@
-"""REST API of transactions: the list (hanging ones first) and the abort of a hanging one (admin)."""
+"""REST API of transactions: the list (hanging ones first), the abort of a hanging one (admin) and a
+topic's producers."""
 
 from __future__ import annotations
 
+from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
@@ -10,7 +12,7 @@ from rest_framework.views import APIView
 
 from console import gateway
 from console.api_edge import Body, StrictCharField, validated
-from transactions_app import services
+from transactions_app import producers, services
 
 
 class TransactionAbortBody(Body):
@@ -23,10 +25,15 @@ class TransactionList(APIView):
 
     @extend_schema(responses=OpenApiTypes.OBJECT,
                    summary="Transactional ids under `transactions` (hanging first): state, producer id and epoch, timeout, "
-                           "start, partitions with their LSO, high watermark and producers, `hanging` and the groups it blocks")
+                           "start, partitions with their LSO, high watermark and producers, `hanging` and the groups it blocks",
+                   description="From the watcher's last look (every TRANSACTION_POLL_INTERVAL seconds, `poll_interval`): "
+                               "`as_of` is its time (epoch seconds), `source` `watcher`; with none stored, Kafka is asked "
+                               "(`source` `kafka`). An abort through the console shows in the next answer.")
     def get(self, request: Request, cluster: str) -> Response:
         gateway.cluster_config(cluster)
-        return Response({"transactions": services.list_transactions(cluster)})
+        found = services.transactions(cluster)
+        return Response({"as_of": found.as_of, "source": "watcher" if found.from_watcher else "kafka",
+                         "poll_interval": settings.TRANSACTION_POLL_INTERVAL, "transactions": found.rows()})
 
 
 class TransactionAbort(APIView):
@@ -38,3 +45,16 @@ class TransactionAbort(APIView):
         d = validated(TransactionAbortBody, request)
         gateway.cluster_config(cluster)
         return Response(services.abort(request.user, cluster, transactional_id, d["confirm"]))
+
+
+class TopicProducers(APIView):
+    actions = {"GET": "topic.view"}
+
+    @extend_schema(responses=OpenApiTypes.OBJECT,
+                   summary="A topic's active producers per partition (DescribeProducers, as `kafka-transactions describe-producers`)",
+                   description="Under `partitions`, each partition with its `producers`: producer id and epoch, last sequence, "
+                               "last timestamp (ms, null when unknown), coordinator epoch and `current_txn_start_offset` (the "
+                               "first offset of its open transaction there, null when none). Read from the leaders now.")
+    def get(self, request: Request, cluster: str, topic: str) -> Response:
+        gateway.cluster_config(cluster)
+        return Response(producers.topic_producers(cluster, topic))

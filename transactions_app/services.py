@@ -16,11 +16,11 @@ from django.conf import settings
 
 from console import gateway, snapshots
 from console.audit import audited
-from console.errors import BadParameter
+from console.errors import BadParameter, ConsoleError
 from console.gateway.errors import NotFound
 from console.gateway.transactions import ActiveProducer, Transaction
 from console.gateway.types import TopicPartition
-from transactions_app import stable
+from transactions_app import listing, stable
 
 # States in which a transaction is open: it holds the LSO of its partitions until its markers are written.
 OPEN_STATES = frozenset({"Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"})
@@ -97,9 +97,8 @@ def partition_details(cluster: str, partitions: list[TopicPartition]) -> dict[To
     return found
 
 
-def list_transactions(cluster: str) -> list[dict[str, Any]]:
-    """Every transactional id, hanging ones first, then by id."""
-    txns = gateway.for_cluster(cluster).transactions()
+def _rows(cluster: str, txns: list[Transaction]) -> list[dict[str, Any]]:
+    """Rows of `txns`, each open one with its partitions' LSO, high watermark and producers."""
     open_partitions = sorted({tp for t in txns if t.state in OPEN_STATES for tp in t.partitions})
     details = partition_details(cluster, open_partitions)
     for t in txns:  # the open transaction's first offset on each partition: its producer's, by producer id
@@ -113,12 +112,44 @@ def list_transactions(cluster: str) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: (not r["hanging"], r["transactional_id"]))
 
 
+def list_transactions(cluster: str) -> list[dict[str, Any]]:
+    """Every transactional id, hanging ones first, then by id, as Kafka says now (the watcher's look)."""
+    return _rows(cluster, gateway.for_cluster(cluster).transactions())
+
+
+def transactions(cluster: str) -> listing.Listing:
+    """The list for pages and the API: the watcher's last look (listing.stored), or, when none is
+    stored, Kafka's answer now."""
+    found = listing.stored(cluster)
+    if found is not None:
+        return found
+    return listing.Listing.of(list_transactions(cluster), time.time(), from_watcher=False)
+
+
+def transaction(cluster: str, transactional_id: str) -> dict[str, Any] | None:
+    """One transactional id's row as Kafka says now (None: unknown to its coordinator)."""
+    found = gateway.for_cluster(cluster).transaction(transactional_id)
+    return _rows(cluster, [found])[0] if found is not None else None
+
+
 def _check_id(transactional_id: str) -> str:
     if not transactional_id:
         raise BadParameter("The transactional id is empty.")
     if len(transactional_id) > MAX_ID_LENGTH:
         raise BadParameter(f"The transactional id is {len(transactional_id)} characters long; at most {MAX_ID_LENGTH} are accepted.")
     return transactional_id
+
+
+def _reread(cluster: str, transactional_id: str) -> None:
+    """Read-your-writes after a change: the id's row read afresh stands in the stored listing until the
+    watcher's next look; when Kafka does not answer, the stored listing is dropped so the next answer
+    asks Kafka (the change itself is done either way)."""
+    try:
+        fresh = transaction(cluster, transactional_id)
+    except ConsoleError:
+        listing.forget(cluster)
+    else:
+        listing.amend(cluster, transactional_id, fresh)
 
 
 def abort(user: Any, cluster: str, transactional_id: str, confirm: str) -> dict[str, Any]:
@@ -129,7 +160,7 @@ def abort(user: Any, cluster: str, transactional_id: str, confirm: str) -> dict[
         _check_id(transactional_id)
         if confirm != transactional_id:
             raise BadParameter(f"Type the transactional id '{transactional_id}' in `confirm` to abort its transaction.")
-        found = next((t for t in list_transactions(cluster) if t["transactional_id"] == transactional_id), None)
+        found = transaction(cluster, transactional_id)
         if found is None:
             raise NotFound(f"Transactional id '{transactional_id}' is not known on cluster '{cluster}'.")
         if found["state"] not in OPEN_STATES:
@@ -142,6 +173,7 @@ def abort(user: Any, cluster: str, transactional_id: str, confirm: str) -> dict[
         stable.forget(cluster, aborted)  # (the pages stop showing its LSO and the groups it blocked at once)
         entry.update({"producer_id": found["producer_id"], "producer_epoch": found["producer_epoch"],
                       "partitions": [f"{t}:{p}" for t, p in aborted]})
+    _reread(cluster, transactional_id)
     where = ", ".join(f"{t}-{p}" for t, p in aborted) or "none of its partitions (already closed)"
     return {"transactional_id": transactional_id, "aborted": [{"topic": t, "partition": p} for t, p in aborted],
             "message": f"Aborted the transaction of '{transactional_id}' on {where}."}

@@ -1,10 +1,13 @@
 """The transactions page: every transactional id, hanging ones first and highlighted, and the abort of
-a hanging one (admin) after its id is typed again."""
+a hanging one (admin) after its id is typed again; the producers page of a topic."""
 
 from __future__ import annotations
 
+import time
+from datetime import UTC, datetime
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -12,8 +15,8 @@ from django.urls import reverse
 
 from console import error_responses, gateway, snapshots
 from console.auth import allow, may
-from console.errors import ConsoleError
-from transactions_app import services
+from console.errors import BadParameter, ConsoleError
+from transactions_app import listing, producers, services
 
 # Rows drawn at most (hanging ones first, so they are always among them): a cluster's 10,000
 # transactional ids in one table take seconds to draw; the rest are counted and found with `q`.
@@ -22,19 +25,21 @@ PAGE_ROWS = 100
 
 def _page(request: HttpRequest, cluster: str, extra: dict[str, Any], status: int = 200) -> HttpResponse:
     context: dict[str, Any] = {"view": "transactions", "cluster": cluster, "live": snapshots.live(cluster),
-                               "can_abort": may(request.user, "transactions.abort", cluster), **extra}
-    if "transactions" not in context and "list_error" not in context:
+                               "can_abort": may(request.user, "transactions.abort", cluster),
+                               "poll_interval": settings.TRANSACTION_POLL_INTERVAL, **extra}
+    if "transactions" not in context:
         try:
-            context["transactions"] = services.list_transactions(cluster)
+            found = services.transactions(cluster)
         except ConsoleError as exc:
             context["list_error"] = error_responses.message(exc)
-    rows = context.get("transactions")
-    if rows:
-        q = request.GET.get("q", "").strip()
-        matching = [t for t in rows if q in t["transactional_id"]] if q else rows
-        context.update(q=q, total=len(rows), matching=len(matching), transactions=matching[:PAGE_ROWS],
-                       not_shown=max(0, len(matching) - PAGE_ROWS))
-    context["hanging"] = sum(1 for t in rows or [] if t["hanging"])
+        else:
+            q = request.GET.get("q", "").strip()
+            matching = found.matching(q)
+            # (only the rows drawn are made whole: the rest stay as stored)
+            context.update(q=q, total=len(found.entries), matching=len(matching), hanging=found.hanging,
+                           transactions=[listing.expand(e) for e in matching[:PAGE_ROWS]],
+                           not_shown=max(0, len(matching) - PAGE_ROWS), as_of=datetime.fromtimestamp(found.as_of, tz=UTC),
+                           age_seconds=max(0, round(time.time() - found.as_of)), from_watcher=found.from_watcher)
     return render(request, "transactions_app/transactions.html", context, status=status)
 
 
@@ -52,3 +57,26 @@ def transactions_page(request: HttpRequest, cluster: str) -> HttpResponse:
         return _page(request, cluster, {"error": error, "transactions": None}, status)
     messages.success(request, outcome["message"])
     return redirect(reverse("transactions", args=[cluster]))
+
+
+# Producer rows drawn at most: a topic whose partitions each have hundreds of producers would draw
+# thousands; the API gives them all, and `partition` narrows the page to one.
+PRODUCER_ROWS = 500
+
+
+@allow(GET="topic.view")
+def topic_producers_page(request: HttpRequest, cluster: str, topic: str) -> HttpResponse:
+    gateway.cluster_config(cluster)
+    found = producers.topic_producers(cluster, topic)
+    wanted = request.GET.get("partition", "").strip()
+    shown = found["partitions"]
+    if wanted:
+        if not wanted.isdigit() or int(wanted) not in {p["partition"] for p in shown}:
+            raise BadParameter(f"Topic '{topic}' has no partition '{wanted[:40]}'; its partitions are 0 to {len(shown) - 1}.")
+        shown = [p for p in shown if p["partition"] == int(wanted)]
+    rows = [{"partition": p["partition"], **r, "last_at": datetime.fromtimestamp(r["last_timestamp"] / 1000, tz=UTC)
+             if r["last_timestamp"] is not None else None} for p in shown for r in p["producers"]]
+    return render(request, "transactions_app/producers.html", {
+        "view": "status", "cluster": cluster, "live": snapshots.live(cluster), "topic": topic, "found": found,
+        "partition": wanted, "counts": [(p["partition"], len(p["producers"])) for p in found["partitions"]],
+        "rows": rows[:PRODUCER_ROWS], "not_shown": max(0, len(rows) - PRODUCER_ROWS), "total_rows": len(rows)})

@@ -1,10 +1,9 @@
 """The watcher's side loop for transactions: every TRANSACTION_POLL_INTERVAL seconds, while the
 watcher holds the cluster's lease, the transactions are listed (services.list_transactions); the
-hanging ones are kept in Redis (read by alerts_app's `transaction_hanging` condition through
+whole list is stored for the page and the API (`listing`: they ask Kafka only when none is stored),
+the hanging ones are kept in Redis (read by alerts_app's `transaction_hanging` condition through
 `hanging`), the partitions open ones hold with their LSO too (`stable`, read by the topic and
 group pages), and a transaction that starts or stops hanging is an event on the timeline.
-
-Only the watcher lists them periodically: pages and the API list them on demand.
 """
 
 from __future__ import annotations
@@ -22,7 +21,7 @@ from django.db import close_old_connections
 from console import snapshots
 from console.realtime import cluster_group, group_send
 from console.watcher import registry
-from transactions_app import services, stable
+from transactions_app import listing, services, stable
 
 log = logging.getLogger(__name__)
 
@@ -49,8 +48,10 @@ def _event(cluster: str, kind: str, severity: str, t: dict[str, Any], message: s
 
 def look(cluster: str, before: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """One look: the hanging transactions now, by id; kept in Redis; events for what changed since `before`."""
+    started = time.time()
     listed = services.list_transactions(cluster)
     stable.save(cluster, listed)
+    listing.save(cluster, listed, started)  # (what the page and the API read: as of the look's start)
     now = {t["transactional_id"]: t for t in listed if t["hanging"]}
     snapshots.redis_client().set(key(cluster), json.dumps(list(now.values())), ex=int(settings.TRANSACTION_POLL_INTERVAL * 3 + 30))
     rows = []

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from confluent_kafka import IsolationLevel
 from confluent_kafka import TopicPartition as RdTopicPartition
 from confluent_kafka.admin import OffsetSpec
-from kafka.admin import AbortTransactionSpec, KafkaAdminClient
+from kafka.admin import AbortTransactionSpec, KafkaAdminClient, TransactionDescription
+from kafka.errors import TransactionalIdNotFoundError
 from kafka.structs import TopicPartition as KpTopicPartition
 
 from console.gateway.connections import Connections
@@ -45,6 +46,14 @@ class ActiveProducer:
     txn_start_offset: int  # the open transaction's first offset on this partition, -1 when none
 
 
+def _transaction(tid: str, d: TransactionDescription) -> Transaction:
+    return Transaction(
+        transactional_id=tid, state=d.state.value, producer_id=d.producer_id, producer_epoch=d.producer_epoch,
+        timeout_ms=d.transaction_timeout_ms, start_ms=d.transaction_start_time_ms, coordinator=d.coordinator_id,
+        partitions=tuple(sorted((tp.topic, tp.partition) for tp in d.topic_partitions)),
+    )
+
+
 class TransactionAdmin(Connections):
     """The transactions of a cluster and the producers of its partitions."""
 
@@ -55,16 +64,21 @@ class TransactionAdmin(Connections):
         def run(admin: KafkaAdminClient) -> list[Transaction]:
             ids = sorted({t.transactional_id for listed in admin.list_transactions().values() for t in listed})
             described = admin.describe_transactions(ids) if ids else {}
-            return [
-                Transaction(
-                    transactional_id=tid, state=d.state.value, producer_id=d.producer_id, producer_epoch=d.producer_epoch,
-                    timeout_ms=d.transaction_timeout_ms, start_ms=d.transaction_start_time_ms, coordinator=d.coordinator_id,
-                    partitions=tuple(sorted((tp.topic, tp.partition) for tp in d.topic_partitions)),
-                )
-                for tid, d in sorted(described.items())
-            ]
+            return [_transaction(tid, d) for tid, d in sorted(described.items())]
 
         return self._call("list transactions", lambda: self._with_kafka_python(_PURPOSE, run))
+
+    def transaction(self, transactional_id: str) -> Transaction | None:
+        """One transactional id described by its coordinator (DescribeTransactions), None when unknown."""
+
+        def run(admin: KafkaAdminClient) -> Transaction | None:
+            try:
+                d = admin.describe_transactions([transactional_id]).get(transactional_id)
+            except TransactionalIdNotFoundError:
+                return None
+            return None if d is None else _transaction(transactional_id, d)
+
+        return self._call("describe a transaction", lambda: self._with_kafka_python(_PURPOSE, run))
 
     def producers(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, list[ActiveProducer]]:
         """The active producers of each partition, from its leader (DescribeProducers)."""

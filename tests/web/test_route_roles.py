@@ -135,6 +135,8 @@ EXPECTED: dict[str, dict[str, str]] = {
     C + "transactions/": {"GET": "transactions.view", "POST": "transactions.abort"},
     API + "transactions/": {"GET": "transactions.view"},
     API + "transactions/<name:transactional_id>/abort/": {"POST": "transactions.abort"},
+    C + "topics/<str:topic>/producers/": {"GET": "topic.view"},
+    API + "topics/<str:topic>/producers/": {"GET": "topic.view"},
     API + "users/<name:user>/": {"DELETE": "users.manage"},
     C + "security/quotas/": {"GET": "quotas.view", "POST": "quotas.manage"},
     API + "quotas/": {"GET": "quotas.view", "POST": "quotas.manage", "DELETE": "quotas.manage"},

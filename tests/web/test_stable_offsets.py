@@ -100,6 +100,9 @@ class FakeKafka:
     def transactions(self) -> list[Transaction]:
         return [Transaction(ODD, "Ongoing", 9, 0, 60_000, int(time.time() * 1000) - 1_000_000, 1, (("orders", 0),))]
 
+    def transaction(self, tid: str) -> Transaction | None:
+        return next((t for t in self.transactions() if t.transactional_id == tid), None)
+
     def topics_exist(self, topics: Any) -> dict[str, bool]:
         return dict.fromkeys(topics, True)
 

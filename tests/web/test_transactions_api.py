@@ -6,16 +6,18 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from typing import Any
 
 import pytest
 from django.test import Client
 
-from console import gateway
+from console import gateway, snapshots
 from console.converters import encode_name
 from console.gateway.transactions import ActiveProducer, Transaction
 from console.models import AuditEntry
 from console.snapshots.model import Snapshot
+from transactions_app import listing
 
 ODD = "txn/<b>odd</b> 数据"
 NOW_MS = int(time.time() * 1000)  # (last timestamps only: ages are taken from the time each test starts)
@@ -25,6 +27,7 @@ class FakeKafka:
     def __init__(self) -> None:
         now = int(time.time() * 1000)
         self.aborted: list[str] = []
+        self.listed = 0
         self.txns = [
             Transaction("a-quiet", "Ongoing", 7, 0, 60_000, now - 1_000, 1, (("orders", 0),)),
             Transaction("b-closed", "CompleteCommit", 8, 1, 60_000, -1, 1, ()),
@@ -34,20 +37,29 @@ class FakeKafka:
         ]
 
     def transactions(self) -> list[Transaction]:
+        self.listed += 1
         return self.txns
+
+    def transaction(self, tid: str) -> Transaction | None:
+        return next((t for t in self.txns if t.transactional_id == tid), None)
+
+    def _held(self, tp: tuple[str, int]) -> bool:  # (an aborted transaction holds its partitions no longer)
+        return not any(tp in t.partitions for t in self.txns if t.transactional_id in self.aborted)
 
     def topics_exist(self, topics: Any) -> dict[str, bool]:
         return {t: t == "orders" for t in topics}
 
     def stable_offsets(self, partitions: Any) -> dict[tuple[str, int], int]:
-        return {("orders", 0): 5, ("orders", 1): 40, ("orders", 2): 90}
+        held = {("orders", 0): 5, ("orders", 1): 40, ("orders", 2): 90}
+        return {tp: lso if self._held(tp) else self.list_offsets(partitions, "latest")[tp] for tp, lso in held.items()}
 
     def list_offsets(self, partitions: Any, which: str) -> dict[tuple[str, int], int]:
         return {("orders", 0): 9, ("orders", 1): 70, ("orders", 2): 90}
 
     def producers(self, partitions: Any) -> dict[tuple[str, int], list[ActiveProducer]]:
-        return {("orders", 0): [ActiveProducer(7, 0, 3, NOW_MS, 0, 5)], ("orders", 1): [ActiveProducer(9, 2, 4, NOW_MS, 0, 40)],
-                ("orders", 2): [ActiveProducer(10, 0, 1, NOW_MS, 0, -1)]}
+        found = {("orders", 0): [ActiveProducer(7, 0, 3, NOW_MS, 0, 5)], ("orders", 1): [ActiveProducer(9, 2, 4, NOW_MS, 0, 40)],
+                 ("orders", 2): [ActiveProducer(10, 0, 1, NOW_MS, 0, -1)]}
+        return {tp: [p if self._held(tp) else replace(p, txn_start_offset=-1) for p in ps] for tp, ps in found.items()}
 
     def abort_transaction(self, tid: str) -> list[tuple[str, int]]:
         self.aborted.append(tid)
@@ -59,6 +71,7 @@ def kafka(monkeypatch: pytest.MonkeyPatch, snapshot: Snapshot, settings: Any) ->
     settings.TRANSACTION_HANGING_SECONDS = 10
     fake = FakeKafka()
     monkeypatch.setattr(gateway, "for_cluster", lambda name: (gateway.cluster_config(name), fake)[1])
+    snapshots.redis_client().delete(listing.key("local"), listing.amended_key("local"))  # (no watcher's listing)
     return fake
 
 
