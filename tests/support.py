@@ -78,8 +78,11 @@ def stack_env(**extra: str) -> dict[str, str]:
         TIERED_POLL_INTERVAL="1",
         WATCHER_STARTS_INTERVAL="2",
         BALANCE_WATCH_INTERVAL="10",
-        # The transactions side loop's look (hanging ones, the LSO of held partitions) every 2 s, not 15.
+        # The transactions side loop's look (hanging ones, the LSO of held partitions) every 2 s, not 15,
+        # calling a transaction hanging after 3 s as the in-process transactions tests do: the pages they
+        # read show the watcher's look.
         TRANSACTION_POLL_INTERVAL="2",
+        TRANSACTION_HANGING_SECONDS="3",
         EMAIL_HOST="127.0.0.1",
         EMAIL_PORT=str(SMTP_PORT),
         **extra,
