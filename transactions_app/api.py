@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
-from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework.renderers import JSONRenderer
@@ -46,7 +45,7 @@ class TransactionList(APIView):
         gateway.cluster_config(cluster)
         found = services.transactions(cluster)
         return Response({"as_of": found.as_of, "source": "watcher" if found.from_watcher else "kafka",
-                         "poll_interval": settings.TRANSACTION_POLL_INTERVAL, "transactions": found.rows()})
+                         "poll_interval": found.every, "transactions": found.rows()})
 
 
 class TransactionAbort(APIView):

@@ -71,20 +71,25 @@ def entry_id(entry: Entry) -> str:
     return entry[0] if isinstance(entry, list) else entry["transactional_id"]
 
 
+def _hanging(entries: list[Entry]) -> int:
+    return sum(1 for e in entries if not isinstance(e, list) and e["hanging"])
+
+
 @dataclass
 class Listing:
     """Transactional ids in the page's order (hanging first), as of `as_of` (epoch seconds);
-    `from_watcher` False when Kafka was asked for this request."""
+    `from_watcher` False when Kafka was asked for this request; `every`: the watcher's seconds between looks."""
 
     entries: list[Entry]
     as_of: float
     from_watcher: bool
+    every: float
     hanging: int = field(default=0)
 
     @classmethod
     def of(cls, rows: Iterable[dict[str, Any]], as_of: float, from_watcher: bool) -> Listing:
         entries = [compact(r) for r in rows]
-        return cls(entries, as_of, from_watcher, sum(1 for e in entries if not isinstance(e, list) and e["hanging"]))
+        return cls(entries, as_of, from_watcher, settings.TRANSACTION_POLL_INTERVAL, _hanging(entries))
 
     def matching(self, q: str) -> list[Entry]:
         return [e for e in self.entries if q in entry_id(e)] if q else self.entries
@@ -95,7 +100,7 @@ class Listing:
 
 def save(cluster: str, rows: Iterable[dict[str, Any]], as_of: float) -> None:
     """Keep a look's rows (in services.list_transactions' order), read by the pages until the next one."""
-    body = orjson.dumps({"as_of": as_of, "entries": [compact(r) for r in rows]})
+    body = orjson.dumps({"as_of": as_of, "every": settings.TRANSACTION_POLL_INTERVAL, "entries": [compact(r) for r in rows]})
     snapshots.redis_client().set(key(cluster), body, ex=keep_seconds())
 
 
@@ -131,8 +136,7 @@ def amended(listing: Listing, amendments: dict[bytes, bytes]) -> Listing:
         return listing
     kept = [e for e in listing.entries if entry_id(e) not in newer]
     entries = sorted(kept + [compact(r) for r in newer.values() if r is not None], key=_order)
-    return Listing(entries, listing.as_of, listing.from_watcher,
-                   sum(1 for e in entries if not isinstance(e, list) and e["hanging"]))
+    return Listing(entries, listing.as_of, listing.from_watcher, listing.every, _hanging(entries))
 
 
 def stored(cluster: str) -> Listing | None:
@@ -150,6 +154,5 @@ def stored(cluster: str) -> Listing | None:
         log.warning("could not read the stored transactions of %s", cluster, exc_info=True)
         return None
     entries: list[Entry] = data["entries"]
-    listing = Listing(entries, float(data["as_of"]), True,
-                      sum(1 for e in entries if not isinstance(e, list) and e["hanging"]))
+    listing = Listing(entries, float(data["as_of"]), True, float(data.get("every", settings.TRANSACTION_POLL_INTERVAL)), _hanging(entries))
     return amended(listing, amendments) if amendments else listing

@@ -7,7 +7,6 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from django.conf import settings
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -25,8 +24,7 @@ PAGE_ROWS = 100
 
 def _page(request: HttpRequest, cluster: str, extra: dict[str, Any], status: int = 200) -> HttpResponse:
     context: dict[str, Any] = {"view": "transactions", "cluster": cluster, "live": snapshots.live(cluster),
-                               "can_abort": may(request.user, "transactions.abort", cluster),
-                               "poll_interval": settings.TRANSACTION_POLL_INTERVAL, **extra}
+                               "can_abort": may(request.user, "transactions.abort", cluster), **extra}
     if "transactions" not in context:
         try:
             found = services.transactions(cluster)
@@ -39,7 +37,8 @@ def _page(request: HttpRequest, cluster: str, extra: dict[str, Any], status: int
             context.update(q=q, total=len(found.entries), matching=len(matching), hanging=found.hanging,
                            transactions=[listing.expand(e) for e in matching[:PAGE_ROWS]],
                            not_shown=max(0, len(matching) - PAGE_ROWS), as_of=datetime.fromtimestamp(found.as_of, tz=UTC),
-                           age_seconds=max(0, round(time.time() - found.as_of)), from_watcher=found.from_watcher)
+                           age_seconds=max(0, round(time.time() - found.as_of)), from_watcher=found.from_watcher,
+                           poll_interval=found.every)
     return render(request, "transactions_app/transactions.html", context, status=status)
 
 

@@ -72,12 +72,15 @@ def test_the_page_and_the_api_read_the_watchers_look_and_ask_kafka_nothing(clien
     assert 's ago): the watcher looks every 15 s.' in page
 
 
-def test_the_age_of_the_listing_is_shown(client_as: Any, kafka: TopicsKafka) -> None:
+def test_the_age_of_the_listing_and_the_watchers_interval_are_shown(client_as: Any, kafka: TopicsKafka, settings: Any) -> None:
     as_of = time.time() - 42
+    settings.TRANSACTION_POLL_INTERVAL = 2  # (the watcher's, stored with its look)
     listing.save("local", [], as_of)
-    assert api(client_as("viewer"))["as_of"] == pytest.approx(as_of)
+    settings.TRANSACTION_POLL_INTERVAL = 15
+    asked = api(client_as("viewer"))
+    assert asked["as_of"] == pytest.approx(as_of) and asked["poll_interval"] == 2
     page = client_as("viewer").get("/clusters/local/transactions/").content.decode()
-    assert "(42 s ago): the watcher looks every 15 s." in page or "(43 s ago)" in page
+    assert "(42 s ago): the watcher looks every 2 s." in page or "(43 s ago): the watcher looks every 2 s." in page
     assert "No transactional ids on this cluster." in page and kafka.listed == 0
     assert 0 < snapshots.redis_client().ttl(listing.key("local")) <= listing.keep_seconds()  # (gone when the watcher stops)
 
