@@ -94,7 +94,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     from transactions_app import listing, watch
 
     result: dict[str, Any] = {"ids": args.ids, "committing": args.producers, "idempotent": args.producers}
-    for f in AdminClient({"bootstrap.servers": BOOTSTRAP}).create_topics([NewTopic(TOPIC, PARTITIONS, 3)]).values():
+    admin = AdminClient({"bootstrap.servers": BOOTSTRAP})  # (kept while its futures are waited for)
+    for f in admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3)]).values():
         f.result()
     hanging, opened = open_transaction(BOOTSTRAP, "bench-open-hanging", 0), time.monotonic()
     result["make_ids_s"] = round(make_ids(BOOTSTRAP, args.ids, args.producers), 1)
@@ -110,7 +111,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             looks.append((time.perf_counter() - started) * 1000)
         result["look_ms"] = {"median": round(statistics.median(looks), 1), "max": round(max(looks), 1)}
         stored = listing.stored("local")
-        assert stored is not None and len(stored.entries) >= args.ids + 3, stored
+        assert stored is not None and stored.total >= args.ids + 3, stored
         result["hanging"] = stored.hanging
 
         web = Client(HTTP_HOST="localhost")

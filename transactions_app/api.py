@@ -3,12 +3,10 @@ topic's producers."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import orjson
+from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
-from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -23,17 +21,8 @@ class TransactionAbortBody(Body):
                               help_text="The transactional id, typed again.")
 
 
-class _FastJSONRenderer(JSONRenderer):
-    """JSON as DRF writes it (compact, UTF-8), by orjson: 10,000 transactional ids are 2.5 MB of JSON,
-    which the standard library takes about 30 ms to write and orjson about 3."""
-
-    def render(self, data: Any, accepted_media_type: str | None = None, renderer_context: Any = None) -> bytes:
-        return b"" if data is None else orjson.dumps(data)
-
-
 class TransactionList(APIView):
     actions = {"GET": "transactions.view"}
-    renderer_classes = [_FastJSONRenderer]
 
     @extend_schema(responses=OpenApiTypes.OBJECT,
                    summary="Transactional ids under `transactions` (hanging first): state, producer id and epoch, timeout, "
@@ -41,11 +30,13 @@ class TransactionList(APIView):
                    description="From the watcher's last look (every TRANSACTION_POLL_INTERVAL seconds, `poll_interval`): "
                                "`as_of` is its time (epoch seconds), `source` `watcher`; with none stored, Kafka is asked "
                                "(`source` `kafka`). An abort through the console shows in the next answer.")
-    def get(self, request: Request, cluster: str) -> Response:
+    def get(self, request: Request, cluster: str) -> HttpResponse:
         gateway.cluster_config(cluster)
         found = services.transactions(cluster)
-        return Response({"as_of": found.as_of, "source": "watcher" if found.from_watcher else "kafka",
-                         "poll_interval": found.every, "transactions": found.rows()})
+        # (written as bytes: the closed rows go out as stored, never decoded, see transactions_app/listing.py)
+        head = orjson.dumps({"as_of": found.as_of, "source": "watcher" if found.from_watcher else "kafka",
+                             "poll_interval": found.every})
+        return HttpResponse(head[:-1] + b',"transactions":' + found.json_rows() + b"}", content_type="application/json")
 
 
 class TransactionAbort(APIView):

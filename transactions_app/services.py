@@ -109,11 +109,12 @@ def _rows(cluster: str, txns: list[Transaction]) -> list[dict[str, Any]]:
                 details[tp] = {**d, "txn_start_offset": mine[0] if mine and mine[0] >= 0 else None}
     now_ms = int(time.time() * 1000)
     rows = [_describe(cluster, t, {tp: details[tp] for tp in t.partitions if tp in details}, now_ms) for t in txns]
-    return sorted(rows, key=lambda r: (not r["hanging"], r["transactional_id"]))
+    return sorted(rows, key=listing.order_key)
 
 
 def list_transactions(cluster: str) -> list[dict[str, Any]]:
-    """Every transactional id, hanging ones first, then by id, as Kafka says now (the watcher's look)."""
+    """Every transactional id, hanging ones first, then open ones, then closed ones, each by id, as Kafka
+    says now (the watcher's look)."""
     return _rows(cluster, gateway.for_cluster(cluster).transactions())
 
 

@@ -15,7 +15,7 @@ from django.urls import reverse
 from console import error_responses, gateway, snapshots
 from console.auth import allow, may
 from console.errors import BadParameter, ConsoleError
-from transactions_app import listing, producers, services
+from transactions_app import producers, services
 
 # Rows drawn at most (hanging ones first, so they are always among them): a cluster's 10,000
 # transactional ids in one table take seconds to draw; the rest are counted and found with `q`.
@@ -32,11 +32,9 @@ def _page(request: HttpRequest, cluster: str, extra: dict[str, Any], status: int
             context["list_error"] = error_responses.message(exc)
         else:
             q = request.GET.get("q", "").strip()
-            matching = found.matching(q)
-            # (only the rows drawn are made whole: the rest stay as stored)
-            context.update(q=q, total=len(found.entries), matching=len(matching), hanging=found.hanging,
-                           transactions=[listing.expand(e) for e in matching[:PAGE_ROWS]],
-                           not_shown=max(0, len(matching) - PAGE_ROWS), as_of=datetime.fromtimestamp(found.as_of, tz=UTC),
+            matching, drawn = found.page(q, PAGE_ROWS)  # (only the rows drawn are decoded)
+            context.update(q=q, total=found.total, matching=matching, hanging=found.hanging, transactions=drawn,
+                           not_shown=max(0, matching - PAGE_ROWS), as_of=datetime.fromtimestamp(found.as_of, tz=UTC),
                            age_seconds=max(0, round(time.time() - found.as_of)), from_watcher=found.from_watcher,
                            poll_interval=found.every)
     return render(request, "transactions_app/transactions.html", context, status=status)

@@ -1,5 +1,6 @@
-"""The stored listing of transactions (transactions_app/listing.py): closed ids kept as five values and
-made whole only when drawn, and the console's own changes put in over an older look."""
+"""The stored listing of transactions (transactions_app/listing.py): hanging, then open, then closed ids;
+closed ones kept as JSON lines, counted, filtered and sent without decoding all of them; the console's
+own changes put in over an older look."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from transactions_app.listing import Listing, amended, compact, entry_id, expand
+from transactions_app.listing import Listing, amended
 
 
 def row(tid: str, hanging: bool = False, open_: bool = False) -> dict[str, Any]:
@@ -17,17 +18,33 @@ def row(tid: str, hanging: bool = False, open_: bool = False) -> dict[str, Any]:
             "hanging_reason": "open too long" if hanging else None, "blocked_groups": []}
 
 
-def test_a_closed_id_is_kept_as_five_values_and_comes_back_whole() -> None:
-    kept = compact(row("a"))
-    assert kept == ["a", "CompleteCommit", 5, 1, 60_000]
-    assert expand(kept) == {**row("a"), "coordinator": None}  # (the coordinator of a closed id is not kept)
-    assert compact(row("b", open_=True)) == row("b", open_=True) and entry_id(compact(row("b", open_=True))) == "b"
+def ids(rows: list[dict[str, Any]]) -> list[str]:
+    return [r["transactional_id"] for r in rows]
 
 
-def test_the_listing_counts_hanging_ids_and_filters_by_id() -> None:
-    listing = Listing.of([row("h", hanging=True, open_=True), row("app-1"), row("app-2", open_=True)], 100.0, True)
-    assert listing.hanging == 1 and [entry_id(e) for e in listing.matching("app")] == ["app-1", "app-2"]
-    assert listing.matching("") is listing.entries and [r["transactional_id"] for r in listing.rows()] == ["h", "app-1", "app-2"]
+ODD = 'odd "quoted" \\ \n 数据'
+
+
+def sample() -> Listing:
+    return Listing.of([row("c"), row("a"), row("open-b", open_=True), row("h", hanging=True, open_=True), row(ODD)], 100.0, True)
+
+
+def test_hanging_then_open_then_closed_ids_each_by_id() -> None:
+    listing = sample()
+    assert ids(listing.rows) == ["h", "open-b"] and listing.closed.count(b"\n") == 2  # (three closed lines)
+    assert (listing.total, listing.hanging) == (5, 1)
+    assert listing.page("", 100) == (5, [row("h", True, True), row("open-b", open_=True), row("a"), row("c"), row(ODD)])
+    assert orjson.loads(listing.json_rows()) == listing.page("", 100)[1]
+
+
+def test_a_page_decodes_only_what_it_draws_and_a_filter_matches_ids_only() -> None:
+    listing = sample()
+    assert listing.page("", 3) == (5, [row("h", True, True), row("open-b", open_=True), row("a")])
+    assert listing.page("Commit", 10) == (0, [])  # (in a closed line's state, not in its id)
+    assert listing.page('"quoted" \\', 10) == (1, [row(ODD)])
+    assert listing.page("-", 10) == (1, [row("open-b", open_=True)])
+    empty = Listing.of([], 1.0, True)
+    assert (empty.total, empty.page("", 10), orjson.loads(empty.json_rows())) == (0, (0, []), [])
 
 
 def note(at: float, r: dict[str, Any] | None) -> bytes:
@@ -35,11 +52,13 @@ def note(at: float, r: dict[str, Any] | None) -> bytes:
 
 
 def test_a_change_newer_than_the_look_replaces_its_row_and_is_sorted_in() -> None:
-    listing = Listing.of([row("h", hanging=True, open_=True), row("k", hanging=True, open_=True), row("a")], 100.0, True)
-    after = amended(listing, {b"h": note(101.0, row("h", open_=True)), b"gone": note(101.0, None), b"a": note(101.0, None)})
-    assert [entry_id(e) for e in after.entries] == ["k", "h"] and after.hanging == 1  # (a: no longer known)
+    listing = sample()
+    after = amended(listing, {b"h": note(101.0, row("h", open_=True)), b"gone": note(101.0, None), b"a": note(101.0, None),
+                              ODD.encode(): note(101.0, row(ODD, hanging=True, open_=True))})
+    assert ids(after.rows) == [ODD, "h", "open-b"] and after.hanging == 1
+    assert after.page("", 10)[1][3:] == [row("c")]  # (a: no longer known; ODD's closed line gone)
 
 
 def test_a_change_older_than_the_look_is_what_the_look_already_shows() -> None:
-    listing = Listing.of([row("h", hanging=True, open_=True)], 100.0, True)
+    listing = sample()
     assert amended(listing, {b"h": note(99.0, row("h", open_=True))}) is listing

@@ -80,10 +80,10 @@ def abort(client: Client, tid: str, body: Any) -> Any:
                        content_type="application/json")
 
 
-def test_hanging_ones_first_by_their_lso_or_their_timeout(client_as: Any, kafka: FakeKafka) -> None:
+def test_hanging_ones_first_by_their_lso_or_their_timeout_then_open_then_closed(client_as: Any, kafka: FakeKafka) -> None:
     rows = client_as("viewer").get("/api/v1/clusters/local/transactions/").json()["transactions"]
     assert [(r["transactional_id"], r["hanging"]) for r in rows] == [
-        ("c-timed-out", True), (ODD, True), ("a-quiet", False), ("b-closed", False), ("d-deleted-topic", False)]
+        ("c-timed-out", True), (ODD, True), ("a-quiet", False), ("d-deleted-topic", False), ("b-closed", False)]
     by_id = {r["transactional_id"]: r for r in rows}
     assert "longer than its timeout" in by_id["c-timed-out"]["hanging_reason"]
     assert "last stable offset" in by_id[ODD]["hanging_reason"]

@@ -62,10 +62,10 @@ def test_the_page_and_the_api_read_the_watchers_look_and_ask_kafka_nothing(clien
     assert kafka.listed == 1  # (neither asked Kafka)
     assert asked["source"] == "watcher" and asked["poll_interval"] == 15 and time.time() - asked["as_of"] < 5
     assert [(t["transactional_id"], t["hanging"]) for t in asked["transactions"]] == [
-        ("c-timed-out", True), (ODD, True), ("a-quiet", False), ("b-closed", False), ("d-deleted-topic", False)]
-    closed = asked["transactions"][3]  # (stored as five values, given whole)
+        ("c-timed-out", True), (ODD, True), ("a-quiet", False), ("d-deleted-topic", False), ("b-closed", False)]
+    closed = asked["transactions"][4]  # (stored as a JSON line, sent as stored)
     assert closed == {"transactional_id": "b-closed", "state": "CompleteCommit", "producer_id": 8, "producer_epoch": 1,
-                      "timeout_ms": 60_000, "start_ms": None, "age_seconds": None, "coordinator": None, "partitions": [],
+                      "timeout_ms": 60_000, "start_ms": None, "age_seconds": None, "coordinator": 1, "partitions": [],
                       "hanging": False, "hanging_reason": None, "blocked_groups": []}
     assert asked["transactions"][1]["partitions"][0]["lso"] == 40
     assert "2 hanging transactions" in page and "txn/&lt;b&gt;odd&lt;/b&gt; 数据" in page
@@ -97,7 +97,7 @@ def test_a_redis_fault_falls_back_to_kafka_never_a_500(client_as: Any, kafka: To
                                                        fault: str) -> None:
     watch.look("local", {})
     if fault == "damaged entry":
-        snapshots.redis_client().set(listing.key("local"), b"{not json")
+        snapshots.redis_client().hset(listing.key("local"), "head", b"{not json")
     else:
         def down() -> Any:
             raise redis.ConnectionError("Error 111 connecting to localhost:6379. Connection refused.")
