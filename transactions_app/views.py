@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
+from itertools import islice
 from typing import Any
 
 from django.contrib import messages
@@ -58,7 +59,7 @@ def transactions_page(request: HttpRequest, cluster: str) -> HttpResponse:
 
 # Producer rows drawn at most: a topic whose partitions each have hundreds of producers would draw
 # thousands; the API gives them all, and `partition` narrows the page to one.
-PRODUCER_ROWS = 500
+PRODUCER_ROWS = 200
 
 
 @allow(GET="topic.view")
@@ -71,9 +72,11 @@ def topic_producers_page(request: HttpRequest, cluster: str, topic: str) -> Http
         if not wanted.isdigit() or int(wanted) not in {p["partition"] for p in shown}:
             raise BadParameter(f"Topic '{topic}' has no partition '{wanted[:40]}'; its partitions are 0 to {len(shown) - 1}.")
         shown = [p for p in shown if p["partition"] == int(wanted)]
-    rows = [{"partition": p["partition"], **r, "last_at": datetime.fromtimestamp(r["last_timestamp"] / 1000, tz=UTC)
-             if r["last_timestamp"] is not None else None} for p in shown for r in p["producers"]]
+    total = sum(len(p["producers"]) for p in shown)
+    drawn = islice(((p["partition"], r) for p in shown for r in p["producers"]), PRODUCER_ROWS)
+    rows = [{"partition": n, **r, "last_at": datetime.fromtimestamp(r["last_timestamp"] / 1000, tz=UTC)
+             if r["last_timestamp"] is not None else None} for n, r in drawn]
     return render(request, "transactions_app/producers.html", {
         "view": "status", "cluster": cluster, "live": snapshots.live(cluster), "topic": topic, "found": found,
         "partition": wanted, "counts": [(p["partition"], len(p["producers"])) for p in found["partitions"]],
-        "rows": rows[:PRODUCER_ROWS], "not_shown": max(0, len(rows) - PRODUCER_ROWS), "total_rows": len(rows)})
+        "rows": rows, "not_shown": total - len(rows), "total_rows": total})

@@ -176,3 +176,11 @@ def test_a_leader_that_does_not_answer_is_a_sentence(client_as: Any, kafka: Topi
     monkeypatch.setattr(kafka, "producers", fails)
     r = client_as("viewer").get("/api/v1/clusters/local/topics/orders/producers/")
     assert r.status_code == 503 and "not reachable" in r.json()["detail"]
+
+
+def test_the_producers_page_draws_at_most_producer_rows(client_as: Any, kafka: TopicsKafka, monkeypatch: pytest.MonkeyPatch) -> None:
+    from transactions_app import views
+
+    monkeypatch.setattr(views, "PRODUCER_ROWS", 2)
+    page = client_as("viewer").get("/clusters/local/topics/orders/producers/").content.decode()
+    assert page.count("data-producer-id=") == 2 and "The first 2 of 3 rows" in page
