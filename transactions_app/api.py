@@ -25,7 +25,7 @@ class TransactionList(APIView):
     actions = {"GET": "transactions.view"}
 
     @extend_schema(responses=OpenApiTypes.OBJECT,
-                   summary="Transactional ids under `transactions` (hanging first): state, producer id and epoch, timeout, "
+                   summary="Transactional ids under `transactions` (hanging first, then open, then closed): state, producer id and epoch, timeout, "
                            "start, partitions with their LSO, high watermark and producers, `hanging` and the groups it blocks",
                    description="From the watcher's last look (every TRANSACTION_POLL_INTERVAL seconds, `poll_interval`): "
                                "`as_of` is its time (epoch seconds), `source` `watcher`; with none stored, Kafka is asked "
