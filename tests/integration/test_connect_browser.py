@@ -48,6 +48,10 @@ def test_connectors_list_and_detail_follow_connect_live_in_light_and_dark(stack:
     _, source, sink = file_pipeline(stack, "browser")
     broken = _failing_sink(stack)
     row = f"tr[data-connector='{source}']"
+    # Connect starts the new task after its own rebalance, slow on a loaded host: the page is held to
+    # what Connect reports, so wait for Connect to report the failure first.
+    wait_for(lambda: any(t["state"] == "FAILED" for t in connect_status(connect_worker, broken)["tasks"]), 60,
+             what="Connect to report the broken sink's task failed")
     for scheme in ("light", "dark"):
         page = _login(browser, stack, "admin", scheme)
         page.goto(f"{stack.base_url}/clusters/local/connect/")

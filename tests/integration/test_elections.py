@@ -34,7 +34,9 @@ def test_a_preferred_election_puts_each_first_replica_back_in_the_lead(stack: St
     off_preferred = [p for p, v in layout(stack, topic).items() if v["leader"] != v["replicas"][0]]
     assert off_preferred, "the rotation left every leader first: nothing to elect"
 
-    wait_for(lambda: stack.get(f"/api/v1/clusters/local/topics/{topic}/").status_code == 200, 30, what="the topic in the snapshot")
+    # The rotation was Kafka's tool's, not the console's: wait for the watcher to show it.
+    wait_for(lambda: (lambda r: r.status_code == 200 and {p["partition"]: p["replicas"] for p in r.json()["partitions"]} == wanted)(
+        stack.get(f"/api/v1/clusters/local/topics/{topic}/")), 60, what="the rotated replicas in the snapshot")
     r = stack.api("operator").post(stack.base_url + API, json={"topics": [topic]}, timeout=30)
     assert r.status_code == 200, r.text
     body = r.json()

@@ -222,7 +222,8 @@ def test_lag_chart_follows_new_messages_without_reload(stack: Stack, logged_in_p
     page.evaluate("window.__noReload = true")
 
     produce(200)  # lag 30 -> 230
-    wait_for(lambda: (lambda c: bool(c) and c["last"] == 230 and c["points"] > before["points"])(page.evaluate(chart)), 15,
+    # (how fast is bench.browser_push's to say; here that it follows at all, on a host the suite loads)
+    wait_for(lambda: (lambda c: bool(c) and c["last"] == 230 and c["points"] > before["points"])(page.evaluate(chart)), 30,
              what="the chart at lag 230 with more points")
     after = page.evaluate(chart)
     assert page.evaluate("window.__noReload") is True, "the page reloaded instead of updating live"
