@@ -81,11 +81,12 @@ lint: setup
 
 # The suite's three layers: unit (logic), web (pages, API and sockets in-process on a test Redis,
 # no Kafka) and integration (a real 3-node Kafka and the whole console). The integration layer
-# mostly waits on Kafka, so `make test` runs three chains side by side, each with its own Redis, data
+# mostly waits on Kafka, so `make test` runs four chains side by side, each with its own Redis, data
 # and Kafka ports: the integration layer on the shared cluster; the tests that kill brokers or move
 # replicas (INTEGRATION_ALONE) with the Spark standalone test and the secured cluster's (a third cluster,
-# its own ports 400 above the chain's), on a cluster of their own; and lint
-# with the Kafka-free layers, on an empty Kafka port range (their cluster "local" must not find a
+# its own ports 400 above the chain's), on a cluster of their own; the Spark runs, the API fuzzing and
+# Kafka Connect with MirrorMaker 2 (INTEGRATION_SIDE, long and independent of the rest) on another; and
+# lint with the Kafka-free layers, on an empty Kafka port range (their cluster "local" must not find a
 # broker). The other chains' output follows the integration layer's; any failure fails `make test`.
 TEST_REDIS_PORT ?= 6391
 TEST_KAFKA_BASE_PORT ?= 29092
@@ -96,6 +97,13 @@ KAFKA_FREE_ENV = TEST_REDIS_PORT=$$(($(TEST_REDIS_PORT) + 1)) TEST_KAFKA_BASE_PO
 # (Redis 10 above the run's: the Kafka-free layer's xdist workers take the ports just above its own.)
 ALONE_ENV = TEST_REDIS_PORT=$$(($(TEST_REDIS_PORT) + 10)) TEST_KAFKA_BASE_PORT=$$(($(TEST_KAFKA_BASE_PORT) + 300)) \
   TEST_VAR_DIR=$(TEST_VAR_DIR)-alone
+# (Kafka 600 above the run's: its Connect worker, MirrorMaker 2 cluster and SASL broker keep the same offsets.)
+SIDE_ENV = TEST_REDIS_PORT=$$(($(TEST_REDIS_PORT) + 20)) TEST_KAFKA_BASE_PORT=$$(($(TEST_KAFKA_BASE_PORT) + 600)) \
+  TEST_VAR_DIR=$(TEST_VAR_DIR)-side
+INTEGRATION_SIDE = tests/integration/test_analytics_live.py tests/integration/test_analytics_secured.py \
+  tests/integration/test_api_fuzz.py tests/integration/test_connect.py tests/integration/test_connect_browser.py \
+  tests/integration/test_connect_offsets.py tests/integration/test_connect_offsets_browser.py \
+  tests/integration/test_connect_groups.py tests/integration/test_mirror.py
 INTEGRATION_ALONE = tests/integration/test_faults.py tests/integration/test_faults_matrix.py \
   tests/integration/test_reassignment.py tests/integration/test_spark_standalone.py \
   tests/integration/test_secure_cluster.py tests/integration/test_alerts_faults.py \
@@ -107,19 +115,21 @@ WEB_WORKERS ?= 4
 
 test: test-deps setup
 	@mkdir -p $(dir $(TEST_VAR_DIR))
-	@free_log=$(TEST_VAR_DIR)-kafka-free.log; alone_log=$(TEST_VAR_DIR)-alone.log; start=$$(date +%s); \
+	@free_log=$(TEST_VAR_DIR)-kafka-free.log; alone_log=$(TEST_VAR_DIR)-alone.log; side_log=$(TEST_VAR_DIR)-side.log; start=$$(date +%s); \
 	{ $(MAKE) --no-print-directory lint; lint=$$?; $(KAFKA_FREE_ENV) $(PY) -m pytest tests/unit; layers=$$?; \
 	  $(KAFKA_FREE_ENV) $(PY) -m pytest -n $(WEB_WORKERS) tests/web || layers=1; \
 	  $(if $(filter postgres,$(TEST_DATABASE)),,TEST_DATABASE=postgres $(KAFKA_FREE_ENV) $(PY) -m pytest -n $(WEB_WORKERS) tests/web || layers=1;) \
 	  [ $$lint = 0 ] && [ $$layers = 0 ]; } >$$free_log 2>&1 & free=$$!; \
 	$(ALONE_ENV) $(PY) -m pytest $(INTEGRATION_ALONE) >$$alone_log 2>&1 & alone=$$!; \
-	trap 'kill -INT $$free $$alone 2>/dev/null' INT TERM; \
-	$(INTEGRATION_ENV) $(PY) -m pytest tests/integration $(addprefix --ignore=,$(INTEGRATION_ALONE)); integration=$$?; \
-	wait $$alone; alone_exit=$$?; wait $$free; kafka_free=$$?; \
-	echo "== suite: $$(( ($$(date +%s) - start) / 60 )) min; integration layer exit $$integration, its broker-killing part exit $$alone_exit, lint, unit and web (and web on PostgreSQL) exit $$kafka_free"; \
+	$(SIDE_ENV) $(PY) -m pytest $(INTEGRATION_SIDE) >$$side_log 2>&1 & side=$$!; \
+	trap 'kill -INT $$free $$alone $$side 2>/dev/null' INT TERM; \
+	$(INTEGRATION_ENV) $(PY) -m pytest tests/integration $(addprefix --ignore=,$(INTEGRATION_ALONE) $(INTEGRATION_SIDE)); integration=$$?; \
+	wait $$alone; alone_exit=$$?; wait $$side; side_exit=$$?; wait $$free; kafka_free=$$?; \
+	echo "== suite: $$(( ($$(date +%s) - start) / 60 )) min; integration layer exit $$integration, its broker-killing part exit $$alone_exit, its Spark, fuzzing and Connect part exit $$side_exit, lint, unit and web (and web on PostgreSQL) exit $$kafka_free"; \
 	echo "== the integration tests that kill brokers or move replicas, and the Spark standalone test, on a cluster of their own ($$alone_log):"; cat $$alone_log; \
+	echo "== the Spark runs, the API fuzzing and Kafka Connect with MirrorMaker 2, on a cluster of their own ($$side_log):"; cat $$side_log; \
 	echo "== lint and the unit and web layers ($$free_log):"; cat $$free_log; \
-	[ $$integration = 0 ] && [ $$alone_exit = 0 ] && [ $$kafka_free = 0 ]
+	[ $$integration = 0 ] && [ $$alone_exit = 0 ] && [ $$side_exit = 0 ] && [ $$kafka_free = 0 ]
 
 # The web layer on PostgreSQL (a server of its own, tests/postgres.py), as `make test` runs it beside
 # the others; TEST_DATABASE=postgres runs any layer, or the whole suite, on PostgreSQL.
