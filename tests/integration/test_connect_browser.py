@@ -84,6 +84,8 @@ def test_connectors_list_and_detail_follow_connect_live_in_light_and_dark(stack:
             page.click("button[name=action][value=resume]")
             page.wait_for_selector(".notice", timeout=15_000)
             assert f"Resumed connector '{sink}'." in page.locator(".notice").inner_text()
+            wait_for(lambda: connect_status(connect_worker, sink)["connector"]["state"] == "RUNNING", 60,
+                     what="Connect to report the sink resumed")
             page.wait_for_selector(".connector-state[data-state='RUNNING']", timeout=15_000)
         page.screenshot(path=str(OUTPUT / f"connect-detail-{scheme}.png"), full_page=True)
 
