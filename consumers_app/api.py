@@ -111,7 +111,8 @@ class GroupDetail(APIView):
 
     @extend_schema(responses=OpenApiTypes.OBJECT,
                    summary="A group: partitions (committed, last stable offset, end, lag, readable lag up to the LSO, "
-                           "the transaction blocking it, owner), `blocked_by` and members")
+                           "the transaction blocking it, owner), `blocked_by`, members, and `as_of`: when the sample they come from began "
+                           "(epoch seconds)")
     def get(self, request: Request, cluster: str, group: str) -> Response:
         return Response(group_rows.group_detail(latest(cluster), group))
 

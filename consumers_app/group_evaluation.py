@@ -105,20 +105,23 @@ class GroupEvaluation:
         self.steady_batches = 0  # batches recorded as the last sample's (to read: tests, stats)
 
     def evaluate(self, groups: dict[str, GroupState], before: Mapping[str, GroupState] | None,
-                 ends: Mapping[tuple[str, int], int], now: float, partitions: Mapping[str, tuple[str, int]] | None = None) -> None:
+                 ends: Mapping[tuple[str, int], int], now: float, partitions: Mapping[str, tuple[str, int]] | None = None,
+                 ends_at: float | None = None) -> None:
         self._shared = partitions if partitions is not None else {}
-        self._record_rebalances(self._evaluate(groups, before or {}, ends, now))
+        self._record_rebalances(self._evaluate(groups, before or {}, ends, now, now if ends_at is None else ends_at))
 
     def _evaluate(self, groups: dict[str, GroupState], before: Mapping[str, GroupState], ends: Mapping[tuple[str, int], int],
-                  now: float) -> list[tuple[str, Rebalance]]:
+                  now: float, ends_at: float) -> list[tuple[str, Rebalance]]:
         """The windows observed this sample are recorded in batches of groups (BATCH_WINDOWS windows
         or so each), the evaluated ones of each batch judged and their time lags interpolated in one
         go (lagcolumns.py); what stays per partition in Python is the snapshot's per-partition entry
         of the groups that changed."""
+        # The time tables' points are the logs' ends at the time they were read: stamped with the
+        # later time the groups were read, every time lag would come out short by the groups' read.
         if isinstance(ends, PassOffsets):
-            self._time_tables.add_aligned(ends.keys_, ends.values_, now)
+            self._time_tables.add_aligned(ends.keys_, ends.values_, ends_at)
         else:
-            self._time_tables.add_all(ends, now)
+            self._time_tables.add_all(ends, ends_at)
         self._windows.reserve(sum(map(len, (g.offsets for g in groups.values()))))
         ended: list[tuple[str, Rebalance]] = []
         history: dict[str, tuple[float, int, float | None]] = {}

@@ -406,6 +406,7 @@ def group_detail(snap: Snapshot, group_id: str) -> dict[str, Any]:
         "partitions": rows,
         "lag_readable": sum(r["lag_readable"] or 0 for r in rows),
         "blocked_by": blocked,
+        "as_of": snap.groups_at,  # (when the sample these offsets, lags and time lags come from began, epoch seconds)
         "member_list": [
             {"member_id": m.member_id, "client_id": m.client_id, "host": m.host, "instance_id": m.instance_id,
              "epoch": m.epoch, "assignment": [f"{a[0]}-{a[1]}" for a in m.assignment],

@@ -83,6 +83,9 @@ def stack_env(**extra: str) -> dict[str, str]:
         # read show the watcher's look.
         TRANSACTION_POLL_INTERVAL="2",
         TRANSACTION_HANGING_SECONDS="3",
+        # Connect asked twice a second: a state change must reach an open page within 2 s of Connect
+        # reporting it, and on a loaded host the hops after the poll (Redis, the socket) take most of a second.
+        CONNECT_POLL_INTERVAL="0.5",
         EMAIL_HOST="127.0.0.1",
         EMAIL_PORT=str(SMTP_PORT),
         **extra,

@@ -57,7 +57,8 @@ class TopicProducers(APIView):
                    summary="A topic's active producers per partition (DescribeProducers, as `kafka-transactions describe-producers`)",
                    description="Under `partitions`, each partition with its `producers`: producer id and epoch, last sequence, "
                                "last timestamp (ms, null when unknown), coordinator epoch and `current_txn_start_offset` (the "
-                               "first offset of its open transaction there, null when none). Read from the leaders now.")
+                               "first offset of its open transaction there, null when none) and `answered` (false when its leader did "
+                               "not answer; `unanswered` lists those partitions). Read from the leaders now.")
     def get(self, request: Request, cluster: str, topic: str) -> Response:
         gateway.cluster_config(cluster)
         return Response(producers.topic_producers(cluster, topic))

@@ -40,7 +40,10 @@ def topic_producers(cluster: str, topic: str) -> dict[str, Any]:
     """Each partition of `topic` with its active producers (by producer id) and their count."""
     numbers = _partitions(cluster, topic)
     answer = gateway.for_cluster(cluster).producers([(topic, n) for n in numbers]) if numbers else {}
-    rows = {n: [_row(p) for p in sorted(answer.get((topic, n), []), key=lambda p: p.producer_id)] for n in numbers}
-    return {"topic": topic, "partitions": [{"partition": n, "producers": r} for n, r in rows.items()],
+    got = {n: answer.get((topic, n), []) for n in numbers}
+    rows = {n: [_row(p) for p in sorted(a or [], key=lambda p: p.producer_id)] for n, a in got.items()}
+    return {"topic": topic,
+            "partitions": [{"partition": n, "producers": r, "answered": got[n] is not None} for n, r in rows.items()],
+            "unanswered": [n for n, a in got.items() if a is None],
             "producers": sum(len(r) for r in rows.values()),
             "in_transaction": sum(1 for r in rows.values() for p in r if p["current_txn_start_offset"] is not None)}

@@ -92,7 +92,7 @@ def partition_details(cluster: str, partitions: list[TopicPartition]) -> dict[To
     producers = gw.producers(partitions)
     found: dict[TopicPartition, dict[str, Any]] = {}
     for tp in partitions:
-        active = producers.get(tp, [])
+        active = producers.get(tp) or []  # (None: its leader did not answer)
         found[tp] = {"lso": lso.get(tp), "high_watermark": hw.get(tp), "producers": [_producer(p) for p in active]}
     return found
 

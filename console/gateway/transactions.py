@@ -7,6 +7,7 @@ librdkafka has none of them but does ListOffsets with an isolation level, so the
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -14,7 +15,7 @@ from confluent_kafka import IsolationLevel
 from confluent_kafka import TopicPartition as RdTopicPartition
 from confluent_kafka.admin import OffsetSpec
 from kafka.admin import AbortTransactionSpec, KafkaAdminClient, TransactionDescription
-from kafka.errors import TransactionalIdNotFoundError
+from kafka.errors import KafkaError, TransactionalIdNotFoundError
 from kafka.structs import TopicPartition as KpTopicPartition
 
 from console.gateway.connections import Connections
@@ -22,6 +23,8 @@ from console.gateway.errors import NotFound
 from console.gateway.types import TopicPartition
 
 _PURPOSE = "transactions"
+# DescribeProducers asked of the whole topic this many times before it is asked partition by partition.
+_PRODUCER_ATTEMPTS = 3
 
 
 @dataclass(frozen=True)
@@ -80,12 +83,17 @@ class TransactionAdmin(Connections):
 
         return self._call("describe a transaction", lambda: self._with_kafka_python(_PURPOSE, run))
 
-    def producers(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, list[ActiveProducer]]:
-        """The active producers of each partition, from its leader (DescribeProducers)."""
+    def producers(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, list[ActiveProducer] | None]:
+        """The active producers of each partition, from its leader (DescribeProducers); None for a partition
+        whose leader did not answer. kafka-python fails the whole request on one partition's error (a topic
+        created a moment ago whose leaders the metadata does not name yet), so the request is asked again
+        with fresh metadata, and then partition by partition so the others are still shown."""
         asked = [KpTopicPartition(t, p) for t, p in sorted(set(partitions))]
+        if not asked:
+            return {}
 
-        def run(admin: KafkaAdminClient) -> dict[TopicPartition, list[ActiveProducer]]:
-            answer = admin.describe_producers(asked) if asked else {}
+        def described(admin: KafkaAdminClient, tps: list[KpTopicPartition]) -> dict[TopicPartition, list[ActiveProducer] | None]:
+            answer = admin.describe_producers(tps)
             return {
                 (tp.topic, tp.partition): [
                     ActiveProducer(p.producer_id, p.producer_epoch, p.last_sequence, p.last_timestamp, p.coordinator_epoch,
@@ -94,6 +102,25 @@ class TransactionAdmin(Connections):
                 ]
                 for tp, state in answer.items()
             }
+
+        def run(admin: KafkaAdminClient) -> dict[TopicPartition, list[ActiveProducer] | None]:
+            for attempt in range(_PRODUCER_ATTEMPTS):
+                try:
+                    return described(admin, asked)
+                except KafkaError as exc:
+                    if not exc.retriable:
+                        raise
+                    time.sleep(0.2 * (attempt + 1))
+                    self._fresh_metadata(admin, max_age_ms=0)  # the leaders the metadata named were wrong
+            found: dict[TopicPartition, list[ActiveProducer] | None] = {}
+            for tp in asked:
+                try:
+                    found.update(described(admin, [tp]))
+                except KafkaError as exc:
+                    if not exc.retriable:
+                        raise
+                    found[(tp.topic, tp.partition)] = None
+            return found
 
         return self._call("describe producers", lambda: self._with_kafka_python(_PURPOSE, run))
 

@@ -55,10 +55,12 @@ class GroupEvaluator(Protocol):
     stats: dict[str, float | int]
 
     def evaluate(self, groups: dict[str, GroupState], before: Mapping[str, GroupState] | None,
-                 ends: Mapping[tuple[str, int], int], now: float, partitions: Mapping[str, tuple[str, int]] | None = None) -> None:
+                 ends: Mapping[tuple[str, int], int], now: float, partitions: Mapping[str, tuple[str, int]] | None = None,
+                 ends_at: float | None = None) -> None:
         """Set status, time lag and lag on `groups` from this sample (`before`: the last sample's
         states, some of which may be the same objects, carried over; `partitions`: the (topic,
-        partition) tuple each offsets key names, to be shared, where the caller keeps them)."""
+        partition) tuple each offsets key names, to be shared, where the caller keeps them;
+        `ends_at`: when `ends` were read, `now` when the groups' offsets were, by default the same)."""
 
 
 class SampleWriter(Protocol):
@@ -102,7 +104,8 @@ class _NoEvaluation:
         self.stats: dict[str, float | int] = {}
 
     def evaluate(self, groups: dict[str, GroupState], before: Mapping[str, GroupState] | None,
-                 ends: Mapping[tuple[str, int], int], now: float, partitions: Mapping[str, tuple[str, int]] | None = None) -> None:
+                 ends: Mapping[tuple[str, int], int], now: float, partitions: Mapping[str, tuple[str, int]] | None = None,
+                 ends_at: float | None = None) -> None:
         return None
 
 

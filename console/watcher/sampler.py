@@ -156,6 +156,7 @@ class Sampler:
         # offsets by topic), its dict let go: held through the whole pass as the gateway's dict,
         # the end offsets were a large part of the sampling process's peak.
         latest = self._read_offsets(asked, "latest")
+        ends_at = (started + time.time()) / 2  # (the brokers answered somewhere within the read)
         self._went_on()
         ends = OffsetColumns.merged(last_ends, latest.columns if latest is not None else {})
         rates = last.rates if last is not None else {}
@@ -187,7 +188,8 @@ class Sampler:
             try:
                 evaluated = time.monotonic()
                 self.evaluator.evaluate(groups, last.groups if last is not None else None,
-                                        latest if latest is not None else (last_ends or {}), now, self.names.by_key)
+                                        latest if latest is not None else (last_ends or {}), now, self.names.by_key,
+                                        ends_at=ends_at if latest is not None else None)
                 groups_changed = self.evaluator.changed
                 self._went_on()
                 self.group_stats.update(self.evaluator.stats)

@@ -202,6 +202,23 @@ def test_groups_on_the_same_partitions_share_one_array_of_time_table_rows(monkey
     assert list(fresh) == [tables.row(("a", p)) for p in range(3)]
 
 
+def test_the_logs_ends_are_stamped_with_when_they_were_read_not_when_the_groups_were(monkeypatch):
+    """A log written at 10 records a second, read at each sample 3 s before the groups are: a group
+    that stopped committing at offset 1,000 (the end at t=100) is 20 s behind at t=120, not 17."""
+    monkeypatch.setattr(snapshots, "append_lag_history", lambda *args, **kwargs: True)
+    evaluation = GroupEvaluation("c", incremental=False, emit=lambda rows: None)
+    monkeypatch.setattr(evaluation, "_record_rebalances", lambda ended: None)
+    groups = {"g": GroupState("g", "Empty", "consumer", "classic", "", [], {"t:0": 1_000})}
+    for read_at in (100.0, 105.0, 110.0, 117.0):
+        evaluation.evaluate(groups, None, {("t", 0): int(1_000 + 10 * (read_at - 100))}, read_at + 3, ends_at=read_at)
+    assert groups["g"].time_lag == pytest.approx(20.0)
+    unstamped = GroupEvaluation("c", incremental=False, emit=lambda rows: None)
+    monkeypatch.setattr(unstamped, "_record_rebalances", lambda ended: None)
+    for read_at in (100.0, 105.0, 110.0, 117.0):
+        unstamped.evaluate(groups, None, {("t", 0): int(1_000 + 10 * (read_at - 100))}, read_at + 3)
+    assert groups["g"].time_lag == pytest.approx(17.0)  # (what stamping the ends with the groups' time said)
+
+
 def test_the_evaluation_keeps_no_member_objects_for_groups_carried_over_and_still_sees_a_rebalance(monkeypatch):
     """The rebalance trackers take a group's members over its list of member states: no Member
     object, nor a mapping of them, is kept per group (17 MB at 50,000 groups), and a group whose

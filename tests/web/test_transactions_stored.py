@@ -178,6 +178,21 @@ def test_a_leader_that_does_not_answer_is_a_sentence(client_as: Any, kafka: Topi
     assert r.status_code == 503 and "not reachable" in r.json()["detail"]
 
 
+def test_a_partition_whose_leader_did_not_answer_is_named_and_the_others_shown(client_as: Any, kafka: TopicsKafka,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    kafka.txns = []
+    answered = kafka.producers([])
+    monkeypatch.setattr(kafka, "producers", lambda partitions: {**answered, ("orders", 2): None})
+    body = client_as("viewer").get("/api/v1/clusters/local/topics/orders/producers/").json()
+    assert body["unanswered"] == [2] and [p["answered"] for p in body["partitions"]] == [True, True, False, True]
+    assert body["producers"] == 2 and body["partitions"][2]["producers"] == []
+    page = client_as("viewer").get("/clusters/local/topics/orders/producers/").content.decode()
+    assert page.count("data-producer-id=") == 2
+    assert "The leader of partition 2 did not answer" in page and 'id="producers-unanswered"' in page
+    whole = client_as("viewer").get("/clusters/local/topics/orders/producers/?partition=0").content.decode()
+    assert 'id="producers-unanswered"' in whole  # (the warning stands whichever partition is shown)
+
+
 def test_the_producers_page_draws_at_most_producer_rows(client_as: Any, kafka: TopicsKafka, monkeypatch: pytest.MonkeyPatch) -> None:
     from transactions_app import views
 
