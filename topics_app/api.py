@@ -186,8 +186,10 @@ class TopicDetail(APIView):
     @extend_schema(responses=OpenApiTypes.OBJECT,
                    summary="A topic: summary, partitions, consumer groups, and `tiered_storage` (null unless the watcher's listing, "
                            "every TIERED_POLL_INTERVAL seconds, found remote.storage.enable=true: "
-                           "per partition earliest, earliest local and latest tiered offsets, high watermark, local bytes; "
-                           "totals; local beside total retention; `sources` names where each figure comes from)")
+                           "per partition earliest, earliest local and latest tiered offsets, high watermark, local bytes, remote "
+                           "bytes and segments (from the remote log metadata, as of `remote_as_of`; `remote_error` says why "
+                           "when they could not be read); totals; local beside total retention; `sources` names where each "
+                           "figure comes from)")
     def get(self, request: Request, cluster: str, topic: str) -> Response:
         snap = latest(cluster)
         summary = reads.topic_summary(snap, topic)

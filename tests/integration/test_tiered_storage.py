@@ -40,6 +40,12 @@ def remote_batches(topic: str, partition: int) -> list[tuple[int, int]]:
     return sorted(found)
 
 
+def remote_log_bytes(topic: str, partition: int) -> tuple[int, int]:
+    """(bytes, segments) of one partition's segment files in the remote storage."""
+    files = list(REMOTE.glob(f"{topic}-{partition}-*/*.log"))
+    return sum(f.stat().st_size for f in files), len(files)
+
+
 def offsets_tool(stack: Stack, topic: str, time: str) -> dict[int, int]:
     out = stack.cluster.tool("kafka-get-offsets", "--topic", topic, "--time", time)
     return {int(p): int(o) for p, o in (line.rsplit(":", 2)[1:] for line in out.split())}
@@ -95,7 +101,7 @@ def tiered_topic(stack: Stack) -> Iterator[str]:
 
 def test_remote_figures_equal_the_remote_storages_segment_files(stack: Stack, tiered_topic: str) -> None:
     t = tiered(stack, tiered_topic)
-    assert t["enabled"] is True and t["offsets_error"] is None and t["remote_bytes"] is None
+    assert t["enabled"] is True and t["offsets_error"] is None
     for p in t["partitions"]:
         batches = remote_batches(tiered_topic, p["partition"])
         assert batches, f"no remote segment of partition {p['partition']} in {REMOTE}"
@@ -107,6 +113,27 @@ def test_remote_figures_equal_the_remote_storages_segment_files(stack: Stack, ti
     assert t["totals"]["tiered_records"] == sum(p["tiered_records"] for p in t["partitions"])
     assert t["totals"]["untiered_records"] == PARTITIONS * RECORDS - t["totals"]["tiered_records"]
     assert [(r["unit"], r["local"], r["local_effective"]) for r in t["retention"]] == [("ms", "-2", "86400000"), ("bytes", "1048576", "1048576")]
+
+
+def test_remote_bytes_equal_the_remote_storages_segment_files(stack: Stack, tiered_topic: str) -> None:
+    """Each partition's remote bytes (the segments' sizes as __remote_log_metadata records them, decoded
+    with Kafka's own message schemas) equal the sizes of the segment files the remote storage holds."""
+    seen: dict[str, Any] = {}
+
+    def equal() -> bool:
+        t = seen["console"] = tiered(stack, tiered_topic)
+        files = seen["files"] = {p["partition"]: remote_log_bytes(tiered_topic, p["partition"]) for p in t["partitions"]}
+        return t["remote_error"] is None and all((p["remote_bytes"], p["remote_segments"]) == files[p["partition"]]
+                                                 for p in t["partitions"])
+
+    try:
+        wait_for(equal, 30, interval=1, what="remote bytes equal to the remote storage's segment files")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}: {seen}") from None
+    t = seen["console"]
+    assert all(bytes_ > 3 * 1_000_000 and n == 3 for bytes_, n in seen["files"].values())  # (three ~1 MiB segments each)
+    assert t["remote_bytes"] == t["totals"]["remote_bytes"] == sum(b for b, _n in seen["files"].values())
+    assert t["remote_as_of"] is not None and "__remote_log_metadata" in t["sources"]["remote_bytes"]
 
 
 def test_offsets_equal_kafka_get_offsets_and_local_sizes_the_log_dirs(stack: Stack, tiered_topic: str) -> None:
@@ -176,6 +203,7 @@ def test_the_topic_page_shows_tiered_storage_in_light_and_dark(browser: Any, liv
         rows = page.locator("#tiered-partitions tbody tr")
         assert rows.count() == PARTITIONS
         assert int(page.locator("#tiered-remote-only").inner_text()) > 0
+        assert int(page.locator("#tiered-remote-bytes").get_attribute("data-bytes") or 0) > 3 * 1_000_000
         assert "RemoteLogSizeBytes" in page.locator("#tiered-sources").inner_text()
         section.scroll_into_view_if_needed()
         section.screenshot(path=str(SCREENSHOTS / f"tiered-storage-{scheme}.png"))

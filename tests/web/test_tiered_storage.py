@@ -17,16 +17,38 @@ from console.gateway.tiered import TieredOffsets
 from console.gateway.types import ConfigValue
 from console.snapshots import store
 from console.snapshots.model import PartitionState, Snapshot, TopicState
-from topics_app import tiered_watch
+from console.gateway import remote_log
+from console.gateway.errors import NotFound
+from topics_app import remote_sizes, tiered_watch
 
 ODD = "tiered.odd_Name-1"  # (Kafka's topic names hold only letters, digits, '.', '_' and '-')
 API = "/api/v1/clusters/local/topics/"
+
+
+def segment(sid: str, partition: int, size: int, state: int) -> dict[str, Any]:
+    """The fields of a remote log metadata segment record (remote_log.decode's answer)."""
+    return {"remote_log_segment_id": {"topic_id_partition": {"name": ODD, "id": "tid", "partition": partition}, "id": sid},
+            "segment_size_in_bytes": size, "remote_log_segment_state": state, "event_timestamp_ms": 1}
 
 
 class FakeKafka:
     def __init__(self) -> None:
         self.offsets_fail = False
         self.configs_fail = False
+        self.remote_fail: Exception | None = None
+        # Partition 0: two segments copied, one being copied; partition 1: nothing.
+        self.remote = [segment("s1", 0, 600_000, remote_sizes.COPY_FINISHED), segment("s2", 0, 400_000, remote_sizes.COPY_FINISHED),
+                       segment("s3", 0, 100_000, remote_sizes.COPY_STARTED)]
+        self.remote_reads: list[dict[int, int]] = []
+
+    def read_remote(self, gw: Any, positions: dict[int, int], on_record: Any) -> dict[int, int]:
+        """Stands for remote_log.read: the records past `positions` (one metadata partition)."""
+        if self.remote_fail is not None:
+            raise self.remote_fail
+        self.remote_reads.append(dict(positions))
+        for fields in self.remote[positions.get(0, 0):]:
+            on_record(remote_sizes.SEGMENT, fields)
+        return {0: len(self.remote)}
 
     def describe_topic_configs(self, topic: str) -> list[ConfigValue]:
         if self.configs_fail:
@@ -58,7 +80,9 @@ def kafka(monkeypatch: pytest.MonkeyPatch, snapshot: Snapshot) -> FakeKafka:
     store.save(snapshot, snapshot.content_bytes())
     fake = FakeKafka()
     monkeypatch.setattr(gateway, "for_cluster", lambda name: (gateway.cluster_config(name), fake)[1])
-    store.client().delete(tiered_watch.key("local"))
+    monkeypatch.setattr(remote_log, "read", fake.read_remote)
+    monkeypatch.setattr(tiered_watch, "_indexes", {})
+    store.client().delete(tiered_watch.key("local"), remote_sizes.key("local"))
     return fake
 
 
@@ -73,16 +97,49 @@ def test_the_api_places_each_partition_between_remote_storage_and_the_local_log(
     p0, p1 = t["partitions"]
     assert p0 == {"partition": 0, "leader": 1, "local_bytes": 1_500_000, "replica_local_bytes": {"1": 1_500_000, "2": 1_400_000},
                   "earliest_offset": 0, "earliest_local_offset": 3000, "latest_tiered_offset": 3999, "high_watermark": 4500,
-                  "remote_only_records": 3000, "tiered_records": 4000, "local_records": 1500, "untiered_records": 500}
+                  "remote_only_records": 3000, "tiered_records": 4000, "local_records": 1500, "untiered_records": 500,
+                  "remote_bytes": 1_000_000, "remote_segments": 2, "remote_copying_bytes": 100_000}
     # Nothing tiered yet: the whole log waits, and nothing is in remote storage only.
     assert (p1["latest_tiered_offset"], p1["tiered_records"], p1["remote_only_records"], p1["untiered_records"]) == (None, 0, 0, 690)
+    assert (p1["remote_bytes"], p1["remote_segments"], p1["remote_copying_bytes"]) == (0, 0, 0)
     assert t["totals"] == {"local_bytes": 1_800_000, "replica_local_bytes": 3_500_000, "remote_only_records": 3000,
-                           "tiered_records": 4000, "local_records": 2190, "untiered_records": 1190}
+                           "tiered_records": 4000, "local_records": 2190, "untiered_records": 1190, "remote_bytes": 1_000_000,
+                           "remote_segments": 2, "remote_copying_bytes": 100_000}
     assert t["retention"] == [{"unit": "ms", "total": "604800000", "local": "1000", "local_effective": "1000"},
                               {"unit": "bytes", "total": "-1", "local": "-2", "local_effective": "-1"}]
-    assert t["remote_bytes"] is None and "RemoteLogSizeBytes" in t["sources"]["remote_bytes"]
+    assert t["remote_bytes"] == 1_000_000 and t["remote_error"] is None and t["remote_as_of"] > 0
+    assert "RemoteLogSizeBytes" in t["sources"]["remote_bytes"] and "__remote_log_metadata" in t["sources"]["remote_bytes"]
     assert "DescribeLogDirs" in t["sources"]["local_bytes"] and "(-4)" in t["sources"]["offsets"]
     assert t["configs"]["remote.storage.enable"] == "true" and t["offsets_error"] is None
+
+
+def test_each_look_reads_only_what_the_remote_log_metadata_gained_since_the_last(client_as: Any, kafka: FakeKafka) -> None:
+    tiered_watch.look("local")
+    kafka.remote.append({**segment("s3", 0, 100_000, remote_sizes.COPY_FINISHED)})  # (its copy finished: now held)
+    tiered_watch.look("local")
+    assert kafka.remote_reads == [{}, {0: 3}]
+    t = detail(client_as("viewer"), ODD).json()["tiered_storage"]
+    assert (t["remote_bytes"], t["totals"]["remote_segments"], t["totals"]["remote_copying_bytes"]) == (1_100_000, 3, 0)
+
+
+@pytest.mark.parametrize(("fault", "sentence"), [
+    (ClusterUnavailable("Cluster 'local' did not answer in time."), "Cluster &#x27;local&#x27; did not answer in time."),
+    (NotFound("Topic '__remote_log_metadata' does not exist."), "has no __remote_log_metadata topic"),
+    (remote_log.SchemasMissing("Kafka's remote log metadata schemas are not installed."), "schemas are not installed"),
+])
+def test_unread_remote_sizes_leave_the_rest_and_say_why(client_as: Any, kafka: FakeKafka, fault: Exception, sentence: str) -> None:
+    kafka.remote_fail = fault
+    tiered_watch.look("local")
+    t = detail(client_as("viewer"), ODD).json()["tiered_storage"]
+    assert t["remote_bytes"] is None and t["remote_error"] and t["totals"]["tiered_records"] == 4000
+    assert t["partitions"][0]["remote_bytes"] is None
+    page = client_as("viewer").get("/clusters/local/topics/" + quote(encode_name(ODD)) + "/").content.decode()
+    assert "The remote sizes could not be read: " in page and sentence in page
+
+
+def test_before_the_watcher_read_remote_sizes_the_page_says_so(client_as: Any, kafka: FakeKafka) -> None:
+    page = client_as("viewer").get("/clusters/local/topics/" + quote(encode_name(ODD)) + "/").content.decode()
+    assert "The remote sizes are not known yet" in page and 'id="tiered-remote-bytes" data-bytes=""' in page
 
 
 def test_a_topic_without_remote_storage_has_no_tiered_section(client_as: Any, kafka: FakeKafka) -> None:
