@@ -12,13 +12,12 @@ import pytest
 
 from console import gateway
 from console.converters import encode_name
-from console.gateway.errors import ClusterUnavailable
+from console.gateway import remote_log
+from console.gateway.errors import ClusterUnavailable, NotFound
 from console.gateway.tiered import TieredOffsets
 from console.gateway.types import ConfigValue
 from console.snapshots import store
 from console.snapshots.model import PartitionState, Snapshot, TopicState
-from console.gateway import remote_log
-from console.gateway.errors import NotFound
 from topics_app import remote_sizes, tiered_watch
 
 ODD = "tiered.odd_Name-1"  # (Kafka's topic names hold only letters, digits, '.', '_' and '-')
