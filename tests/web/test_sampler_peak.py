@@ -195,9 +195,9 @@ def test_a_pass_keeps_its_offsets_as_arrays_and_a_topic_whose_offsets_did_not_mo
         handed: list[Any] = []
         evaluate = sampler.evaluator.evaluate
 
-        def watched(groups: Any, before: Any, ends: Any, *args: Any) -> None:
+        def watched(groups: Any, before: Any, ends: Any, *args: Any, **kwargs: Any) -> None:
             handed.append(ends)
-            evaluate(groups, before, ends, *args)
+            evaluate(groups, before, ends, *args, **kwargs)
 
         sampler.evaluator.evaluate = watched  # type: ignore[method-assign,assignment]
         first = sampler.take(partitions, [1, 2, 3])
@@ -341,9 +341,9 @@ def test_an_offsets_answer_is_let_go_as_soon_as_it_is_taken_in_and_the_evaluatio
         seen: list[tuple[bool, Any]] = []
         evaluate = sampler.evaluator.evaluate
 
-        def watched(groups: Any, before: Any, ends: Any, *args: Any) -> None:
+        def watched(groups: Any, before: Any, ends: Any, *args: Any, **kwargs: Any) -> None:
             seen.append((all(ref() is None for ref in answers), ends))
-            evaluate(groups, before, ends, *args)
+            evaluate(groups, before, ends, *args, **kwargs)
 
         sampler.evaluator.evaluate = watched  # type: ignore[method-assign,assignment]
         # (the reference evaluates the gateway's dict itself, as before)
@@ -369,8 +369,8 @@ def _dict_pass(sampler: Sampler) -> Any:
         answers[which] = answer(tps, which)
         return answers[which]
 
-    def with_dict(groups: Any, before: Any, ends: Any, *args: Any) -> None:
-        evaluate(groups, before, answers["latest"], *args)
+    def with_dict(groups: Any, before: Any, ends: Any, *args: Any, **kwargs: Any) -> None:
+        evaluate(groups, before, answers["latest"], *args, **kwargs)
 
     sampler.gateway.list_offsets = keep  # type: ignore[method-assign,assignment]
     sampler.evaluator.evaluate = with_dict  # type: ignore[method-assign,assignment]

@@ -56,7 +56,9 @@ async def is_refused(comm: WebsocketCommunicator) -> bool:
     connected, _ = await comm.connect()
     if not connected:
         return True
-    if await comm.receive_nothing(timeout=1.0):  # (receive_output's timeout would cancel the consumer)
+    # A refusal is decided before the accept and sent right after it, in the same task with no thread in
+    # between: an accepted socket that has said nothing a moment later stays open.
+    if await comm.receive_nothing(timeout=0.2):  # (receive_output's timeout would cancel the consumer)
         return False
     out = await comm.receive_output(timeout=2.0)
     while out["type"] != "websocket.close":
