@@ -84,7 +84,7 @@ def stack_env(**extra: str) -> dict[str, str]:
         # Faster sampling than production, so tests wait less for offsets, sizes and groups.
         WATCHER_OFFSETS_INTERVAL="1",
         WATCHER_SIZES_INTERVAL="2",
-        TIERED_POLL_INTERVAL="1",
+        TIERED_POLL_INTERVAL="3",
         WATCHER_STARTS_INTERVAL="2",
         BALANCE_WATCH_INTERVAL="10",
         # The transactions side loop's look (hanging ones, the LSO of held partitions) every 2 s, not 15,

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import OUTPUT, PASSWORD, Stack, unique
+from tests.conftest import OUTPUT, PASSWORD, Stack, unique, wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.browser]
 
@@ -51,8 +51,11 @@ def test_new_topic_appears_in_counts_layout_and_events_without_reload(stack: Sta
     assert page.evaluate("window.__noReload") is True
     page.screenshot(path=str(OUTPUT / "layout.png"), full_page=True)
 
-    page.goto(stack.base_url + f"/clusters/local/events/?topic={topic}")
-    page.wait_for_selector("tr[data-kind='topic_created']")
+    def recorded() -> bool:  # (the timeline is written after the snapshot: on a loaded host, seconds later)
+        page.goto(stack.base_url + f"/clusters/local/events/?topic={topic}")
+        return page.locator("tr[data-kind='topic_created']").count() > 0
+
+    wait_for(recorded, 60, interval=1, what="the topic's creation on the timeline")
     page.screenshot(path=str(OUTPUT / "events.png"), full_page=True)
     page.goto(stack.base_url + "/clusters/local/at-risk/")
     page.wait_for_selector("#risk-offline")

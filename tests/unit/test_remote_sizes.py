@@ -90,3 +90,54 @@ def test_records_are_decoded_by_kafkas_own_schemas_in_their_frame() -> None:
     index.apply(*found)
     assert index.sizes(["orders"]) == {"orders": {3: {"bytes": 0, "segments": 0, "copying_bytes": 1_048_000}}}
     assert remote_log.decode(framed(2, SEGMENT)) is None and remote_log.decode(framed(1, 3)) is None
+
+
+def test_a_record_written_after_the_read_began_is_left_for_the_next_read(monkeypatch: Any) -> None:
+    """The read goes to the end each partition had when it began; a record past it that arrives in the
+    same batch is not applied, and the position stays before it, so the next read applies it."""
+    from types import SimpleNamespace
+
+    from console.gateway import remote_log
+
+    class Message:
+        def __init__(self, partition: int, offset: int) -> None:
+            self._p, self._o = partition, offset
+
+        def error(self) -> None:
+            return None
+
+        def partition(self) -> int:
+            return self._p
+
+        def offset(self) -> int:
+            return self._o
+
+        def value(self) -> bytes:
+            return f"{self._p}:{self._o}".encode()
+
+    class Consumer:
+        def __init__(self, batches: list[list[Message]]) -> None:
+            self.batches, self.assigned = batches, []
+
+        def assign(self, tps: list[Any]) -> None:
+            self.assigned = [(tp.partition, tp.offset) for tp in tps]
+
+        def consume(self, num_messages: int, timeout: float) -> list[Message]:
+            return self.batches.pop(0) if self.batches else []
+
+    def run(batches: list[list[Message]], positions: dict[int, int], high: dict[int, int]) -> tuple[dict[int, int], list[str]]:
+        consumer = Consumer(batches)
+        monkeypatch.setattr(remote_log, "browsing_consumer", lambda gw: consumer)
+        monkeypatch.setattr(remote_log, "close_quietly", lambda c: None)
+        monkeypatch.setattr(remote_log, "topic_partitions", lambda c, gw, topic: [0, 1])
+        monkeypatch.setattr(remote_log, "watermarks", lambda gw, topic, parts: ({0: 0, 1: 0}, high))
+        monkeypatch.setattr(remote_log, "_structs", lambda lib: {})
+        monkeypatch.setattr(remote_log, "decode", lambda value: (SEGMENT, {"seen": value.decode()}))
+        applied: list[str] = []
+        done = remote_log.read(SimpleNamespace(timeout=1.0, name="x"), positions, lambda key, f: applied.append(f["seen"]))
+        return done, applied
+
+    done, applied = run([[Message(0, 0), Message(1, 0), Message(0, 1), Message(0, 2)]], {}, {0: 2, 1: 1})
+    assert applied == ["0:0", "1:0", "0:1"] and done == {0: 2, 1: 1}  # (0:2 was written after the read began)
+    done, applied = run([[Message(0, 2)]], done, {0: 3, 1: 1})
+    assert applied == ["0:2"] and done == {0: 3, 1: 1}
