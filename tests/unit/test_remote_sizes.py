@@ -117,7 +117,8 @@ def test_a_record_written_after_the_read_began_is_left_for_the_next_read(monkeyp
 
     class Consumer:
         def __init__(self, batches: list[list[Message]]) -> None:
-            self.batches, self.assigned = batches, []
+            self.batches = batches
+            self.assigned: list[tuple[int, int]] = []
 
         def assign(self, tps: list[Any]) -> None:
             self.assigned = [(tp.partition, tp.offset) for tp in tps]
@@ -134,7 +135,8 @@ def test_a_record_written_after_the_read_began_is_left_for_the_next_read(monkeyp
         monkeypatch.setattr(remote_log, "_structs", lambda lib: {})
         monkeypatch.setattr(remote_log, "decode", lambda value: (SEGMENT, {"seen": value.decode()}))
         applied: list[str] = []
-        done = remote_log.read(SimpleNamespace(timeout=1.0, name="x"), positions, lambda key, f: applied.append(f["seen"]))
+        gateway: Any = SimpleNamespace(timeout=1.0, name="x")
+        done = remote_log.read(gateway, positions, lambda key, f: applied.append(f["seen"]))
         return done, applied
 
     done, applied = run([[Message(0, 0), Message(1, 0), Message(0, 1), Message(0, 2)]], {}, {0: 2, 1: 1})
