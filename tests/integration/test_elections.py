@@ -32,8 +32,12 @@ def test_a_preferred_election_puts_each_first_replica_back_in_the_lead(stack: St
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
             json.dump({"version": 1, "partitions": [{"topic": topic, "partition": p, "replicas": wanted[p]} for p in wanted]}, f)
         stack.cluster.tool("kafka-reassign-partitions", "--reassignment-json-file", f.name, "--execute")
-        wait_for(lambda order=wanted: {p: v["replicas"] for p, v in layout(stack, topic).items()} == order, 60,
-                 what="the new replica order")
+        order = dict(wanted)
+
+        def rotated(order: dict[int, list[int]] = order) -> bool:
+            return {p: v["replicas"] for p, v in layout(stack, topic).items()} == order
+
+        wait_for(rotated, 60, what="the new replica order")
         off_preferred = [p for p, v in layout(stack, topic).items() if v["leader"] != v["replicas"][0]]
         if off_preferred:
             break
