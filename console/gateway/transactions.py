@@ -25,6 +25,9 @@ from console.gateway.types import TopicPartition
 _PURPOSE = "transactions"
 # DescribeProducers asked of the whole topic this many times before it is asked partition by partition.
 _PRODUCER_ATTEMPTS = 3
+# Share of the request timeout after which no further DescribeProducers is sent (one in flight may still
+# take a whole timeout, and the call as a whole must end within its limit).
+_RETRY_SHARE = 0.3
 
 
 @dataclass(frozen=True)
@@ -104,16 +107,23 @@ class TransactionAdmin(Connections):
             }
 
         def run(admin: KafkaAdminClient) -> dict[TopicPartition, list[ActiveProducer] | None]:
+            # Retries stop early enough that the answer, partial or not, comes within the call's time limit.
+            deadline = time.monotonic() + _RETRY_SHARE * self.timeout
             for attempt in range(_PRODUCER_ATTEMPTS):
                 try:
                     return described(admin, asked)
                 except KafkaError as exc:
                     if not exc.retriable:
                         raise
+                    if time.monotonic() > deadline:
+                        break
                     time.sleep(0.2 * (attempt + 1))
                     self._fresh_metadata(admin, max_age_ms=0)  # the leaders the metadata named were wrong
             found: dict[TopicPartition, list[ActiveProducer] | None] = {}
             for tp in asked:
+                if time.monotonic() > deadline:
+                    found[(tp.topic, tp.partition)] = None
+                    continue
                 try:
                     found.update(described(admin, [tp]))
                 except KafkaError as exc:

@@ -68,3 +68,21 @@ def test_an_error_that_asking_again_cannot_mend_is_the_callers_at_once(gateway: 
     with pytest.raises(GatewayError):
         run_on(gateway, admin, monkeypatch)
     assert admin.calls == [[0, 1, 2, 3]]
+
+
+def test_slow_answers_stop_the_asking_in_time_and_the_rest_are_unanswered(gateway: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each failing request takes 0.2 s of the 1 s limit: after its retry share no more are sent, so
+    the page gets a partial answer (the others unanswered) instead of a timeout."""
+    clock = [0.0]
+    monkeypatch.setattr(transactions.time, "monotonic", lambda: clock[0])
+    admin = Admin(wrong={0, 1, 2, 3}, failures=100)
+    ask = admin.describe_producers
+
+    def slow(tps: list[Any]) -> dict[Any, Any]:
+        clock[0] += 0.2
+        return ask(tps)
+
+    admin.describe_producers = slow  # type: ignore[method-assign]
+    found = run_on(gateway, admin, monkeypatch)
+    assert sorted(found) == [("t", n) for n in range(4)] and all(v is None for v in found.values())
+    assert len(admin.calls) < transactions._PRODUCER_ATTEMPTS + 4
