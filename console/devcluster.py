@@ -304,7 +304,13 @@ class DevCluster:
         for node in nodes or self.nodes():
             self.start(node)
 
-    def down(self) -> None:
+    def down(self, now: bool = False) -> None:
+        """Stop every node: cleanly (SIGTERM, up to 30 s each), or with `now` at once (SIGKILL), for a
+        cluster whose data is thrown away next, as the tests' are."""
+        if now:
+            for node in self.nodes():
+                self.kill(node)
+            return
         # Brokers first, then the controllers, so shutdown does not wait on a lost quorum.
         for node in sorted(self.nodes(), reverse=True):
             pid = self._pid(node)

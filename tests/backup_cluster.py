@@ -24,10 +24,10 @@ def backup_tool(name: str, *args: str) -> str:
 
 @contextmanager
 def running_backup_cluster() -> Iterator[str]:
-    manage("devcluster", "down", "--backup")  # one an earlier session left behind
+    manage("devcluster", "down", "--backup", "--now")  # one an earlier session left behind
     shutil.rmtree(BACKUP_DIR, ignore_errors=True)
     manage("devcluster", "up", "--backup", "--timeout", "90")
     try:
         yield BACKUP_BOOTSTRAP
     finally:
-        manage("devcluster", "down", "--backup", timeout=60)
+        manage("devcluster", "down", "--backup", "--now", timeout=60)

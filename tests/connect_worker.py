@@ -28,10 +28,10 @@ def start_worker() -> None:
 
 @contextmanager
 def running_connect_worker() -> Iterator[str]:
-    manage("connectworker", "down")  # one an earlier session left behind
+    manage("connectworker", "kill")  # one an earlier session left behind
     shutil.rmtree(CONNECT_DIR, ignore_errors=True)
     start_worker()
     try:
         yield CONNECT_URL
     finally:
-        manage("connectworker", "down", timeout=60)
+        manage("connectworker", "kill", timeout=60)  # (its topics go with the cluster)

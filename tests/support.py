@@ -157,14 +157,14 @@ class Cluster:
 
 @contextmanager
 def running_cluster(heap: str = "384m") -> Iterator[Cluster]:
-    subprocess.run([sys.executable, "manage.py", "devcluster", "down"], cwd=ROOT, env=stack_env(), capture_output=True)
+    subprocess.run([sys.executable, "manage.py", "devcluster", "down", "--now"], cwd=ROOT, env=stack_env(), capture_output=True)
     shutil.rmtree(TEST_VAR / "cluster", ignore_errors=True)
     cluster = Cluster()
     try:
         cluster.run("up", "--heap", heap)
         yield cluster
     finally:
-        subprocess.run([sys.executable, "manage.py", "devcluster", "down"], cwd=ROOT, env=stack_env(), capture_output=True,
+        subprocess.run([sys.executable, "manage.py", "devcluster", "down", "--now"], cwd=ROOT, env=stack_env(), capture_output=True,
                        timeout=120)
 
 

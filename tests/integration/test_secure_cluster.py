@@ -127,7 +127,7 @@ class SecureConsole:
 def secure(redis_server: str) -> Iterator[SecureConsole]:
     busy = [p for p in range(BASE, BASE + 6) if not port_is_free(p)]
     assert not busy, f"ports {busy} are taken: set TEST_KAFKA_BASE_PORT to a free region (this module uses it +400)"
-    manage("devcluster", "down", check=False)
+    manage("devcluster", "down", "--now", check=False)
     shutil.rmtree(VAR, ignore_errors=True)
     (VAR / "logs").mkdir(parents=True)
     console = SecureConsole()
@@ -144,7 +144,7 @@ def secure(redis_server: str) -> Iterator[SecureConsole]:
     finally:
         for name in list(console.procs):
             console.stop(name)
-        manage("devcluster", "down", check=False)
+        manage("devcluster", "down", "--now", check=False)
 
 
 def test_kafkas_tools_log_in_as_the_console_with_the_client_config_the_cluster_wrote(secure: SecureConsole) -> None:

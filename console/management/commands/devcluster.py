@@ -25,6 +25,8 @@ class Command(BaseCommand):
         parser.add_argument("--foreground", action="store_true", help="with up: stay running, stop the nodes on exit")
         parser.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for brokers to register")
         parser.add_argument("--heap", default="", help="maximum Java heap of each node (default 512m, --backup 256m)")
+        parser.add_argument("--now", action="store_true",
+                            help="with down: SIGKILL every node instead of a clean shutdown (a throwaway cluster's data)")
         parser.add_argument("--backup", action="store_true",
                             help="the one-node cluster 'backup', MirrorMaker 2's target, instead of the local cluster")
 
@@ -55,7 +57,7 @@ class Command(BaseCommand):
                 if opts["foreground"]:
                     self._stay(cluster)
             elif action == "down":
-                cluster.down()
+                cluster.down(now=opts["now"])
                 self.stdout.write(("backup" if opts["backup"] else "local") + " cluster stopped")
             elif action == "status":
                 for st in cluster.status():
