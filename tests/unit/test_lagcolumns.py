@@ -221,6 +221,7 @@ def test_time_columns_add_and_interpolate_exactly_as_the_reference_tables(seed, 
             else:
                 assert value == expected, (seed, step, tp, c, reference[tp].points)
                 seen_kinds.add("zero" if expected == 0 else "positive")
+        offsets, times = cols.offsets, cols.times  # (every row's, read once a step: each read walks them all)
         for tp in tps:
             row = cols.row(tp)
             n = 0 if row is None else int(cols.count[row])
@@ -228,8 +229,8 @@ def test_time_columns_add_and_interpolate_exactly_as_the_reference_tables(seed, 
             if tp not in reference and tp in ever:
                 forgotten.add(tp)
             if n:
-                assert cols.offsets[row, :n].tolist() == [p.offset for p in reference[tp].points]
-                assert cols.times[row, :n].tolist() == [p.at for p in reference[tp].points]
+                assert offsets[row, :n].tolist() == [p.offset for p in reference[tp].points]
+                assert times[row, :n].tolist() == [p.at for p in reference[tp].points]
     assert seen_kinds == {"zero", "positive"}
 
 
