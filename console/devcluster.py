@@ -100,6 +100,11 @@ class DevCluster:
             "default.replication.factor": replicas,
             "offsets.topic.replication.factor": replicas,
             "offsets.topic.num.partitions": "10",
+            # Ten partitions each for the coordinators' internal topics, as for the offsets topic: Kafka's 50
+            # each would put 150 more replicas on three small local nodes the first time a transactional
+            # producer or a share group comes.
+            "transaction.state.log.num.partitions": "10",
+            "share.coordinator.state.topic.num.partitions": "10",
             "transaction.state.log.replication.factor": replicas,
             "transaction.state.log.min.isr": min_isr,
             "share.coordinator.state.topic.replication.factor": replicas,

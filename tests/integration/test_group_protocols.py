@@ -216,8 +216,9 @@ def test_share_group_equals_kafka_share_groups(stack: Stack, topic: str) -> None
     produce(stack, topic, 40, 4)
 
     def agree() -> bool:
-        d = detail(stack, group)
-        assert d is not None
+        r = stack.get(API + group + "/")
+        assert r.status_code == 200, (r.status_code, r.text[:300])
+        d = r.json()
         offsets = rows(stack.cluster.tool("kafka-share-groups", "--describe", "--group", group, "--offsets"))
         assert offsets, "kafka-share-groups shows no offsets"
         by_tp = {(p["topic"], p["partition"]): p for p in d["partitions"]}

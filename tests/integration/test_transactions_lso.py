@@ -15,7 +15,15 @@ import pytest
 from confluent_kafka import Consumer, KafkaError
 from confluent_kafka import TopicPartition as RdTopicPartition
 
-from tests.integration.test_transactions import CLUSTER, api_client, hanging, tool_hw, tool_producers, write_plain  # noqa: F401
+from tests.integration.test_transactions import (  # noqa: F401
+    CLUSTER,
+    api_client,
+    hanging,
+    listed,
+    tool_hw,
+    tool_producers,
+    write_plain,
+)
 from tests.support import Cluster, Stack, unique, wait_for
 
 pytestmark = [pytest.mark.cluster, pytest.mark.django_db]
@@ -99,8 +107,11 @@ def test_the_lso_readable_lag_and_blocking_transaction_against_kafka_then_the_ab
         g, p = wait_for(lambda: blocked_at(20), 30, interval=0.5, what="the group still blocked with the HW at 20")
         assert (p["lag"], p["lag_readable"], p["blocked_by"]) == (20, 0, tid)
 
-        # The abort in this process (its check asks Kafka afresh, with this process's threshold of 3 s).
-        r = api_client().post(f"/api/v1/clusters/{CLUSTER}/transactions/{tid}/abort/", {"confirm": tid}, format="json")
+        # The abort in this process (its check asks Kafka afresh, with this process's threshold of 3 s), once
+        # the watcher's look calls it hanging: on a quiet host the steps above can take less than those 3 s.
+        client = api_client()
+        wait_for(lambda: (t := listed(client, tid)) and t["hanging"], 30, interval=0.5, what="the transaction hanging")
+        r = client.post(f"/api/v1/clusters/{CLUSTER}/transactions/{tid}/abort/", {"confirm": tid}, format="json")
         assert r.status_code == 200, r.content
         assert drain(consumer) == 15  # the plain records; the aborted five are skipped
         commit(consumer)
