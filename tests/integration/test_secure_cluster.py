@@ -30,7 +30,19 @@ from console import devcluster_secure
 from console.gateway.config import ClusterConfig
 from tests.integration.test_faults_matrix import FUNCTIONS, PARTITIONS, World, check_all
 from tests.secured_broker import port_is_free
-from tests.support import BASE_PORT, PASSWORD, REDIS_PORT, ROOT, TEST_VAR, free_port, kafka_tool, stack_env, unique, wait_for
+from tests.support import (
+    BASE_PORT,
+    PASSWORD,
+    REDIS_PORT,
+    ROOT,
+    TEST_VAR,
+    free_port,
+    kafka_tool,
+    manage_all,
+    stack_env,
+    unique,
+    wait_for,
+)
 
 pytestmark = pytest.mark.cluster
 
@@ -133,10 +145,11 @@ def secure(redis_server: str) -> Iterator[SecureConsole]:
     console = SecureConsole()
     try:
         manage("devcluster", "up", "--heap", "320m", "--timeout", "180")
-        manage("migrate", "-v0")
-        for role in ("operator", "admin"):
-            manage("ensureuser", role, "--role", role, "--password", PASSWORD)
-            console.tokens[role] = manage("drf_create_token", role).stdout.split()[2]
+        roles = ("operator", "admin")
+        outputs = manage_all([["migrate", "-v0"], *(["ensureuser", role, "--role", role, "--password", PASSWORD] for role in roles),
+                              *(["drf_create_token", role] for role in roles)], env=console_env())
+        for role, output in zip(roles, outputs[-len(roles):], strict=True):
+            console.tokens[role] = output.split()[2]
         for name in console.commands():
             console.start(name)
         wait_for(lambda: console.reachable("local"), 90, what="the console to reach the secured cluster")
