@@ -27,8 +27,10 @@ def database_settings(default_url: str) -> dict[str, Any]:
     config: dict[str, Any] = dict(dj_database_url.parse(env_str("DATABASE_URL", default_url), conn_max_age=0))
     options: dict[str, Any] = dict(config.get("OPTIONS") or {})
     if config["ENGINE"] == SQLITE:
-        # The watcher writes while the web reads: wait for locks rather than fail.
-        options.update(timeout=20, init_command="PRAGMA journal_mode=WAL;")
+        # The watcher writes while the web reads: wait for locks rather than fail. A transaction takes the
+        # write lock when it begins (IMMEDIATE): one that read first and wrote after another process's
+        # commit would be refused at once ("database is locked"), without waiting.
+        options.update(timeout=20, init_command="PRAGMA journal_mode=WAL;", transaction_mode="IMMEDIATE")
     elif config["ENGINE"] == POSTGRESQL:
         # Each process's connections carry its process id: pg_stat_activity tells whose they are.
         options.setdefault("application_name", f"kafka-console {os.getpid()}")

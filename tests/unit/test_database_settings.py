@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
 import pytest
+from django.db.backends.sqlite3.base import DatabaseWrapper
 
 from console.database import database_settings
 from console.env import SettingError
@@ -22,7 +28,7 @@ def test_without_a_database_url_the_console_keeps_its_sqlite_file_with_wal_and_n
     config = database_settings(SQLITE_DEFAULT)
     assert config["ENGINE"] == "django.db.backends.sqlite3"
     assert config["NAME"] == "/tmp/console-test.sqlite3"
-    assert config["OPTIONS"] == {"timeout": 20, "init_command": "PRAGMA journal_mode=WAL;"}
+    assert config["OPTIONS"] == {"timeout": 20, "init_command": "PRAGMA journal_mode=WAL;", "transaction_mode": "IMMEDIATE"}
     assert config["CONN_MAX_AGE"] == 0
 
 
@@ -61,3 +67,50 @@ def test_a_bad_pool_setting_is_refused_at_start_with_its_name(monkeypatch, name,
     monkeypatch.setenv(name, value)
     with pytest.raises(SettingError, match=name):
         database_settings(SQLITE_DEFAULT)
+
+
+def test_a_transaction_that_read_first_still_writes_after_another_process_wrote(tmp_path: Path, django_db_blocker: Any) -> None:
+    """Two connections to one SQLite file, as two console processes hold: a transaction reads, another
+    connection writes meanwhile, then the transaction writes. With transactions begun DEFERRED the last
+    write is refused at once ("database is locked": its snapshot is older than the other's commit);
+    begun IMMEDIATE, the other write waits for the transaction and both land."""
+    with django_db_blocker.unblock():  # (a file of the test's own, not the test database)
+        _read_then_write(tmp_path)
+
+
+def _read_then_write(tmp_path: Path) -> None:
+    config = {**database_settings(f"sqlite:///{tmp_path / 'db.sqlite3'}"), "TIME_ZONE": None, "ATOMIC_REQUESTS": False,
+              "AUTOCOMMIT": True, "TEST": {}}
+    setup = DatabaseWrapper(config, alias="setup")
+    with setup.cursor() as c:
+        c.execute("CREATE TABLE t (v INTEGER)")
+    setup.close()
+    first = DatabaseWrapper(config, alias="first")
+    errors: list[BaseException] = []
+
+    def other_process() -> None:
+        other = DatabaseWrapper(config, alias="other")
+        try:
+            with other.cursor() as c:
+                c.execute("INSERT INTO t VALUES (2)")
+        except BaseException as exc:  # noqa: BLE001 - handed to the test
+            errors.append(exc)
+        finally:
+            other.close()
+
+    writer = threading.Thread(target=other_process)
+    # (what transaction.atomic() does on a connection of its own: BEGIN, statements, COMMIT)
+    first.set_autocommit(False, force_begin_transaction_with_broken_autocommit=True)
+    with first.cursor() as c:
+        c.execute("SELECT count(*) FROM t")
+        writer.start()
+        time.sleep(0.3)
+        c.execute("INSERT INTO t VALUES (1)")
+    first.commit()
+    first.set_autocommit(True)
+    writer.join(30)
+    assert not errors, errors
+    with first.cursor() as c:
+        c.execute("SELECT v FROM t ORDER BY v")
+        assert [row[0] for row in c.fetchall()] == [1, 2]
+    first.close()
