@@ -313,6 +313,9 @@ WATCHER_SAMPLER_PROCESS = env_bool("WATCHER_SAMPLER_PROCESS", True)
 WATCHER_CYCLE_SAMPLED_TOPICS = env_int("WATCHER_CYCLE_SAMPLED_TOPICS", 3000, minimum=1)
 # A sampling process given work that sends no pass for this long is taken for hung and replaced.
 WATCHER_SAMPLER_STALL_SECONDS = env_float("WATCHER_SAMPLER_STALL_SECONDS", 120.0, minimum=5.0)
+# The sampling process runs below the watcher's priority (os.nice): when both want the CPU, a leader
+# move reaching the pages goes before the next lag evaluation, which comes every few seconds anyway.
+WATCHER_SAMPLER_NICENESS = min(19, env_int("WATCHER_SAMPLER_NICENESS", 10, minimum=0))
 # The console's own analytics samples topic moves at every sample: on its own (an otherwise idle
 # cluster) that makes a new snapshot at most this often, not at every sample.
 WATCHER_OWN_TOPIC_INTERVAL = env_float("WATCHER_OWN_TOPIC_INTERVAL", 30.0, minimum=0.0)

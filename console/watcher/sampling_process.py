@@ -41,7 +41,6 @@ from console.watcher.turns import CycleFirst
 
 log = logging.getLogger(__name__)
 
-SAMPLER_NICENESS = 10
 ALIVE_EVERY_MAX = 10.0  # seconds between a pass's "alive" messages (at most a quarter of the stall limit)
 RESTART_STABLE_SECONDS = 30.0  # a process that ran this long is started again at once when it ends
 # A first pass that outlasts WATCHER_SAMPLER_STALL_SECONDS has the next process allowed twice as long,
@@ -303,10 +302,8 @@ def child_main(cluster: str, incremental: bool, factory: GatewayFactory | None, 
     when a change made through the console nudges it), and send each pass as a delta."""
     die_with_parent()
     tune_malloc()
-    # Below the watcher's priority: when both want the CPU, a leader move reaching the pages goes
-    # before the next lag evaluation (which comes every few seconds anyway).
-    with contextlib.suppress(OSError):
-        os.nice(SAMPLER_NICENESS)
+    with contextlib.suppress(OSError):  # (WATCHER_SAMPLER_NICENESS, before Django: its setup is work too)
+        os.nice(overrides["WATCHER_SAMPLER_NICENESS"])
     parent = os.getppid()
     start_django()
 
