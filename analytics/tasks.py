@@ -38,7 +38,7 @@ def spark_session() -> Any:
     if _spark is None or _spark.sparkContext._jsc is None:
         from analytics.session import spark_session as start
 
-        _spark = start(settings.SPARK_MASTER, driver_memory=settings.SPARK_DRIVER_MEMORY,
+        _spark = start(settings.SPARK_MASTER, settings.SPARK_CONF, driver_memory=settings.SPARK_DRIVER_MEMORY,
                        shuffle_partitions=settings.SPARK_SHUFFLE_PARTITIONS, jobs_dir=spark_jobs_dir())
     return _spark
 

@@ -59,6 +59,20 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
+def env_pairs(name: str) -> dict[str, str]:
+    """`key=value` entries separated by semicolons (a value may hold spaces and `=`, not `;`)."""
+    raw = os.environ.get(name) or ""
+    pairs = {}
+    for entry in (e.strip() for e in raw.split(";")):
+        if not entry:
+            continue
+        key, sep, value = entry.partition("=")
+        if not sep or not key.strip():
+            raise SettingError(f"{name} must hold key=value entries separated by ';', not {entry!r}")
+        pairs[key.strip()] = value.strip()
+    return pairs
+
+
 def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
     value = env_str(name, default)
     if value not in choices:

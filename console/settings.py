@@ -11,7 +11,7 @@ import plotly
 from console import devcluster_secure
 from console.connect_config import load_connect_clusters
 from console.database import database_settings
-from console.env import env_bool, env_choice, env_float, env_int, env_list, env_str
+from console.env import env_bool, env_choice, env_float, env_int, env_list, env_pairs, env_str
 from console.gateway.config import ClusterConfig, load_clusters
 from console.private import private_dir, write_private
 
@@ -330,6 +330,8 @@ ANALYTICS_RETENTION_HOURS = env_float("ANALYTICS_RETENTION_HOURS", 7 * 24.0, min
 SPARK_MASTER = env_str("SPARK_MASTER", "local[*]")
 SPARK_DRIVER_MEMORY = env_str("SPARK_DRIVER_MEMORY", "1g")
 SPARK_SHUFFLE_PARTITIONS = env_int("SPARK_SHUFFLE_PARTITIONS", 4, minimum=1)
+# Any other Spark settings for the analytics worker's session ("key=value;key=value"), over the above.
+SPARK_CONF = env_pairs("SPARK_CONF")
 # A run still going after this many seconds is cancelled and failed; a run no worker took for as long is failed.
 ANALYTICS_RUN_TIMEOUT = env_float("ANALYTICS_RUN_TIMEOUT", 1800.0, minimum=10.0)
 # A queued run whose message the Celery broker no longer holds (Redis restarted, the queue lost) and

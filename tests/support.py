@@ -22,6 +22,7 @@ import requests
 
 from console.devcluster import DevCluster
 from tests import postgres, workers  # noqa: F401 - workers: an xdist worker's own ports and data first
+from tests.spark_conf import SMALL_SPARK_CONF
 
 ROOT = Path(__file__).resolve().parent.parent
 # A second suite (a helper's, say) can run beside this one with its own ports and data:
@@ -98,6 +99,7 @@ def stack_env(**extra: str) -> dict[str, str]:
         CONNECT_POLL_INTERVAL="0.5",
         EMAIL_HOST="127.0.0.1",
         EMAIL_PORT=str(SMTP_PORT),
+        SPARK_CONF=";".join(f"{k}={v}" for k, v in SMALL_SPARK_CONF.items()),
         **extra,
     )
     return env

@@ -25,8 +25,10 @@ def main() -> None:
     from analytics.jobs.pipeline import Params, compute
     from analytics.jobs.samples import parse_samples
     from analytics.session import spark_session
+    from tests.spark_conf import SMALL_SPARK_CONF
 
-    spark = spark_session(master, {"spark.executor.memory": "512m", "spark.cores.max": "1", "spark.sql.shuffle.partitions": "2"})
+    spark = spark_session(master, {**SMALL_SPARK_CONF, "spark.executor.memory": "512m", "spark.cores.max": "1",
+                                   "spark.sql.shuffle.partitions": "2"})
     samples = parse_samples(spark.read.text(samples_file))
     results = compute(samples, Params())
     out: dict[str, Any] = {}

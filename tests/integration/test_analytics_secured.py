@@ -29,6 +29,7 @@ from analytics.kafka_security import spark_options
 from analytics.models import AnalyticsRun
 from analytics.session import spark_session
 from tests.secured_broker import USER_PASSWORD, secured_cluster
+from tests.spark_conf import SMALL_SPARK_CONF
 from tests.unit.test_analytics_jobs import DAY, T0, Samples, hand_example, idle_and_orphans, stalled_consumer, steady_producer
 
 pytestmark = [pytest.mark.cluster, pytest.mark.django_db]
@@ -57,12 +58,7 @@ def samples(tmp_path_factory: pytest.TempPathFactory, secured_broker: Any) -> It
 
 @pytest.fixture(scope="module")
 def spark() -> Iterator[Any]:
-    session = spark_session("local[2]", {
-        "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
-        "spark.sql.codegen.wholeStage": "false",
-        "spark.sql.shuffle.partitions": "1",
-        "spark.sql.adaptive.enabled": "false",
-    })
+    session = spark_session("local[2]", SMALL_SPARK_CONF)
     yield session
     session.stop()
     logging.getLogger("py4j").setLevel(logging.WARNING)

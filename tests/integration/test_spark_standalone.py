@@ -13,6 +13,7 @@ from pathlib import Path
 import pyspark
 import pytest
 
+from tests.spark_conf import SMALL_SPARK_JVM
 from tests.support import ROOT, free_port, wait_for
 from tests.unit.test_analytics_jobs import (
     Samples,
@@ -35,7 +36,8 @@ def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     work = tmp_path_factory.mktemp("spark-standalone")
     port, ui, worker_ui = free_port(), free_port(), free_port()
     env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOG_DIR": str(work),
-           "SPARK_WORKER_DIR": str(work / "worker"), "SPARK_NO_DAEMONIZE": "1", "PYSPARK_PYTHON": sys.executable}
+           "SPARK_WORKER_DIR": str(work / "worker"), "SPARK_NO_DAEMONIZE": "1", "PYSPARK_PYTHON": sys.executable,
+           "SPARK_DAEMON_JAVA_OPTS": SMALL_SPARK_JVM}
     launcher = str(SPARK_HOME / "bin" / "spark-class")
     url = f"spark://127.0.0.1:{port}"
     with open(work / "master.log", "wb") as mlog, open(work / "worker.log", "wb") as wlog:

@@ -28,6 +28,7 @@ from analytics.records import by_partition, group_record, pack, read_record, top
 from analytics.session import connector_jars, spark_session
 from consumers_app.lagstatus import PartitionWindow, evaluate_partition
 from consumers_app.timelag import OffsetTimeTable, time_lag
+from tests.spark_conf import SMALL_SPARK_CONF
 
 pytestmark = pytest.mark.usefixtures("spark")
 
@@ -180,15 +181,7 @@ def junk() -> list[bytes]:
 
 @pytest.fixture(scope="module")
 def spark() -> Iterator[Any]:
-    # Tiny inputs and a short-lived JVM: compiling (the JIT's optimising tier, Spark's generated
-    # code) costs far more CPU than it saves, one shuffle partition and no adaptive re-planning.
-    session = spark_session("local[2]", {
-        "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
-        "spark.sql.codegen.wholeStage": "false",
-        "spark.sql.codegen.factoryMode": "NO_CODEGEN",
-        "spark.sql.shuffle.partitions": "1",
-        "spark.sql.adaptive.enabled": "false",
-    })
+    session = spark_session("local[2]", SMALL_SPARK_CONF)
     yield session
     session.stop()
     # py4j logs its connections closing when collected at exit, after pytest has closed the streams.

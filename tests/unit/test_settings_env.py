@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from console.env import SettingError, env_bool, env_float, env_int, env_list, env_str
+from console.env import SettingError, env_bool, env_float, env_int, env_list, env_pairs, env_str
 from console.gateway.config import ClusterConfig, load_clusters, local_bootstrap
 
 VAR = "CONSOLE_TEST_SETTING"
@@ -151,6 +151,22 @@ def test_env_list_unset_or_blank_gives_a_copy_of_the_default(monkeypatch, value)
     result.append("z")
     assert default == ["x", "y"]
 
+
+
+def test_env_pairs_reads_key_value_entries_whose_values_may_hold_spaces_and_equals(monkeypatch):
+    monkeypatch.setenv(VAR, " spark.a=1 ; spark.opts=-Xmx1g -Dk=v;; ")
+    assert env_pairs(VAR) == {"spark.a": "1", "spark.opts": "-Xmx1g -Dk=v"}
+
+
+def test_env_pairs_unset_gives_none():
+    assert env_pairs(VAR) == {}
+
+
+@pytest.mark.parametrize("raw", ["spark.a", "=1", "spark.a=1;oops"])
+def test_env_pairs_an_entry_without_a_key_and_value_raises_setting_error_naming_the_variable(monkeypatch, raw):
+    monkeypatch.setenv(VAR, raw)
+    with pytest.raises(SettingError, match=VAR):
+        env_pairs(VAR)
 
 # load_clusters: defaults and KAFKA_BOOTSTRAP_SERVERS --------------------------------------------
 
