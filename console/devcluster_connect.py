@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,7 +38,7 @@ class WorkerStatus:
 class ConnectWorker:
     def __init__(self, root: Path, bootstrap_servers: str, port: int, replication: int = 3,
                  group_id: str = "console-connect", heap: str = "256m", log_level: str = "WARN",
-                 client_properties: str = "") -> None:
+                 client_properties: str = "", jvm_opts: Sequence[str] = ()) -> None:
         self.root = root
         self.bootstrap_servers = bootstrap_servers
         self.port = port
@@ -46,6 +47,7 @@ class ConnectWorker:
         self.heap = heap
         self.log_level = log_level
         self.client_properties = client_properties  # a secure cluster's login, as Kafka's tools take it
+        self.jvm_opts = list(jvm_opts)
 
     @property
     def url(self) -> str:
@@ -128,7 +130,7 @@ class ConnectWorker:
         config.chmod(0o600)  # a secure cluster's password is in it
         log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child process
         cmd = [
-            "java", f"-Xmx{self.heap}", "-Xms64m", "-XX:+UseSerialGC", "-Djava.awt.headless=true",
+            "java", f"-Xmx{self.heap}", "-Xms64m", "-XX:+UseSerialGC", *self.jvm_opts, "-Djava.awt.headless=true",
             f"-Dlog4j2.configurationFile={KAFKA_DIR / 'log4j2.properties'}", f"-Dkafka.root.level={self.log_level}",
             "-cp", str(KAFKA_DIR / "lib" / "*"), MAIN_CLASS, str(config),
         ]

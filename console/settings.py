@@ -254,6 +254,9 @@ DEVCLUSTER_SECURE = env_bool("DEVCLUSTER_SECURE", False)
 DEVCLUSTER_DIR = Path(env_str("DEVCLUSTER_DIR", str(VAR_DIR / ("kafka-secure" if DEVCLUSTER_SECURE else "devcluster"))))
 DEVCLUSTER_CLIENT_CONFIG = Path(env_str("DEVCLUSTER_CLIENT_CONFIG", str(VAR_DIR / "secure" / "client.properties")))
 DEVCLUSTER_LOG_LEVEL = env_str("DEVCLUSTER_LOG_LEVEL", "WARN")
+# More JVM options for the local cluster's nodes and its Connect worker (e.g. the suite's
+# -XX:TieredStopAtLevel=1: nodes that live minutes spend more CPU compiling than they save).
+DEVCLUSTER_JVM_OPTS = env_str("DEVCLUSTER_JVM_OPTS", "").split()
 # Kafka's jars (`make kafka-jars`): the gateway reads the request formats kafka-python lacks from kafka-clients.
 KAFKA_LIB_DIR = Path(env_str("KAFKA_LIB_DIR", str(BASE_DIR / "kafka" / "lib")))
 KAFKA_CLUSTERS = load_clusters(

@@ -202,7 +202,7 @@ def running_secured_broker() -> Iterator[Tls]:
     assert formatted.returncode == 0, formatted.stderr or formatted.stdout
     with open(DIR / "server.log", "wb") as log:
         proc = subprocess.Popen(
-            ["java", f"-Xmx{os.environ.get('TEST_SASL_BROKER_HEAP', '256m')}", "-Xms64m", "-XX:+UseSerialGC", "-Djava.awt.headless=true",
+            ["java", f"-Xmx{os.environ.get('TEST_SASL_BROKER_HEAP', '256m')}", "-Xms64m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true",
              f"-Dlog4j2.configurationFile={ROOT / 'kafka' / 'log4j2.properties'}", "-Dkafka.root.level=WARN",
              "-cp", str(ROOT / "kafka" / "lib" / "*"), "kafka.Kafka", str(DIR / "server.properties")],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,

@@ -17,11 +17,10 @@ from typing import Any
 
 import pytest
 
-from console.devcluster import DevCluster
 from tests.alert_receivers import HttpReceiver, MailReceiver, Received, http_receiver, mail_receiver
 from tests.conftest import Stack, unique, wait_for
 from tests.integration.test_group_status import SlowConsumer, SteadyProducer, new_topic, wait_for_status
-from tests.support import BASE_PORT, SMTP_PORT, TEST_VAR, time_budget
+from tests.support import SMTP_PORT, suite_cluster, time_budget
 
 pytestmark = pytest.mark.cluster
 
@@ -114,7 +113,7 @@ def test_a_killed_broker_fires_once_per_rule_within_5_s_of_its_snapshot_and_reso
     rule(stack, hushed, "broker_down", str(victim), [hook_name])
 
     killed = time.monotonic()
-    DevCluster(TEST_VAR / "cluster", BASE_PORT).kill(victim)  # (in this process: the kill's time is known to the ms)
+    suite_cluster().kill(victim)  # (in this process: the kill's time is known to the ms)
     seen: dict[str, float] = {}
 
     def snapshot_shows_both() -> bool:
@@ -175,7 +174,7 @@ def test_a_killed_broker_fires_once_per_rule_within_5_s_of_its_snapshot_and_reso
     assert silenced[0]["last_notified_at"] is None
     assert {a["state"] for a in alerts(stack, down)} == {"firing"}
 
-    DevCluster(TEST_VAR / "cluster", BASE_PORT).start(victim)
+    suite_cluster().start(victim)
     wait_for(lambda: of_rule(hook, down, "resolved"), 60, what="broker_down resolved")
 
     def under_resolved() -> bool:

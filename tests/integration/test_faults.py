@@ -8,10 +8,9 @@ from typing import Any
 
 import pytest
 
-from console.devcluster import DevCluster
 from tests.conftest import OUTPUT, Stack, unique, wait_for
 from tests.integration.oracle import topic_layout
-from tests.support import BASE_PORT, TEST_VAR
+from tests.support import BASE_PORT, suite_cluster
 
 pytestmark = [pytest.mark.cluster, pytest.mark.browser]
 
@@ -103,7 +102,7 @@ def test_a_killed_broker_is_unreachable_within_2_s_while_kafka_still_lists_it_th
     last_id = max((e["id"] for e in events(stack)), default=0)
 
     killed_at = time.monotonic()
-    DevCluster(TEST_VAR / "cluster", BASE_PORT).kill(victim)  # (in this process: the kill's time is known to the ms)
+    suite_cluster().kill(victim)  # (in this process: the kill's time is known to the ms)
 
     def unreachable() -> dict | None:
         row = brokers(stack)[victim]

@@ -21,10 +21,9 @@ from typing import Any
 import pytest
 import redis
 
-from console.devcluster import DevCluster
 from tests.conftest import OUTPUT, PASSWORD, Stack, unique, wait_for
 from tests.integration.oracle import topic_layout
-from tests.support import BASE_PORT, REDIS_PORT, TEST_VAR, time_budget
+from tests.support import REDIS_PORT, TEST_VAR, suite_cluster, time_budget
 
 pytestmark = [pytest.mark.cluster, pytest.mark.browser]
 
@@ -96,7 +95,7 @@ def test_a_stopped_followers_lag_grows_then_it_leaves_the_isr_and_after_sigcont_
     quorum_leader = stack.get("/api/v1/clusters/local/").json()["quorum"]["leader_id"]
     victim = next(b for b in layout["replicas"] if b not in (layout["leader"], quorum_leader))  # (the metadata leader keeps running)
     wait_for(lambda: lag_of(stack, topic, victim)["bytes_behind"] is not None, 30, interval=0.5, what="the replicas' sizes read")
-    pid = DevCluster(TEST_VAR / "cluster", BASE_PORT).start(victim)  # (start answers a running node's pid)
+    pid = suite_cluster().start(victim)  # (start answers a running node's pid)
     stopped_at = time.time()
     os.kill(pid, signal.SIGSTOP)
     try:

@@ -22,7 +22,7 @@ def local_worker() -> ConnectWorker:
     cluster = DevCluster(settings.DEVCLUSTER_DIR, settings.DEVCLUSTER_BASE_PORT, secure=settings.DEVCLUSTER_SECURE)
     client = devcluster_secure.client_properties(cluster.root) if cluster.secure else ""
     return ConnectWorker(settings.DEVCLUSTER_CONNECT_DIR, cluster.bootstrap_servers(), settings.DEVCLUSTER_CONNECT_PORT,
-                         log_level=settings.DEVCLUSTER_LOG_LEVEL, client_properties=client)
+                         log_level=settings.DEVCLUSTER_LOG_LEVEL, client_properties=client, jvm_opts=settings.DEVCLUSTER_JVM_OPTS)
 
 
 class Command(BaseCommand):

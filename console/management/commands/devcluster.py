@@ -34,11 +34,11 @@ class Command(BaseCommand):
         if opts["backup"]:
             # Plaintext always: it is a replication target for demos and tests, not a security example.
             cluster = DevCluster(settings.DEVCLUSTER_BACKUP_DIR, settings.DEVCLUSTER_BACKUP_PORT, heap=opts["heap"] or "256m",
-                                 log_level=settings.DEVCLUSTER_LOG_LEVEL, voters=1)
+                                 log_level=settings.DEVCLUSTER_LOG_LEVEL, voters=1, jvm_opts=settings.DEVCLUSTER_JVM_OPTS)
         else:
             cluster = DevCluster(settings.DEVCLUSTER_DIR, settings.DEVCLUSTER_BASE_PORT, heap=opts["heap"] or "512m",
                                  log_level=settings.DEVCLUSTER_LOG_LEVEL, secure=settings.DEVCLUSTER_SECURE,
-                                 client_config=settings.DEVCLUSTER_CLIENT_CONFIG)
+                                 client_config=settings.DEVCLUSTER_CLIENT_CONFIG, jvm_opts=settings.DEVCLUSTER_JVM_OPTS)
         action = opts["action"]
         node = opts["node"]
         try:
