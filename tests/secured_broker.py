@@ -32,6 +32,7 @@ from cryptography.hazmat.primitives.serialization import pkcs12
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from console.gateway.config import ClusterConfig
+from tests import kafka_tools
 from tests.support import BASE_PORT, ROOT, TEST_VAR, wait_for
 
 SASL_PORT = int(os.environ.get("TEST_SASL_PORT") or BASE_PORT + 2000)
@@ -167,8 +168,7 @@ def client_properties(password: str) -> Path:
 
 
 def tool(name: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(ROOT / "kafka" / "bin" / name), "--bootstrap-server", f"127.0.0.1:{SASL_PORT}", *args],
-                          capture_output=True, text=True, timeout=90)
+    return kafka_tools.run(name, "--bootstrap-server", f"127.0.0.1:{SASL_PORT}", *args)
 
 
 def port_is_free(port: int) -> bool:

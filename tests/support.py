@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 import requests
 
 from console.devcluster import DevCluster
-from tests import postgres, workers  # noqa: F401 - workers: an xdist worker's own ports and data first
+from tests import kafka_tools, postgres, workers  # noqa: F401 - workers: an xdist worker's own ports and data first
 from tests.spark_conf import SMALL_SPARK_CONF
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -151,7 +151,7 @@ def manage_all(commands: list[list[str]], env: dict[str, str] | None = None, tim
 
 def kafka_tool(name: str, *args: str, timeout: float = 90) -> str:
     """Run one of Apache Kafka's own tools (the oracle) against the test cluster."""
-    done = subprocess.run([str(ROOT / "kafka" / "bin" / name), *args], capture_output=True, text=True, timeout=timeout)
+    done = kafka_tools.run(name, *args, timeout=timeout)
     if done.returncode != 0:
         raise AssertionError(f"{name} {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
     return done.stdout
