@@ -38,6 +38,23 @@ def _no_waits_for_what_never_comes() -> Iterator[None]:
     settings.KAFKA_REQUEST_TIMEOUT, settings.READ_YOUR_WRITES_WAIT = kept
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _socket_connects_wait_for_a_loaded_machine() -> Iterator[None]:
+    """A socket's connect in these tests waits up to 10 s, not the communicator's default second: under
+    `make test` the web layer shares two cores with the integration chains, and a handshake that reads
+    the session and the user's grants from the database can take longer than a second there."""
+    from channels.testing import WebsocketCommunicator
+
+    connect = WebsocketCommunicator.connect
+
+    async def patient_connect(self: WebsocketCommunicator, timeout: float = 10) -> Any:
+        return await connect(self, timeout)
+
+    WebsocketCommunicator.connect = patient_connect  # type: ignore[method-assign]
+    yield
+    WebsocketCommunicator.connect = connect  # type: ignore[method-assign]
+
+
 def sample_snapshot(version: int = 1) -> Snapshot:
     parts = [
         PartitionState(0, 1, [1, 2, 3], [1, 2, 3], [], 0, 10),
