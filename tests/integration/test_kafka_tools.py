@@ -26,7 +26,7 @@ def first_error_line(stderr: str) -> str:
 def test_the_served_tools_give_the_status_output_and_error_of_the_processes(kafka_cluster: object) -> None:
     topic = unique("tools-served")
     created = kafka_tools.run("kafka-topics", "--bootstrap-server", BOOTSTRAP, "--create", "--topic", topic,
-                              "--partitions", "3", "--replication-factor", "2")
+                              "--partitions", "3", "--replication-factor", "2", served=True)
     assert (created.returncode, created.stdout) == (0, f"Created topic {topic}.\n")
     calls = [
         ("kafka-topics", "--bootstrap-server", BOOTSTRAP, "--describe", "--topic", topic),
@@ -38,7 +38,7 @@ def test_the_served_tools_give_the_status_output_and_error_of_the_processes(kafk
         ("kafka-consumer-groups", "--bootstrap-server", BOOTSTRAP, "--describe", "--group", unique("tools-no-group")),
     ]
     for call in calls:
-        served, process = kafka_tools.run(*call), as_process(*call)
+        served, process = kafka_tools.run(*call, served=True), as_process(*call)
         assert (served.returncode, served.stdout) == (process.returncode, process.stdout), call
         assert first_error_line(served.stderr) == first_error_line(process.stderr), call
     assert kafka_tools._server is not None and kafka_tools._server.poll() is None  # served, not run as processes
