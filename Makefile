@@ -86,8 +86,8 @@ lint: setup
 # replicas (INTEGRATION_ALONE) with the Spark standalone test and the secured cluster's (a third cluster,
 # its own ports 400 above the chain's), on a cluster of their own; the Spark runs, the API fuzzing and
 # Kafka Connect with MirrorMaker 2 (INTEGRATION_SIDE, long and independent of the rest) on another; and
-# lint with the Kafka-free layers (the web layer on PostgreSQL beside them), on empty Kafka port ranges
-# (their cluster "local" must not find a broker). The other chains' output follows the integration layer's; any failure fails `make test`.
+# lint with the Kafka-free layers, on an empty Kafka port range (their cluster "local" must not find a
+# broker). The other chains' output follows the integration layer's; any failure fails `make test`.
 TEST_REDIS_PORT ?= 6391
 TEST_KAFKA_BASE_PORT ?= 29092
 TEST_VAR_DIR ?= $(CURDIR)/var/test
@@ -97,10 +97,6 @@ KAFKA_FREE_ENV = TEST_REDIS_PORT=$$(($(TEST_REDIS_PORT) + 1)) TEST_KAFKA_BASE_PO
 # (Redis 10 above the run's: the Kafka-free layer's xdist workers take the ports just above its own.)
 ALONE_ENV = TEST_REDIS_PORT=$$(($(TEST_REDIS_PORT) + 10)) TEST_KAFKA_BASE_PORT=$$(($(TEST_KAFKA_BASE_PORT) + 300)) \
   TEST_VAR_DIR=$(TEST_VAR_DIR)-alone
-# The web layer on PostgreSQL runs beside lint, unit and web on SQLite, on ports of its own (Redis 30 and
-# Kafka 900 above the run's, where no broker listens): in series the Kafka-free chain outlasted the others.
-WEB_POSTGRES_ENV = TEST_DATABASE=postgres TEST_REDIS_PORT=$$(($(TEST_REDIS_PORT) + 30)) \
-  TEST_KAFKA_BASE_PORT=$$(($(TEST_KAFKA_BASE_PORT) + 900)) TEST_VAR_DIR=$(TEST_VAR_DIR)-web-postgres
 # (Kafka 600 above the run's: its Connect worker, MirrorMaker 2 cluster and SASL broker keep the same offsets.)
 SIDE_ENV = TEST_REDIS_PORT=$$(($(TEST_REDIS_PORT) + 20)) TEST_KAFKA_BASE_PORT=$$(($(TEST_KAFKA_BASE_PORT) + 600)) \
   TEST_VAR_DIR=$(TEST_VAR_DIR)-side
@@ -120,12 +116,9 @@ WEB_WORKERS ?= 4
 test: test-deps setup
 	@mkdir -p $(dir $(TEST_VAR_DIR))
 	@free_log=$(TEST_VAR_DIR)-kafka-free.log; alone_log=$(TEST_VAR_DIR)-alone.log; side_log=$(TEST_VAR_DIR)-side.log; start=$$(date +%s); \
-	{ $(if $(filter postgres,$(TEST_DATABASE)),,$(WEB_POSTGRES_ENV) $(PY) -m pytest -n $(WEB_WORKERS) tests/web \
-	    >$(TEST_VAR_DIR)-web-postgres.log 2>&1 & web_postgres=$$!;) \
-	  $(MAKE) --no-print-directory lint; lint=$$?; $(KAFKA_FREE_ENV) $(PY) -m pytest tests/unit; layers=$$?; \
+	{ $(MAKE) --no-print-directory lint; lint=$$?; $(KAFKA_FREE_ENV) $(PY) -m pytest tests/unit; layers=$$?; \
 	  $(KAFKA_FREE_ENV) $(PY) -m pytest -n $(WEB_WORKERS) tests/web || layers=1; \
-	  $(if $(filter postgres,$(TEST_DATABASE)),,wait $$web_postgres || layers=1; \
-	    echo "== the web layer on PostgreSQL ($(TEST_VAR_DIR)-web-postgres.log):"; cat $(TEST_VAR_DIR)-web-postgres.log;) \
+	  $(if $(filter postgres,$(TEST_DATABASE)),,TEST_DATABASE=postgres $(KAFKA_FREE_ENV) $(PY) -m pytest -n $(WEB_WORKERS) tests/web || layers=1;) \
 	  [ $$lint = 0 ] && [ $$layers = 0 ]; } >$$free_log 2>&1 & free=$$!; \
 	$(ALONE_ENV) $(PY) -m pytest $(INTEGRATION_ALONE) >$$alone_log 2>&1 & alone=$$!; \
 	$(SIDE_ENV) $(PY) -m pytest $(INTEGRATION_SIDE) >$$side_log 2>&1 & side=$$!; \
